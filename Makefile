@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl: build, install, tests and the soft-RoCE lab.
+
+VERSION     ?= 0.1.0
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+BINDIR      ?= $(PREFIX)/bin
+LIBDIR      ?= $(PREFIX)/lib
+MANDIR      ?= $(PREFIX)/share/man
+BASH_COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+OUT         ?= build
+
+CC          ?= gcc
+CLANG       ?= clang
+BPFTOOL     ?= bpftool
+SANITIZE    ?=
+FUZZ_SECONDS ?= 20
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS_BASE := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -D_GNU_SOURCE \
+	-DRDMACTL_VERSION='"$(VERSION)"' -Ilib -I$(OUT) -MMD -MP
+ifeq ($(SANITIZE),1)
+CFLAGS_BASE += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS_SAN := -fsanitize=address,undefined
+# The preload runs inside foreign processes: it is never built with ASan (it cannot be preloaded into an
+# unsanitized program), only with UBSan's minimal runtime-free checks.
+PRELOAD_SAN := -fsanitize=undefined -fsanitize-undefined-trap-on-error
+endif
+override CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
+
+LIBS_CMD := -libverbs -lrdmacm -lmnl -ljson-c -lncursesw -lbpf -lelf -lz -lpthread -lrt
+LIBS_PRELOAD := -ldl -lpthread -lrt
+
+LIB_SRC     := $(wildcard lib/*.c)
+CMD_SRC     := $(wildcard cmd/*.c)
+PRELOAD_SRC := $(wildcard preload/*.c)
+UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+BENCH_SRC   := $(wildcard bench/*.c)
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+BPF_SRC     := $(wildcard bpf/*.bpf.c)
+LIB_OBJ     := $(LIB_SRC:%.c=$(OUT)/%.o)
+CMD_OBJ     := $(CMD_SRC:%.c=$(OUT)/%.o)
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(OUT)/preload-obj/%.o)
+UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
+BENCH_BIN   := $(BENCH_SRC:bench/%.c=$(OUT)/bench/%)
+FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=$(OUT)/fuzz/%)
+BPF_SKEL    := $(BPF_SRC:bpf/%.bpf.c=$(OUT)/%.skel.h)
+LAB_HELPERS := $(patsubst tests/lab/progs/%.c,$(OUT)/lab-progs/%,$(wildcard tests/lab/progs/*.c))
+
+MANPAGES    := $(wildcard man/*.8)
+
+.DELETE_ON_ERROR:
+.PHONY: all deps check check-host check-unit check-lab check-fuzz demo lab install uninstall clean help bench
+
+all: $(OUT)/rdmactl $(OUT)/librdmactl-preload.so $(LAB_HELPERS)
+
+help:
+	@echo "Targets:"
+	@echo "  all (default)  build $(OUT)/rdmactl and $(OUT)/librdmactl-preload.so"
+	@echo "  deps           install the Debian packages the build, the tests and the lab need (root)"
+	@echo "  check          deps + build + host tests (unit, CLI, fuzz) + lab tests inside the soft-RoCE lab"
+	@echo "  check-host     host tests only;  check-lab: lab tests only"
+	@echo "  demo           boot the lab and run a narrated tour of rdmactl"
+	@echo "  lab            interactive shell inside the lab (rxe0 on veth0, 192.0.2.1/24)"
+	@echo "  bench          build the benchmarks under $(OUT)/bench (run them with bench/run)"
+	@echo "  install        install binary, preload, man pages, bash completion (PREFIX DESTDIR MANDIR BASH_COMPDIR)"
+	@echo "  uninstall, clean"
+	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
+
+deps:
+	$(Q)tests/deps.sh
+
+$(OUT) $(OUT)/lib $(OUT)/cmd $(OUT)/preload-obj/preload $(OUT)/tests $(OUT)/bench $(OUT)/fuzz $(OUT)/bpf $(OUT)/lab-progs:
+	$(Q)mkdir -p $@
+
+# --- BPF: vmlinux.h -> .bpf.o -> skeleton ---------------------------------------------------------
+$(OUT)/vmlinux.h: | $(OUT)
+	$(call msg,GEN,$@)
+	$(Q)if [ -r /sys/kernel/btf/vmlinux ]; then $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@; \
+	else echo "no /sys/kernel/btf/vmlinux: cannot generate vmlinux.h" >&2; exit 1; fi
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(OUT)/vmlinux.h | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(OUT) -Ibpf -Ilib -c $< -o $@
+	$(Q)$(BPFTOOL) gen object $@.linked $@ && mv $@.linked $@ || true
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# --- C ----------------------------------------------------------------------------------------------
+$(OUT)/lib/%.o: lib/%.c | $(OUT)/lib $(BPF_SKEL)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/cmd/%.o: cmd/%.c | $(OUT)/cmd $(BPF_SKEL)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Icmd -c $< -o $@
+
+$(OUT)/librdmactl.a: $(LIB_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/rdmactl: $(CMD_OBJ) $(OUT)/librdmactl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $(CMD_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
+
+# The preload gets its own objects: no ASan, hidden visibility, only the wrappers exported.
+PRELOAD_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) $(PRELOAD_SAN) -fvisibility=hidden
+PRELOAD_LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/preload-obj/%.o)
+
+$(OUT)/preload-obj/%.o: %.c | $(OUT)/preload-obj/preload $(BPF_SKEL)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@) && $(CC) $(PRELOAD_CFLAGS) -DRDMACTL_PRELOAD -c $< -o $@
+
+$(OUT)/preload-obj/librdmactl-preload.a: $(PRELOAD_LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/librdmactl-preload.so: $(PRELOAD_OBJ) $(OUT)/preload-obj/librdmactl-preload.a preload/preload.map
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared $(PRELOAD_SAN) -Wl,--version-script=preload/preload.map -Wl,-z,defs -o $@ \
+		$(PRELOAD_OBJ) $(OUT)/preload-obj/librdmactl-preload.a $(LIBS_PRELOAD)
+
+$(OUT)/tests/%: tests/unit/%.c $(OUT)/librdmactl.a | $(OUT)/tests
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
+
+$(OUT)/bench/%: bench/%.c $(OUT)/librdmactl.a | $(OUT)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
+
+$(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/librdmactl.a | $(OUT)/lab-progs
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD) -ldl
+
+# libFuzzer harnesses: clang, built from the sources (not the gcc archive).
+$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -I$(OUT) -fsanitize=fuzzer,address,undefined \
+		-o $@ $< $(LIB_SRC) $(LIBS_CMD)
+
+bench: $(BENCH_BIN) all
+
+# --- tests ------------------------------------------------------------------------------------------
+check: deps
+	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
+	$(Q)$(MAKE) --no-print-directory check-host check-lab
+
+check-unit: $(UNIT_BIN)
+	$(Q)tests/run-unit $(UNIT_BIN)
+
+check-fuzz: $(FUZZ_BIN)
+	$(Q)tests/run-fuzz $(FUZZ_SECONDS) $(FUZZ_BIN)
+
+check-host: all check-unit check-fuzz
+	$(Q)bats tests/*.bats
+
+check-lab: all
+	$(Q)tests/lab/run --timeout 1500 -- tests/lab/check
+
+demo: deps all
+	$(Q)tests/lab/run --timeout 600 -- tests/lab/demo
+
+lab: all
+	$(Q)tests/lab/run --shell --timeout 86400
+
+# --- install ----------------------------------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/rdmactl $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASH_COMPDIR)
+	install -m 755 $(OUT)/rdmactl $(DESTDIR)$(BINDIR)/rdmactl
+	install -m 755 $(OUT)/librdmactl-preload.so $(DESTDIR)$(LIBDIR)/rdmactl/librdmactl-preload.so
+	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 completions/rdmactl $(DESTDIR)$(BASH_COMPDIR)/rdmactl
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/rdmactl $(DESTDIR)$(LIBDIR)/rdmactl/librdmactl-preload.so
+	-rmdir $(DESTDIR)$(LIBDIR)/rdmactl
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MANPAGES))) $(DESTDIR)$(BASH_COMPDIR)/rdmactl
+
+clean:
+	rm -rf $(OUT)/cmd $(OUT)/lib $(OUT)/preload-obj $(OUT)/tests $(OUT)/bench $(OUT)/fuzz $(OUT)/bpf \
+		$(OUT)/lab-progs $(OUT)/*.skel.h $(OUT)/vmlinux.h $(OUT)/rdmactl $(OUT)/librdmactl*
+
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* rdmactl pingpong: not built yet (issue #7). */
+#include "rdmactl.h"
+#include "util.h"
+
+static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 } };
+static const struct argp argp = { NULL, NULL, "[ARGS...]", "Not built yet (issue #7).", children, NULL, NULL };
+
+int cmd_pingpong(int argc, char **argv)
+{
+	int idx;
+
+	if (argp_parse(&argp, argc, argv, ARGP_NO_ARGS | ARGP_IN_ORDER, &idx, NULL))
+		return EXIT_USAGE;
+	pr_err("not implemented yet (issue #7)");
+	return EXIT_FAIL;
+}

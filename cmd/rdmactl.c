@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* rdmactl entry point: global options, then dispatch to a subcommand by (unique prefix of) its name. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "out.h"
+#include "rdmactl.h"
+#include "util.h"
+
+struct rdmactl_opts opts;
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} cmds[] = {
+	{ "monitor", cmd_monitor, "stream resource create/destroy/deny events; audit bypass" },
+	{ "pingpong", cmd_pingpong, "RoCE connectivity check, ibv_rc_pingpong compatible" },
+	{ "quota", cmd_quota, "set, unset and show RDMA resource quotas" },
+	{ "run", cmd_run, "run a command as a job under RDMA resource limits" },
+	{ "top", cmd_top, "per-process view of RDMA resources and quota use" },
+};
+
+int match_word(const char *word, const char *const *names, int n)
+{
+	size_t len = strlen(word);
+	int i, found = -1;
+
+	if (n < 0)
+		for (n = 0; names[n]; n++)
+			;
+	if (!len)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(word, names[i]))
+			return i;
+	for (i = 0; i < n; i++) {
+		if (strncmp(word, names[i], len))
+			continue;
+		if (found >= 0)
+			return -2;
+		found = i;
+	}
+	return found;
+}
+
+int word_error(const char *what, const char *word, const char *const *names, int n, int ret)
+{
+	size_t len = strlen(word);
+	char list[512] = "";
+	int i, nmatch = 0;
+
+	if (n < 0)
+		for (n = 0; names[n]; n++)
+			;
+	for (i = 0; i < n; i++) {
+		if (ret == -2 && strncmp(word, names[i], len))
+			continue;
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s'%s'", nmatch++ ? ", " : "",
+			 names[i]);
+	}
+	if (ret == -2)
+		pr_err("%s '%s' is ambiguous: could be %s", what, word, list);
+	else
+		pr_err("unknown %s '%s' (one of: %s)", what, word, list);
+	fprintf(stderr, "Try '%s --help' for more information.\n", util_prog);
+	return EXIT_USAGE;
+}
+
+static error_t common_parse(int key, char *arg, struct argp_state *state)
+{
+	(void)arg;
+	(void)state;
+	switch (key) {
+	case 'j':
+		opts.json = true;
+		break;
+	case 'p':
+		opts.pretty = out_pretty = true;
+		break;
+	case 'v':
+		opts.verbose = util_verbose = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp_option common_options[] = {
+	{ NULL, 0, NULL, 0, "Global options:", -1 },
+	{ "json", 'j', NULL, 0, "Output JSON", -1 },
+	{ "pretty", 'p', NULL, 0, "Pretty-print JSON output", -1 },
+	{ "verbose", 'v', NULL, 0, "Print more detail", -1 },
+	{ 0 },
+};
+
+const struct argp common_argp = { common_options, common_parse, NULL, NULL, NULL, NULL, NULL };
+
+const char *argp_program_version = "rdmactl " RDMACTL_VERSION;
+
+static int sub_index = -1;
+
+static error_t main_parse(int key, char *arg, struct argp_state *state)
+{
+	(void)arg;
+	switch (key) {
+	case ARGP_KEY_ARG:
+		/* The first word is the subcommand: stop here and leave the rest to it. */
+		sub_index = state->next - 1;
+		state->next = state->argc;
+		return 0;
+	case ARGP_KEY_END:
+		if (sub_index < 0)
+			argp_error(state, "missing COMMAND");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+static char *main_help(int key, const char *text, void *input)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	size_t i;
+
+	(void)input;
+	if (key != ARGP_KEY_HELP_POST_DOC)
+		return (char *)text;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return (char *)text;
+	fprintf(f, "Commands:\n");
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\nCommands may be abbreviated to a unique prefix ('rdmactl mon').\n"
+		   "'rdmactl COMMAND --help' describes each command.\n"
+		   "Exit status: 0 ok, 1 failure, 2 usage error.\n\n%s",
+		text ? text : "");
+	fclose(f);
+	return buf;
+}
+
+static const struct argp_child main_children[] = {
+	{ &common_argp, 0, NULL, 0 },
+	{ 0 },
+};
+
+static const struct argp main_argp = {
+	NULL, main_parse, "COMMAND [ARGS...]",
+	"rdmactl -- quotas, per-process views, events and connectivity checks for RDMA resources.\v"
+	"Examples:\n"
+	"  rdmactl top -b -n 1 -j\n"
+	"  rdmactl quota set qp 10 --pid 1234\n"
+	"  rdmactl run --max-qp 5 -- ./app\n",
+	main_children, main_help, NULL,
+};
+
+int main(int argc, char **argv)
+{
+	static char prog[64];
+	const char *names[ARRAY_SIZE(cmds)];
+	size_t i;
+	int idx;
+
+	argp_err_exit_status = EXIT_USAGE;
+	argp_parse(&main_argp, argc, argv, ARGP_IN_ORDER, NULL, NULL);
+
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		names[i] = cmds[i].name;
+	idx = match_word(argv[sub_index], names, ARRAY_SIZE(cmds));
+	if (idx < 0)
+		return word_error("command", argv[sub_index], names, ARRAY_SIZE(cmds), idx);
+
+	snprintf(prog, sizeof(prog), "rdmactl %s", cmds[idx].name);
+	util_prog = prog;
+	argv[sub_index] = prog;
+	return cmds[idx].fn(argc - sub_index, argv + sub_index);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What every subcommand shares: global options, the common argp child, exit codes. */
+#ifndef RDMACTL_H
+#define RDMACTL_H
+
+#include <argp.h>
+#include <stdbool.h>
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct rdmactl_opts {
+	bool json;
+	bool pretty;
+	bool verbose;
+};
+extern struct rdmactl_opts opts;
+
+/*
+ * -j/-p/-v, accepted before the subcommand and after it: add as a child to each subcommand's argp:
+ *   static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 } };
+ */
+extern const struct argp common_argp;
+
+/* Each subcommand: argv[0] is "rdmactl <sub>"; returns an exit code. */
+int cmd_monitor(int argc, char **argv);
+int cmd_pingpong(int argc, char **argv);
+int cmd_quota(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/*
+ * Match word against names[0..n) (NULL-terminated when n < 0): exact match, else unique prefix.
+ * Returns the index, -1 unknown, -2 ambiguous. Used for subcommands and for words inside them.
+ */
+int match_word(const char *word, const char *const *names, int n);
+/* Print the "unknown"/"ambiguous" usage error for a match_word failure; returns EXIT_USAGE. */
+int word_error(const char *what, const char *word, const char *const *names, int n, int ret);
+
+#endif

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Small shared helpers: number and size parsing, error messages, program name. */
+#ifndef RDMACTL_UTIL_H
+#define RDMACTL_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* "rdmactl" or "rdmactl <sub>": prefix of every message on stderr. */
+extern const char *util_prog;
+
+/* Print "<prog>: <message>\n" to stderr. */
+void pr_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, only when verbose output was asked for. */
+void pr_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern bool util_verbose;
+
+/*
+ * Parse an unsigned decimal (or 0x hex) integer in [min, max]. Returns 0, -EINVAL for anything that is
+ * not a plain number (sign, spaces, trailing junk, empty) or -ERANGE when out of range.
+ */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Size with optional binary suffix K, M, G, T (also KB, KiB...); same errors as parse_u64. */
+int parse_size(const char *s, uint64_t max, uint64_t *out);
+/* A pid: 1..pid_max. -ESRCH when no such process exists. */
+int parse_pid(const char *s, bool must_exist, pid_t *out);
+/* Human readable size into buf ("64K", "1.5G"); returns buf. */
+const char *fmt_size(uint64_t v, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Shared by every bats suite (host and lab): assertions, paths, and lab-only guards.
+bats_require_minimum_version 1.5.0
+load /usr/lib/bats/bats-support/load
+load /usr/lib/bats/bats-assert/load
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+RDMACTL=$BUILD/rdmactl
+PRELOAD=$BUILD/librdmactl-preload.so
+export TOP BUILD RDMACTL PRELOAD
+
+# Lab suites must run inside the lab: outside it they fail (never skip) and say how to run them.
+require_lab() {
+	if [ -z "${LAB_GUEST:-}" ]; then
+		echo "this suite runs inside the soft-RoCE lab: make check-lab (or tests/lab/run bats $BATS_TEST_FILENAME)" >&2
+		return 1
+	fi
+}
+
+# Wait up to $1 seconds for a command to succeed.
+wait_for() {
+	local t=$1; shift
+	local end=$((SECONDS + t))
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.2
+	done
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Unit tests of lib/util: number, size and pid parsing. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit.h"
+#include "util.h"
+
+static void test_parse_u64(void)
+{
+	uint64_t v = 0;
+
+	CHECK(parse_u64("10", 0, 100, &v) == 0 && v == 10, "got %lu", (unsigned long)v);
+	CHECK(parse_u64("0x10", 0, 100, &v) == 0 && v == 16, "hex");
+	CHECK(parse_u64("", 0, 100, &v) == -EINVAL, "empty");
+	CHECK(parse_u64("-1", 0, 100, &v) == -EINVAL, "negative");
+	CHECK(parse_u64(" 1", 0, 100, &v) == -EINVAL, "leading space");
+	CHECK(parse_u64("1x", 0, 100, &v) == -EINVAL, "junk");
+	CHECK(parse_u64("101", 0, 100, &v) == -ERANGE, "above max");
+	CHECK(parse_u64("0", 1, 100, &v) == -ERANGE, "below min");
+	CHECK(parse_u64("99999999999999999999999", 0, UINT64_MAX, &v) == -ERANGE, "overflow");
+	CHECK(parse_u64(NULL, 0, 1, &v) == -EINVAL, "NULL");
+}
+
+static void test_parse_size(void)
+{
+	uint64_t v = 0;
+
+	CHECK(parse_size("4096", UINT64_MAX, &v) == 0 && v == 4096, "plain");
+	CHECK(parse_size("64K", UINT64_MAX, &v) == 0 && v == 65536, "K");
+	CHECK(parse_size("1m", UINT64_MAX, &v) == 0 && v == 1048576, "m");
+	CHECK(parse_size("2GiB", UINT64_MAX, &v) == 0 && v == 2ULL << 30, "GiB");
+	CHECK(parse_size("3TB", UINT64_MAX, &v) == 0 && v == 3ULL << 40, "TB");
+	CHECK(parse_size("1Q", UINT64_MAX, &v) == -EINVAL, "bad suffix");
+	CHECK(parse_size("1KX", UINT64_MAX, &v) == -EINVAL, "junk after suffix");
+	CHECK(parse_size("K", UINT64_MAX, &v) == -EINVAL, "no digits");
+	CHECK(parse_size("16777216T", UINT64_MAX, &v) == -ERANGE, "overflow by suffix");
+	CHECK(parse_size("2K", 1024, &v) == -ERANGE, "above max");
+}
+
+static void test_parse_pid(void)
+{
+	char buf[32];
+	pid_t p = 0;
+
+	snprintf(buf, sizeof(buf), "%d", (int)getpid());
+	CHECK(parse_pid(buf, true, &p) == 0 && p == getpid(), "self");
+	CHECK(parse_pid("0", false, &p) == -ERANGE, "zero");
+	CHECK(parse_pid("4194304", true, &p) == -ESRCH, "no such pid");
+	CHECK(parse_pid("abc", false, &p) == -EINVAL, "word");
+}
+
+static void test_fmt_size(void)
+{
+	char b[32];
+
+	CHECK(!strcmp(fmt_size(512, b, sizeof(b)), "512"), "%s", b);
+	CHECK(!strcmp(fmt_size(65536, b, sizeof(b)), "64K"), "%s", b);
+	CHECK(!strcmp(fmt_size(3 << 19, b, sizeof(b)), "1.5M"), "%s", b);
+}
+
+int main(void)
+{
+	RUN(test_parse_u64);
+	RUN(test_parse_size);
+	RUN(test_parse_pid);
+	RUN(test_fmt_size);
+	return unit_done();
+}
