@@ -8,7 +8,14 @@ BINDIR      ?= $(PREFIX)/bin
 LIBDIR      ?= $(PREFIX)/lib
 MANDIR      ?= $(PREFIX)/share/man
 BASH_COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+
+ifeq ($(SANITIZE),1)
+OUT         ?= build-san
+else
 OUT         ?= build
+endif
+# Tests find the binaries through BUILD (tests/helper.bash), also inside the lab.
+export BUILD := $(abspath $(OUT))
 
 CC          ?= gcc
 CLANG       ?= clang
@@ -160,7 +167,7 @@ check-fuzz: $(FUZZ_BIN)
 	$(Q)tests/run-fuzz $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 check-host: all check-unit check-fuzz
-	$(Q)bats tests/*.bats
+	$(Q)tests/run-bats host tests/*.bats
 
 check-lab: all
 	$(Q)tests/lab/run --timeout 1500 -- tests/lab/check
