@@ -6,6 +6,8 @@
 #include <argp.h>
 #include <stdbool.h>
 
+#include "util.h"
+
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 struct rdmactl_opts {
@@ -28,12 +30,5 @@ int cmd_quota(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
-/*
- * Match word against names[0..n) (NULL-terminated when n < 0): exact match, else unique prefix.
- * Returns the index, -1 unknown, -2 ambiguous. Used for subcommands and for words inside them.
- */
-int match_word(const char *word, const char *const *names, int n);
-/* Print the "unknown"/"ambiguous" usage error for a match_word failure; returns EXIT_USAGE. */
-int word_error(const char *what, const char *word, const char *const *names, int n, int ret);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char *util_prog = "rdmactl";
 bool util_verbose;
@@ -134,4 +135,50 @@ const char *fmt_size(uint64_t v, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f%c", d, units[i]);
 	return buf;
+}
+
+int match_word(const char *word, const char *const *names, int n)
+{
+	size_t len = strlen(word);
+	int i, found = -1;
+
+	if (n < 0)
+		for (n = 0; names[n]; n++)
+			;
+	if (!len)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(word, names[i]))
+			return i;
+	for (i = 0; i < n; i++) {
+		if (strncmp(word, names[i], len))
+			continue;
+		if (found >= 0)
+			return -2;
+		found = i;
+	}
+	return found;
+}
+
+int word_error(const char *what, const char *word, const char *const *names, int n, int ret)
+{
+	size_t len = strlen(word);
+	char list[512] = "";
+	int i, nmatch = 0;
+
+	if (n < 0)
+		for (n = 0; names[n]; n++)
+			;
+	for (i = 0; i < n; i++) {
+		if (ret == -2 && strncmp(word, names[i], len))
+			continue;
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s'%s'", nmatch++ ? ", " : "",
+			 names[i]);
+	}
+	if (ret == -2)
+		pr_err("%s '%s' is ambiguous: could be %s", what, word, list);
+	else
+		pr_err("unknown %s '%s' (one of: %s)", what, word, list);
+	fprintf(stderr, "Try '%s --help' for more information.\n", util_prog);
+	return 2;
 }

@@ -30,4 +30,13 @@ int parse_pid(const char *s, bool must_exist, pid_t *out);
 /* Human readable size into buf ("64K", "1.5G"); returns buf. */
 const char *fmt_size(uint64_t v, char *buf, size_t len);
 
+/*
+ * Match word against names[0..n) (NULL-terminated when n < 0): exact match, else unique prefix.
+ * Returns the index, -1 unknown, -2 ambiguous. Used for subcommands and for words inside them.
+ */
+int match_word(const char *word, const char *const *names, int n);
+/* Print the "unknown"/"ambiguous" usage error for a match_word failure (what: "command", "kind"...),
+ * naming the candidates; returns 2 (the usage exit code). */
+int word_error(const char *what, const char *word, const char *const *names, int n, int ret);
+
 #endif

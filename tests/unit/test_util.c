@@ -61,11 +61,28 @@ static void test_fmt_size(void)
 	CHECK(!strcmp(fmt_size(3 << 19, b, sizeof(b)), "1.5M"), "%s", b);
 }
 
+static void test_match_word(void)
+{
+	static const char *const words[] = { "set", "show", "unset", "gc", NULL };
+	static const char *const cmds[] = { "quota", "query", "quotas" };
+
+	CHECK(match_word("set", words, -1) == 0, "exact");
+	CHECK(match_word("sh", words, -1) == 1, "unique prefix");
+	CHECK(match_word("s", words, -1) == -2, "ambiguous");
+	CHECK(match_word("x", words, -1) == -1, "unknown");
+	CHECK(match_word("", words, -1) == -1, "empty");
+	CHECK(match_word("setx", words, -1) == -1, "longer than a word");
+	CHECK(match_word("quota", cmds, 3) == 0, "exact beats a longer word with the same prefix");
+	CHECK(match_word("qu", cmds, 3) == -2, "ambiguous among three");
+	CHECK(word_error("word", "s", words, -1, -2) == 2, "usage exit code");
+}
+
 int main(void)
 {
 	RUN(test_parse_u64);
 	RUN(test_parse_size);
 	RUN(test_parse_pid);
 	RUN(test_fmt_size);
+	RUN(test_match_word);
 	return unit_done();
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Drive the bash completion function the way readline does and check what it offers.
+
+load helper
+
+setup() {
+	source "$TOP/completions/rdmactl"
+}
+
+# complete WORDS...: the last word is the one being completed; prints the candidates sorted.
+complete_words() {
+	COMP_WORDS=("$@")
+	COMP_CWORD=$(($# - 1))
+	COMP_LINE="$*"
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	_rdmactl
+	printf '%s\n' "${COMPREPLY[@]}" | sort
+}
+
+@test "completion is registered for rdmactl" {
+	run complete -p rdmactl
+	assert_output "complete -F _rdmactl rdmactl"
+}
+
+@test "first word completes to the subcommands" {
+	run complete_words rdmactl ""
+	assert_output "$(printf '%s\n' monitor pingpong quota run top)"
+	run complete_words rdmactl p
+	assert_output "pingpong"
+	run complete_words rdmactl mo
+	assert_output "monitor"
+}
+
+@test "every subcommand in the binary's table is offered by the completion" {
+	for c in $("$RDMACTL" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }'); do
+		run complete_words rdmactl "$c"
+		assert_output "$c"
+	done
+}
+
+@test "global options complete before the subcommand" {
+	run complete_words rdmactl --j
+	assert_output "--json"
+	run complete_words rdmactl -
+	assert_line -- "-j"
+	assert_line -- "--pretty"
+	assert_line -- "--verbose"
+	assert_line -- "--version"
+}
+
+@test "after a global option the subcommand still completes" {
+	run complete_words rdmactl -j t
+	assert_output "top"
+}
+
+@test "an abbreviated subcommand gets its own completion" {
+	run complete_words rdmactl mon --j
+	assert_output "--json"
+}
+
+@test "after an unknown word nothing is offered" {
+	run complete_words rdmactl bogus ""
+	assert_output ""
+}

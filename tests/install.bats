@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# make install/uninstall into a DESTDIR, and make help.
+
+load helper
+
+@test "make install puts binary, preload, man pages and completion under DESTDIR/PREFIX" {
+	local d=$BATS_TEST_TMPDIR/root
+	run make -C "$TOP" --no-print-directory OUT="$BUILD" install DESTDIR="$d" PREFIX=/usr
+	assert_success
+	[ -x "$d/usr/bin/rdmactl" ]
+	[ -f "$d/usr/lib/rdmactl/librdmactl-preload.so" ]
+	[ -f "$d/usr/share/man/man8/rdmactl.8" ]
+	[ -f "$d/usr/share/bash-completion/completions/rdmactl" ]
+	run "$d/usr/bin/rdmactl" --version
+	assert_success
+	run make -C "$TOP" --no-print-directory OUT="$BUILD" uninstall DESTDIR="$d" PREFIX=/usr
+	assert_success
+	[ ! -e "$d/usr/bin/rdmactl" ]
+	[ ! -e "$d/usr/share/man/man8/rdmactl.8" ]
+}
+
+@test "every man page renders without warnings" {
+	for m in "$TOP"/man/*.8; do
+		run bash -c "LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l '$m' 2>&1 >/dev/null"
+		assert_output ""
+	done
+}
+
+@test "there is a man page for rdmactl and for every subcommand" {
+	[ -f "$TOP/man/rdmactl.8" ]
+	for c in monitor pingpong quota run top; do
+		[ -f "$TOP/man/rdmactl-$c.8" ] || { echo "man/rdmactl-$c.8 missing"; return 1; }
+	done
+}
+
+@test "make help lists the targets" {
+	run -0 make -C "$TOP" --no-print-directory help
+	for t in check demo lab install deps; do
+		assert_output --partial "  $t"
+	done
+}
+
+@test "the preload exports nothing but its own symbols" {
+	run bash -c "nm -D --defined-only '$PRELOAD' | awk '{print \$3}'"
+	assert_success
+	refute_output --regexp '^(parse_|pr_err|util_|out_)'
+}
