@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Per-process aggregation of RDMA netlink resource dumps: the model behind rdmactl top. */
+#ifndef RDMACTL_TOP_H
+#define RDMACTL_TOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "nl.h"
+
+struct top_counts {
+	uint64_t n[NL_RES_NTYPES];	/* objects per kind */
+	uint64_t mr_bytes;		/* sum of RES_MRLEN */
+};
+
+enum top_kind {
+	TOP_PROC,	/* a user process (pid is its tgid) */
+	TOP_KERNEL,	/* kernel-owned objects of one owner (comm is the owner's name) */
+	TOP_UNKNOWN,	/* user objects whose creating thread is gone: the kernel reports no pid */
+};
+
+#define TOP_COMM_LEN 32
+#define TOP_USER_LEN 32
+#define TOP_MAX_DEVS 32
+
+struct top_row {
+	enum top_kind kind;
+	pid_t pid;			/* tgid; 0 for kernel and unknown rows */
+	bool resolved;			/* pid, comm and uid came from /proc (false: the thread was gone) */
+	uid_t uid;
+	char user[TOP_USER_LEN];	/* "" when unknown */
+	char comm[TOP_COMM_LEN];
+	struct top_counts c;
+	uint32_t devmask;		/* bit i: objects on top_snap.devs[i] */
+	/*
+	 * Quota use from the ledger (issue 4): filled by a join after top_snapshot(); a process with
+	 * kernel objects but no ledger entry is "unmanaged". Zero until that join exists.
+	 */
+	struct {
+		bool joined;		/* the ledger was read for this snapshot */
+		bool managed;		/* the process is in the ledger */
+		uint64_t used[NL_RES_NTYPES + 1];	/* + mr_bytes, in the ledger's own accounting */
+		uint64_t limit[NL_RES_NTYPES + 1];	/* UINT64_MAX: no limit */
+	} quota;
+	/* Create/destroy rates per second from the BPF per-tgid counters (issue 6); zero until joined. */
+	struct {
+		bool joined;
+		double create[NL_RES_NTYPES];
+		double destroy[NL_RES_NTYPES];
+	} rate;
+};
+
+#define TOP_MAX_PORTS 8
+
+struct top_dev {
+	struct nl_dev dev;
+	struct nl_port ports[TOP_MAX_PORTS];
+	unsigned int nports;
+	struct nl_summary summary;	/* kernel's own counts (includes objects hidden from us) */
+	bool has_summary;
+	struct top_counts totals;	/* objects listed by the dumps, all owners, before row filters */
+	uint32_t unsupported;		/* bit t: the kernel cannot dump kind t */
+};
+
+struct top_snap {
+	struct timespec time;		/* CLOCK_REALTIME when the snapshot started */
+	double elapsed_ms;		/* time the snapshot took */
+	struct top_dev devs[TOP_MAX_DEVS];
+	unsigned int ndevs;
+	unsigned int ndevs_total;	/* before --dev filtering */
+	struct top_row *rows;
+	size_t nrows, cap;
+	struct top_counts totals;	/* sum over devs[].totals */
+	unsigned int unresolved;	/* threads /proc did not know (exited between dump and lookup, or hidden) */
+	/* tid -> row index map, valid for this snapshot only */
+	struct top_map *map;
+};
+
+struct top_filter {
+	const pid_t *pids;
+	size_t npids;
+	const char *dev;		/* device name, NULL: all */
+	bool has_uid;
+	uid_t uid;
+	const char *comm;		/* exact comm (or kernel owner name) */
+};
+
+enum top_key {
+	TOP_KEY_CTX = NL_RES_CTX,
+	TOP_KEY_PD = NL_RES_PD,
+	TOP_KEY_CQ = NL_RES_CQ,
+	TOP_KEY_QP = NL_RES_QP,
+	TOP_KEY_SRQ = NL_RES_SRQ,
+	TOP_KEY_MR = NL_RES_MR,
+	TOP_KEY_CM_ID = NL_RES_CM_ID,
+	TOP_KEY_MR_BYTES = NL_RES_NTYPES,
+	TOP_KEY_PID,
+	TOP_KEY_USER,
+	TOP_KEY_COMM,
+	TOP_NKEYS,
+};
+
+/* "qp", "mr_bytes", "pid"...; NULL-terminated list for match_word(). */
+extern const char *const top_key_names[TOP_NKEYS + 1];
+
+struct top_ctx;
+
+/* Opens the one netlink socket of this invocation. */
+int top_open(struct top_ctx **out);
+void top_close(struct top_ctx *t);
+/* The kernel's extended-ack message of the last failed request ("" when none). */
+const char *top_ext_ack(const struct top_ctx *t);
+
+/*
+ * Take one snapshot: devices, ports, summaries, dumps of every kind, aggregated per tgid (RES_PID is
+ * the creating thread: mapped through /proc/<tid>/status), kernel objects per owner name. Rows not
+ * matching f are dropped (device totals still count them). 0 or -errno; a snapshot with no device is
+ * not an error (ndevs_total == 0).
+ */
+int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s);
+void top_snap_free(struct top_snap *s);
+
+/* Sort rows: counts and sizes largest first, pid/user/comm ascending; reverse flips that. */
+void top_sort(struct top_snap *s, enum top_key key, bool reverse);
+
+/* The snapshot as the JSON object documented in rdmactl-top(8). */
+struct json_object *top_snap_json(const struct top_snap *s, enum top_key key);
+
+/* Parse a "Tgid:"/"Uid:"/"Name:" status text (/proc/PID/status); exposed for tests. */
+int top_parse_status(const char *text, pid_t *tgid, uid_t *uid, char *comm, size_t commlen);
+
+#endif
