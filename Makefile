@@ -95,7 +95,7 @@ $(OUT)/vmlinux.h: | $(OUT)
 
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(OUT)/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(OUT) -Ibpf -Ilib -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(OUT) -Ibpf -Ilib -MMD -MP -c $< -o $@
 	$(Q)$(BPFTOOL) gen object $@.linked $@ && mv $@.linked $@ || true
 
 $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
@@ -170,7 +170,7 @@ check-host: all check-unit check-fuzz
 	$(Q)tests/run-bats host tests/*.bats
 
 check-lab: all
-	$(Q)tests/lab/run --timeout 1500 -- tests/lab/check
+	$(Q)LAB_VERBOSE=1 tests/lab/run --timeout 1500 -- tests/lab/check
 
 demo: deps all
 	$(Q)tests/lab/run --timeout 600 -- tests/lab/demo
