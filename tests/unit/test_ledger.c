@@ -1,0 +1,937 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Unit tests of lib/ledger on a temp ledger: limits, concurrency with fork, SIGKILL reclaim, pid reuse, corruption. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * The ledger's internals (slot layout, in-flight counter) are needed to fake a reused pid and a death
+ * mid-operation deterministically: compile the library source into the test. The archive's ledger.o is then
+ * never pulled in (every symbol it would provide is already defined here).
+ */
+#include "ledger.c"
+
+#include "unit.h"
+
+static char dir[64];
+static char lpath[128];
+
+static void fresh_ledger(void)
+{
+	char upath[sizeof(lpath) + 8];
+
+	snprintf(upath, sizeof(upath), "%s.usage", lpath);
+	unlink(lpath);
+	unlink(upath);
+	CHECK(ledger_init(lpath) == 0, "init: %s", ledger_error());
+}
+
+static struct ledger *open_rw(void)
+{
+	struct ledger *l = NULL;
+	int err = ledger_open(lpath, LEDGER_POLICY_RW, &l);
+
+	CHECK(err == 0, "open: %d %s", err, ledger_error());
+	if (err) {
+		printf("Bail out! cannot open %s\n", lpath);
+		exit(1);
+	}
+	return l;
+}
+
+static struct ledger_scope scope_global(void)
+{
+	struct ledger_scope s = { .type = LEDGER_SCOPE_GLOBAL };
+
+	return s;
+}
+
+static struct ledger_scope scope_job(const char *name)
+{
+	struct ledger_scope s = { .type = LEDGER_SCOPE_JOB };
+
+	snprintf(s.name, sizeof(s.name), "%s", name);
+	return s;
+}
+
+static struct ledger_scope scope_cg(const char *name)
+{
+	struct ledger_scope s = { .type = LEDGER_SCOPE_CGROUP };
+
+	snprintf(s.name, sizeof(s.name), "%s", name);
+	return s;
+}
+
+static struct ledger_scope scope_pid(pid_t pid)
+{
+	struct ledger_scope s = { .type = LEDGER_SCOPE_PROCESS, .pid = pid };
+
+	return s;
+}
+
+/* Pretend the calling process lives in cgroup cg (the host test runner usually sits in "/"). */
+static void fake_cgroup(struct ledger *l, const char *cg)
+{
+	snprintf(l->cgroup, sizeof(l->cgroup), "%s", cg);
+	snprintf(l->use->slots[l->slot].cgroup, sizeof(l->use->slots[l->slot].cgroup), "%s", cg);
+	__atomic_store_n(&l->view_gen, 0, __ATOMIC_RELAXED);
+}
+
+static uint64_t usage_of(struct ledger *l, struct ledger_scope s, enum ledger_kind k)
+{
+	struct ledger_scope_stat st;
+
+	if (ledger_get_scope(l, &s, &st))
+		return UINT64_MAX;
+	return st.usage[k];
+}
+
+struct sum {
+	uint64_t all[LEDGER_NKINDS];
+	uint64_t job[LEDGER_NKINDS];
+	uint64_t cg[LEDGER_NKINDS];
+	const char *jobname, *cgname;
+	unsigned int n;
+};
+
+static int sum_cb(const struct ledger_proc_stat *ps, void *arg)
+{
+	struct sum *s = arg;
+	int k;
+
+	s->n++;
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		s->all[k] += ps->usage[k];
+		if (s->jobname && !strcmp(ps->job, s->jobname))
+			s->job[k] += ps->usage[k];
+		if (s->cgname && cg_covers(s->cgname, ps->cgroup))
+			s->cg[k] += ps->usage[k];
+	}
+	return 0;
+}
+
+/* ---- basics ----------------------------------------------------------------------------------- */
+
+struct ring_seen {
+	struct ledger_denial_event last;
+	int n;
+};
+
+static int ring_cb(const struct ledger_denial_event *ev, void *arg)
+{
+	struct ring_seen *rs = arg;
+
+	rs->last = *ev;
+	rs->n++;
+	return 0;
+}
+
+static int count_cb(const struct ledger_scope_stat *st, void *arg)
+{
+	(void)st;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void test_basic(void)
+{
+	struct ledger *l;
+	struct ledger_denial d;
+	struct ledger_scope g = scope_global(), me = scope_pid(getpid());
+	char msg[512];
+	uint64_t seq = 0;
+	int i, err;
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -ENOTCONN, "not attached");
+	CHECK(ledger_attach(l, "") == 0, "attach: %s", ledger_error());
+	CHECK(ledger_attach(l, "") == -EALREADY, "attach twice");
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, 5) == 0, "set global");
+	for (i = 0; i < 5; i++)
+		CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == 0, "qp %d", i);
+	err = ledger_reserve(l, LEDGER_QP, 1, &d);
+	CHECK(err == -EDQUOT, "6th qp: %d", err);
+	CHECK(d.scope.type == LEDGER_SCOPE_GLOBAL && d.usage == 5 && d.limit == 5 && d.kind == LEDGER_QP &&
+		      d.pid == getpid(),
+	      "denial %d %lu/%lu", d.scope.type, (unsigned long)d.usage, (unsigned long)d.limit);
+	ledger_format_denial(&d, msg, sizeof(msg));
+	CHECK(strstr(msg, "refused qp for pid ") && strstr(msg, "5/5 in use"), "%s", msg);
+	CHECK(usage_of(l, g, LEDGER_QP) == 5, "global usage");
+	CHECK(usage_of(l, me, LEDGER_QP) == 5, "own usage");
+
+	/* a pid limit below usage refuses, never takes back */
+	CHECK(ledger_set_limit(l, &me, LEDGER_QP, 2) == 0, "set pid");
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, LEDGER_UNLIMITED) == 0, "unset global");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_PROCESS &&
+		      d.usage == 5 && d.limit == 2,
+	      "pid limit below usage");
+	ledger_format_denial(&d, msg, sizeof(msg));
+	CHECK(strstr(msg, "limit set by pid "), "%s", msg);
+	CHECK(usage_of(l, me, LEDGER_QP) == 5, "nothing destroyed");
+	for (i = 0; i < 4; i++)
+		CHECK(ledger_release(l, LEDGER_QP, 1) == 0, "release");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, NULL) == 0, "1 -> 2 ok");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, NULL) == -EDQUOT, "2 -> 3 refused");
+	CHECK(ledger_release(l, LEDGER_QP, 3) == -EINVAL, "release more than held");
+	CHECK(usage_of(l, g, LEDGER_QP) == 2, "global after releases");
+
+	/* mr_bytes and the WR cap */
+	CHECK(ledger_set_limit(l, &g, LEDGER_MR_BYTES, 1 << 20) == 0, "set mr_bytes");
+	CHECK(ledger_reserve(l, LEDGER_MR_BYTES, 1 << 19, NULL) == 0, "512K");
+	CHECK(ledger_reserve(l, LEDGER_MR_BYTES, (1 << 19) + 1, &d) == -EDQUOT, "above 1M");
+	CHECK(ledger_reserve(l, LEDGER_MR_BYTES, UINT64_MAX, &d) == -EDQUOT, "overflow refused");
+	CHECK(ledger_set_limit(l, &g, LEDGER_WR, 128) == 0, "set wr");
+	CHECK(ledger_reserve(l, LEDGER_WR, 128, NULL) == 0, "wr 128");
+	CHECK(ledger_reserve(l, LEDGER_WR, 129, &d) == -EDQUOT && d.limit == 128, "wr 129");
+	CHECK(ledger_reserve(l, LEDGER_WR, 100, NULL) == 0, "wr is not a counter");
+	CHECK(usage_of(l, g, LEDGER_WR) == 0, "wr never charged");
+
+	/* denials recorded */
+	{
+		uint64_t total = 0, per[LEDGER_NKINDS];
+		struct ring_seen rs = { 0 };
+
+		ledger_denial_counts(l, &total, per);
+		CHECK(total == 6 && per[LEDGER_QP] == 3 && per[LEDGER_MR_BYTES] == 2 && per[LEDGER_WR] == 1,
+		      "counts %lu", (unsigned long)total);
+		ledger_foreach_denial(l, &seq, ring_cb, &rs);
+		CHECK(rs.n == 6 && seq == 6 && rs.last.d.kind == LEDGER_WR, "ring n=%d seq=%lu", rs.n,
+		      (unsigned long)seq);
+		rs.n = 0;
+		ledger_foreach_denial(l, &seq, ring_cb, &rs);
+		CHECK(rs.n == 0, "nothing new");
+	}
+
+	CHECK(ledger_detach(l) == 0, "detach");
+	CHECK(usage_of(l, g, LEDGER_QP) == 0 && usage_of(l, g, LEDGER_MR_BYTES) == 0, "detach gives back");
+	ledger_close(l);
+}
+
+static void test_scopes(void)
+{
+	struct ledger *l;
+	struct ledger_denial d;
+	struct ledger_scope j = scope_job("train"), c = scope_cg("/tenant/a"), cp = scope_cg("/tenant");
+	uint64_t lim[LEDGER_NKINDS];
+	int k;
+
+	fresh_ledger();
+	l = open_rw();
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		lim[k] = LEDGER_UNLIMITED;
+	lim[LEDGER_CQ] = 3;
+	CHECK(ledger_attach(l, "nosuchjob") == -ENOENT, "attach to unknown job");
+	CHECK(ledger_job_create(l, "train", lim) == 0, "job create: %s", ledger_error());
+	CHECK(ledger_job_create(l, "train", lim) == -EEXIST, "job twice");
+	CHECK(ledger_attach(l, "train") == 0, "attach job");
+	fake_cgroup(l, "/tenant/a/leaf");
+	CHECK(ledger_reserve(l, LEDGER_CQ, 2, NULL) == 0, "2 cq");
+	/* a cgroup limit set while usage exists starts from the exact usage (recount) */
+	CHECK(ledger_set_limit(l, &c, LEDGER_CQ, 10) == 0, "cg limit: %s", ledger_error());
+	CHECK(usage_of(l, c, LEDGER_CQ) == 2, "cg usage recounted: %lu", (unsigned long)usage_of(l, c, LEDGER_CQ));
+	CHECK(ledger_set_limit(l, &cp, LEDGER_PD, 1) == 0, "parent cg limit");
+	CHECK(ledger_reserve(l, LEDGER_PD, 1, NULL) == 0, "pd 1");
+	CHECK(ledger_reserve(l, LEDGER_PD, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_CGROUP &&
+		      !strcmp(d.scope.name, "/tenant"),
+	      "ancestor cgroup refuses");
+	CHECK(ledger_reserve(l, LEDGER_CQ, 2, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_JOB && d.usage == 2 &&
+		      d.limit == 3 && !strcmp(d.job, "train"),
+	      "job refuses");
+	{
+		char msg[256];
+
+		ledger_format_denial(&d, msg, sizeof(msg));
+		CHECK(strstr(msg, "(job train): 2/3 in use, limit set by job train"), "%s", msg);
+	}
+	CHECK(usage_of(l, c, LEDGER_CQ) == 2, "refused reserve left nothing in cgroup");
+	CHECK(ledger_set_limit(l, &j, LEDGER_CQ, 4) == 0, "raise job limit");
+	CHECK(ledger_reserve(l, LEDGER_CQ, 2, NULL) == 0, "now fits");
+	CHECK(usage_of(l, j, LEDGER_CQ) == 4 && usage_of(l, c, LEDGER_CQ) == 4, "job and cgroup totals");
+	/* removing the last limit on a cgroup drops its entry */
+	CHECK(ledger_set_limit(l, &cp, LEDGER_PD, LEDGER_UNLIMITED) == 0, "unset");
+	CHECK(ledger_reserve(l, LEDGER_PD, 1, NULL) == 0, "pd 2 after unset");
+	CHECK(ledger_set_limit(l, &cp, LEDGER_PD, 5) == 0, "set again");
+	CHECK(usage_of(l, cp, LEDGER_PD) == 2, "recounted again: %lu", (unsigned long)usage_of(l, cp, LEDGER_PD));
+	{
+		struct ledger_scope bad = scope_cg("/");
+
+		CHECK(ledger_set_limit(l, &bad, LEDGER_PD, 1) == -EINVAL, "root cgroup refused");
+		bad = scope_job("nope");
+		CHECK(ledger_set_limit(l, &bad, LEDGER_PD, 1) == -ENOENT, "unknown job");
+		bad = scope_pid(4194304);
+		CHECK(ledger_set_limit(l, &bad, LEDGER_PD, 1) == -ESRCH, "unknown pid");
+	}
+	CHECK(ledger_detach(l) == 0, "detach");
+	CHECK(ledger_job_release(l, "train") == 0, "job release");
+	CHECK(find_job(l->use, "train") < 0, "job gone with its tree");
+	ledger_close(l);
+}
+
+static void test_fork_child_zero(void)
+{
+	struct ledger *l;
+	struct ledger_scope g = scope_global();
+	int status;
+	pid_t pid;
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(ledger_attach(l, NULL) == 0, "attach");
+	CHECK(ledger_reserve(l, LEDGER_MR, 3, NULL) == 0, "3 mr");
+	pid = fork();
+	if (pid == 0) {
+		int bad = 0;
+		struct ledger_scope me = scope_pid(getpid());
+
+		bad |= ledger_attach_child(l) != 0;
+		bad |= usage_of(l, me, LEDGER_MR) != 0;
+		bad |= ledger_release(l, LEDGER_MR, 1) != -EINVAL; /* holds nothing */
+		bad |= ledger_reserve(l, LEDGER_MR, 1, NULL) != 0;
+		bad |= usage_of(l, g, LEDGER_MR) != 4;
+		_exit(bad);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	/* the child exited holding 1: gc gives it back, the parent keeps its 3 */
+	{
+		unsigned int n = 0;
+
+		CHECK(ledger_gc(l, &n) == 0 && n == 1, "gc reclaimed %u", n);
+	}
+	CHECK(usage_of(l, g, LEDGER_MR) == 3, "global %lu", (unsigned long)usage_of(l, g, LEDGER_MR));
+	ledger_detach(l);
+	ledger_close(l);
+}
+
+/* ---- (a) concurrency ---------------------------------------------------------------------------- */
+
+enum { NWORKERS = 6, LIM_GLOBAL = 20, LIM_JOB = 9, LIM_CG = 11, LIM_PID = 4 };
+
+struct ctl {
+	int stop;
+	int pause;
+	int paused;
+	int ready;
+	pid_t pids[NWORKERS];
+	uint64_t ops[NWORKERS];
+};
+
+static void worker(struct ctl *ctl, int id)
+{
+	struct ledger *l = NULL;
+	uint64_t held[LEDGER_NKINDS] = { 0 };
+	unsigned int seed = (unsigned int)getpid();
+	int k;
+
+	if (ledger_open(lpath, 0, &l) || ledger_attach(l, id % 2 ? "stress" : ""))
+		_exit(3);
+	if (id < 4)
+		fake_cgroup(l, id < 2 ? "/t/a" : "/t/b");
+	__atomic_fetch_add(&ctl->ready, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&ctl->pause, __ATOMIC_ACQUIRE)) {
+			__atomic_fetch_add(&ctl->paused, 1, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(&ctl->pause, __ATOMIC_ACQUIRE))
+				sched_yield();
+			__atomic_fetch_sub(&ctl->paused, 1, __ATOMIC_SEQ_CST);
+		}
+		k = rand_r(&seed) % 2 ? LEDGER_QP : LEDGER_MR_BYTES;
+		if (rand_r(&seed) % 2) {
+			uint64_t n = k == LEDGER_QP ? 1 : 4096u * (1 + rand_r(&seed) % 4);
+
+			if (!ledger_reserve(l, k, n, NULL))
+				held[k] += n;
+		} else if (held[k]) {
+			uint64_t n = k == LEDGER_QP ? 1 : held[k];
+
+			if (ledger_release(l, k, n))
+				_exit(4);
+			held[k] -= n;
+		}
+		ctl->ops[id]++;
+	}
+	_exit(0);
+}
+
+static void test_concurrency(void)
+{
+	struct ledger *l;
+	struct ctl *ctl;
+	struct ledger_scope g = scope_global(), j = scope_job("stress"), ca = scope_cg("/t/a"), ct = scope_cg("/t");
+	uint64_t lim[LEDGER_NKINDS];
+	uint64_t deadline, samples = 0, checks = 0, over = 0, mismatch = 0, total_ops = 0;
+	int i, k, status, bad_exit = 0;
+
+	fresh_ledger();
+	l = open_rw();
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		lim[k] = LEDGER_UNLIMITED;
+	lim[LEDGER_QP] = LIM_JOB;
+	CHECK(ledger_job_create(l, "stress", lim) == 0, "job");
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, LIM_GLOBAL) == 0, "global qp");
+	CHECK(ledger_set_limit(l, &g, LEDGER_MR_BYTES, 40 * 4096) == 0, "global mr_bytes");
+	CHECK(ledger_set_limit(l, &ca, LEDGER_QP, LIM_CG) == 0, "cg /t/a");
+	CHECK(ledger_set_limit(l, &ct, LEDGER_MR_BYTES, 24 * 4096) == 0, "cg /t");
+	ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	memset(ctl, 0, sizeof(*ctl));
+	for (i = 0; i < NWORKERS; i++) {
+		pid_t pid = fork(); /* not straight into ctl->pids: the child would write its 0 there */
+
+		if (pid == 0)
+			worker(ctl, i);
+		ctl->pids[i] = pid;
+	}
+	while (__atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE) < NWORKERS)
+		usleep(1000);
+	/* a pid limit set on a running worker applies from its next reserve */
+	{
+		struct ledger_scope p = scope_pid(ctl->pids[0]);
+
+		int err = ledger_set_limit(l, &p, LEDGER_QP, LIM_PID);
+
+		CHECK(err == 0, "pid limit on a live worker: %d %s", err, ledger_error());
+	}
+	deadline = mono_ns() + 3000000000ull;
+	while (mono_ns() < deadline) {
+		struct ledger_scope_stat st;
+		struct ledger_scope p0 = scope_pid(ctl->pids[0]);
+
+		/* continuous: no limit is ever exceeded */
+		ledger_get_scope(l, &g, &st);
+		over += st.usage[LEDGER_QP] > LIM_GLOBAL || st.usage[LEDGER_MR_BYTES] > 40 * 4096;
+		ledger_get_scope(l, &j, &st);
+		over += st.usage[LEDGER_QP] > LIM_JOB;
+		ledger_get_scope(l, &ca, &st);
+		over += st.usage[LEDGER_QP] > LIM_CG;
+		ledger_get_scope(l, &ct, &st);
+		over += st.usage[LEDGER_MR_BYTES] > 24 * 4096;
+		ledger_get_scope(l, &p0, &st);
+		over += st.usage[LEDGER_QP] > LIM_PID;
+		samples++;
+		/* every 16 samples: quiesce the workers and compare totals with the sum of holders */
+		if (samples % 16 == 0) {
+			struct sum s = { .jobname = "stress", .cgname = "/t" };
+			struct sum sa = { .cgname = "/t/a" };
+
+			__atomic_store_n(&ctl->pause, 1, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(&ctl->paused, __ATOMIC_ACQUIRE) < NWORKERS)
+				sched_yield();
+			ledger_foreach_proc(l, sum_cb, &s);
+			ledger_foreach_proc(l, sum_cb, &sa);
+			for (k = 0; k < LEDGER_NKINDS; k++) {
+				mismatch += usage_of(l, g, k) != s.all[k];
+				mismatch += usage_of(l, j, k) != s.job[k];
+				mismatch += usage_of(l, ct, k) != s.cg[k];
+				mismatch += usage_of(l, ca, k) != sa.cg[k];
+			}
+			mismatch += s.n != NWORKERS;
+			checks++;
+			__atomic_store_n(&ctl->pause, 0, __ATOMIC_SEQ_CST);
+		}
+	}
+	__atomic_store_n(&ctl->stop, 1, __ATOMIC_SEQ_CST);
+	for (i = 0; i < NWORKERS; i++) {
+		waitpid(ctl->pids[i], &status, 0);
+		bad_exit += !WIFEXITED(status) || WEXITSTATUS(status);
+		total_ops += ctl->ops[i];
+	}
+	CHECK(bad_exit == 0, "%d workers failed", bad_exit);
+	CHECK(over == 0, "a limit was exceeded %lu times", (unsigned long)over);
+	CHECK(mismatch == 0, "totals != sum of holders %lu times", (unsigned long)mismatch);
+	CHECK(checks >= 5, "only %lu quiescent checks", (unsigned long)checks);
+	{
+		uint64_t denials = 0;
+
+		ledger_denial_counts(l, &denials, NULL);
+		CHECK(denials > 0, "the limits were reached (denials %lu)", (unsigned long)denials);
+		printf("# concurrency: %lu ops, %lu samples, %lu exact checks, %lu denials\n",
+		       (unsigned long)total_ops, (unsigned long)samples, (unsigned long)checks,
+		       (unsigned long)denials);
+	}
+	/* the workers exited without detaching: gc gives everything back */
+	CHECK(ledger_gc(l, NULL) == 0, "gc");
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		CHECK(usage_of(l, g, k) == 0 && usage_of(l, j, k) == 0 && usage_of(l, ct, k) == 0, "kind %d", k);
+	munmap(ctl, sizeof(*ctl));
+	ledger_close(l);
+}
+
+/* ---- (b) SIGKILL at random points --------------------------------------------------------------- */
+
+/* pause: the survivors stop between operations so that the live sum is stable while it is compared */
+static int *hpause;
+
+static void hammer(int id)
+{
+	struct ledger *l = NULL;
+	unsigned int seed = (unsigned int)getpid();
+
+	if (ledger_open(lpath, 0, &l) || ledger_attach(l, id % 2 ? "kill" : ""))
+		_exit(3);
+	if (id % 3 == 0)
+		fake_cgroup(l, "/k/x");
+	for (;;) {
+		int k = rand_r(&seed) % 3 ? LEDGER_QP : LEDGER_MR;
+
+		if (__atomic_load_n(&hpause[0], __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&hpause[1 + id], 1, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(&hpause[0], __ATOMIC_ACQUIRE))
+				sched_yield();
+			__atomic_store_n(&hpause[1 + id], 0, __ATOMIC_SEQ_CST);
+		}
+
+		if (rand_r(&seed) % 2)
+			ledger_reserve(l, k, 1, NULL);
+		else
+			ledger_release(l, k, 1);
+	}
+}
+
+static int live_slots(struct ledger *l)
+{
+	int i, n = 0;
+
+	for (i = 0; i < LEDGER_MAX_PROCS; i++)
+		n += ALOAD(&l->use->slots[i].owner) != 0;
+	return n;
+}
+
+static void check_exact(struct ledger *l, const char *what)
+{
+	struct ledger_scope g = scope_global(), j = scope_job("kill"), c = scope_cg("/k");
+	struct sum s = { .jobname = "kill", .cgname = "/k" };
+	int k, bad = 0;
+
+	ledger_foreach_proc(l, sum_cb, &s);
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		bad += usage_of(l, g, k) != s.all[k];
+		bad += usage_of(l, j, k) != s.job[k];
+		bad += usage_of(l, c, k) != s.cg[k];
+		if (usage_of(l, g, k) != s.all[k])
+			printf("# %s: kind %d global %lu live sum %lu\n", what, k, (unsigned long)usage_of(l, g, k),
+			       (unsigned long)s.all[k]);
+	}
+	CHECK(bad == 0, "%s: totals differ from the live sum in %d places", what, bad);
+}
+
+static void test_sigkill(void)
+{
+	enum { N = 6, ROUNDS = 12 };
+	struct ledger *l;
+	struct ledger_scope g = scope_global(), c = scope_cg("/k");
+	pid_t pids[N];
+	unsigned int seed = 42, r;
+	uint64_t lim[LEDGER_NKINDS];
+	int i, k, round;
+
+	hpause = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	memset(hpause, 0, 4096);
+	fresh_ledger();
+	l = open_rw();
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		lim[k] = LEDGER_UNLIMITED;
+	lim[LEDGER_QP] = 15;
+	CHECK(ledger_job_create(l, "kill", lim) == 0, "job");
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, 30) == 0, "global");
+	CHECK(ledger_set_limit(l, &c, LEDGER_MR, 10) == 0, "cgroup");
+	for (i = 0; i < N; i++) {
+		pids[i] = fork();
+		if (!pids[i])
+			hammer(i);
+	}
+	for (round = 0; round < ROUNDS; round++) {
+		usleep(20000 + rand_r(&seed) % 50000);
+		/* kill two at random points (mid-operation included), start two new ones */
+		for (r = 0; r < 2; r++) {
+			i = rand_r(&seed) % N;
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+			hpause[1 + i] = 0;
+			pids[i] = fork();
+			if (!pids[i])
+				hammer(i);
+		}
+		/*
+		 * Pause the survivors between operations so the live sum is stable, then reclaim and compare.
+		 * (Not SIGSTOP: a process stopped mid-operation holds a recount off until it runs again.)
+		 */
+		__atomic_store_n(&hpause[0], 1, __ATOMIC_SEQ_CST);
+		for (i = 0; i < N; i++)
+			while (!__atomic_load_n(&hpause[1 + i], __ATOMIC_ACQUIRE))
+				sched_yield();
+		CHECK(ledger_gc(l, &r) == 0, "gc round %d", round);
+		check_exact(l, "after kill");
+		CHECK(live_slots(l) == N, "round %d: %d slots in use, %d live processes", round, live_slots(l), N);
+		__atomic_store_n(&hpause[0], 0, __ATOMIC_SEQ_CST);
+	}
+	for (i = 0; i < N; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+	CHECK(ledger_gc(l, &r) == 0, "final gc");
+	CHECK(live_slots(l) == 0, "%d slots still in use", live_slots(l));
+	check_exact(l, "all dead");
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		CHECK(usage_of(l, g, k) == 0, "kind %d back to 0", k);
+	munmap(hpause, 4096);
+	ledger_close(l);
+}
+
+/* A death in the middle of an operation (in-flight counter left at 1) is repaired by a recount. */
+static void test_death_mid_operation(void)
+{
+	struct ledger *l, *l2;
+	struct ledger_scope g = scope_global();
+	int status;
+	pid_t pid;
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(ledger_attach(l, NULL) == 0, "attach");
+	CHECK(ledger_reserve(l, LEDGER_PD, 2, NULL) == 0, "parent holds 2");
+	pid = fork();
+	if (pid == 0) {
+		struct slot *s;
+
+		if (ledger_open(lpath, 0, &l2) || ledger_attach(l2, NULL))
+			_exit(3);
+		ledger_reserve(l2, LEDGER_PD, 3, NULL);
+		/* die after charging the global total but before the own slot: what SIGKILL can do */
+		s = &l2->use->slots[l2->slot];
+		__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
+		__atomic_fetch_add(&l2->use->global_total[LEDGER_PD], 5, __ATOMIC_SEQ_CST);
+		raise(SIGKILL);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFSIGNALED(status), "child killed");
+	CHECK(usage_of(l, g, LEDGER_PD) == 10, "leaked before gc: %lu", (unsigned long)usage_of(l, g, LEDGER_PD));
+	CHECK(ledger_gc(l, NULL) == 0, "gc");
+	CHECK(usage_of(l, g, LEDGER_PD) == 2, "after recount: %lu", (unsigned long)usage_of(l, g, LEDGER_PD));
+	CHECK(__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST) == 0, "unfrozen");
+	CHECK(ledger_reserve(l, LEDGER_PD, 1, NULL) == 0, "still usable");
+	ledger_detach(l);
+	ledger_close(l);
+}
+
+/* A recount left frozen by a gc that died is finished by the next waiter. */
+static void test_dead_gc(void)
+{
+	struct ledger *l;
+	int status;
+	pid_t pid;
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(ledger_attach(l, NULL) == 0, "attach");
+	pid = fork();
+	if (pid == 0) {
+		if (gc_lock(l, 100))
+			_exit(3);
+		__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
+		raise(SIGKILL);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(ALOAD(&l->use->frozen) == 1, "frozen by the dead gc");
+	CHECK(ledger_reserve(l, LEDGER_CQ, 1, NULL) == 0, "reserve completes anyway");
+	CHECK(ALOAD(&l->use->frozen) == 0 && ALOAD(&l->use->gc_owner) == 0, "lock and freeze recovered");
+	ledger_detach(l);
+	ledger_close(l);
+}
+
+/* ---- (c) pid reuse ------------------------------------------------------------------------------ */
+
+static void test_pid_reuse(void)
+{
+	struct ledger *l;
+	struct ledger_scope g = scope_global();
+	struct slot *s;
+	uint64_t real_start = 0, fake;
+	int pipefd[2], status, i;
+	pid_t pid;
+	char c;
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(pipe(pipefd) == 0, "pipe");
+	pid = fork();
+	if (pid == 0) {
+		/* the "new" process that got a recycled pid: wait until the old one's traces are planted */
+		struct ledger *lc;
+		struct ledger_scope me = scope_pid(getpid());
+		int bad = 0;
+
+		close(pipefd[1]);
+		if (read(pipefd[0], &c, 1) != 1)
+			_exit(5);
+		if (ledger_open(lpath, 0, &lc) || ledger_attach(lc, NULL))
+			_exit(3);
+		bad |= (usage_of(lc, me, LEDGER_QP) != 0) << 0;  /* no inherited usage */
+		for (i = 0; i < 3; i++)                            /* the dead one's pid limit of 1 does not apply */
+			bad |= (ledger_reserve(lc, LEDGER_QP, 1, NULL) != 0) << 1;
+		bad |= (usage_of(lc, me, LEDGER_QP) != 3) << 2;
+		_exit(bad);
+	}
+	close(pipefd[0]);
+	CHECK(ledger_pid_start_time(pid, &real_start) == 0, "start of child");
+	fake = real_start - 1;
+	/* plant a dead holder with the same pid, another start time: slot with 7 QPs and a pid limit of 1 */
+	s = &l->use->slots[5];
+	s->owner = pack_owner(pid, fake);
+	s->pid = pid;
+	s->start = fake;
+	s->job = -1;
+	snprintf(s->cgroup, sizeof(s->cgroup), "/");
+	s->usage[LEDGER_QP] = 7;
+	ASTORE(&s->state, ENT_LIVE);
+	l->use->global_total[LEDGER_QP] = 7;
+	{
+		struct ledger_scope old = { .type = LEDGER_SCOPE_PROCESS, .pid = pid, .start_time = fake };
+
+		CHECK(ledger_set_limit(l, &old, LEDGER_QP, 1) == 0, "limit for the old process: %s", ledger_error());
+	}
+	CHECK(write(pipefd[1], "x", 1) == 1, "go");
+	close(pipefd[1]);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child saw inherited state: bits %d",
+	      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	/* the child exited now too; gc reclaims both the fake and the real one */
+	{
+		unsigned int n = 0;
+
+		CHECK(ledger_gc(l, &n) == 0 && n == 2, "gc reclaimed %u", n);
+	}
+	CHECK(usage_of(l, g, LEDGER_QP) == 0, "global back to 0: %lu", (unsigned long)usage_of(l, g, LEDGER_QP));
+	for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++)
+		CHECK(ALOAD(&l->pol->pid[i].state) == ENT_FREE, "stale pid limit %d dropped", i);
+	ledger_close(l);
+}
+
+/* ---- (d) corrupted files ------------------------------------------------------------------------ */
+
+static int try_open(const char *what, int expect)
+{
+	struct ledger *l = NULL;
+	int err = ledger_open(lpath, 0, &l);
+
+	CHECK(err == expect, "%s: got %d (%s), expected %d", what, err, ledger_error(), expect);
+	CHECK(err == 0 || strlen(ledger_error()) > 10, "%s: message", what);
+	if (!err)
+		ledger_close(l);
+	else
+		printf("# %s: %s\n", what, ledger_error());
+	return err;
+}
+
+static void patch(const char *path, off_t off, const void *buf, size_t n)
+{
+	int fd = open(path, O_WRONLY);
+
+	CHECK(fd >= 0 && pwrite(fd, buf, n, off) == (ssize_t)n, "patch %s", path);
+	close(fd);
+}
+
+static void test_corruption(void)
+{
+	char upath[sizeof(lpath) + 8], cmd[2 * sizeof(lpath) + 16];
+	struct lhdr h;
+	int fd, i;
+	unsigned char junk[4096];
+	unsigned int seed = 7;
+
+	snprintf(upath, sizeof(upath), "%s.usage", lpath);
+
+	fresh_ledger();
+	try_open("valid", 0);
+	unlink(lpath);
+	try_open("missing policy", -ENOENT);
+	CHECK(strstr(ledger_error(), "quota init") != NULL, "hint: %s", ledger_error());
+
+	fresh_ledger();
+	unlink(upath);
+	try_open("missing usage", -ENOENT);
+
+	fresh_ledger();
+	CHECK(truncate(lpath, 100) == 0, "truncate");
+	try_open("truncated to 100 bytes", -EBADMSG);
+	fresh_ledger();
+	CHECK(truncate(lpath, sizeof(struct policy) - 1) == 0, "truncate");
+	try_open("one byte short", -EBADMSG);
+	fresh_ledger();
+	CHECK(truncate(upath, 0) == 0, "truncate");
+	try_open("empty usage file", -EBADMSG);
+	fresh_ledger();
+	CHECK(truncate(lpath, sizeof(struct policy) + 4096) == 0, "extend");
+	try_open("grown", -EBADMSG);
+
+	fresh_ledger();
+	patch(lpath, 0, "NOTLEDGR", 8);
+	try_open("wrong magic", -EBADMSG);
+
+	fresh_ledger();
+	fd = open(lpath, O_RDONLY);
+	CHECK(pread(fd, &h, sizeof(h), 0) == sizeof(h), "read hdr");
+	close(fd);
+	h.version = 99;
+	h.checksum = fnv1a(&h, offsetof(struct lhdr, checksum));
+	patch(lpath, 0, &h, sizeof(h));
+	try_open("foreign version", -EPROTO);
+	CHECK(strstr(ledger_error(), "version 99") != NULL, "says which version");
+	/* another version with another layout (size) is still reported as a version problem */
+	CHECK(truncate(lpath, 12345) == 0, "resize");
+	try_open("foreign version, other size", -EPROTO);
+
+	fresh_ledger();
+	patch(lpath, offsetof(struct lhdr, nprocs), "\x07", 1);
+	try_open("bad checksum", -EBADMSG);
+	CHECK(strstr(ledger_error(), "checksum") != NULL, "says checksum");
+
+	fresh_ledger();
+	fd = open(upath, O_RDONLY);
+	CHECK(pread(fd, &h, sizeof(h), 0) == sizeof(h), "read hdr");
+	close(fd);
+	h.ledger_id ^= 1;
+	h.checksum = fnv1a(&h, offsetof(struct lhdr, checksum));
+	patch(upath, 0, &h, sizeof(h));
+	try_open("usage file of another ledger", -EBADMSG);
+
+	/* random garbage, of the right size and of random sizes */
+	for (i = 0; i < 8; i++) {
+		size_t n = i < 4 ? sizeof(struct policy) : (size_t)(rand_r(&seed) % 100000);
+		size_t o;
+
+		fresh_ledger();
+		fd = open(lpath, O_WRONLY | O_TRUNC);
+		for (o = 0; o < n; o += sizeof(junk)) {
+			size_t m = n - o < sizeof(junk) ? n - o : sizeof(junk);
+
+			for (size_t b = 0; b < m; b++)
+				junk[b] = (unsigned char)rand_r(&seed);
+			CHECK(write(fd, junk, m) == (ssize_t)m, "write junk");
+		}
+		close(fd);
+		try_open("random garbage", -EBADMSG);
+	}
+
+	fresh_ledger();
+	unlink(lpath);
+	CHECK(mkdir(lpath, 0700) == 0, "mkdir");
+	try_open("a directory", -EBADMSG);
+	rmdir(lpath);
+
+	/* garbage in the body behind a valid header (job indexes, strings, counters) never crashes readers */
+	fresh_ledger();
+	{
+		struct ledger *l = open_rw();
+		unsigned char *p = (unsigned char *)l->use;
+		struct ledger_scope_stat st;
+		int n = 0;
+
+		for (size_t b = sizeof(struct lhdr); b < sizeof(struct usage); b++)
+			p[b] = (unsigned char)rand_r(&seed);
+		p = (unsigned char *)l->pol;
+		for (size_t b = sizeof(struct lhdr); b < sizeof(struct policy); b++)
+			p[b] = (unsigned char)rand_r(&seed);
+		/* the freeze flag and gc lock are garbage too: readers must not wait on them */
+		ledger_foreach_scope(l, count_cb, &n);
+		CHECK(n >= 1, "iterated %d scopes", n);
+		{
+			struct ledger_scope g = scope_global();
+
+			CHECK(ledger_get_scope(l, &g, &st) == 0, "get global");
+		}
+		ledger_close(l);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -f %s %s", lpath, upath);
+	CHECK(system(cmd) == 0, "cleanup");
+
+	/* init recreates an empty, valid ledger over a corrupted one */
+	fresh_ledger();
+	patch(lpath, 0, "XXXXXXXX", 8);
+	CHECK(ledger_init(lpath) == 0, "init over garbage");
+	try_open("after init", 0);
+	/* LEDGER_CREATE creates a missing ledger but never overwrites */
+	unlink(lpath);
+	unlink(upath);
+	{
+		struct ledger *l = NULL;
+
+		CHECK(ledger_open(lpath, LEDGER_CREATE, &l) == 0, "create when missing");
+		ledger_close(l);
+		patch(lpath, 0, "XXXXXXXX", 8);
+		CHECK(ledger_open(lpath, LEDGER_CREATE, &l) == -EBADMSG, "create does not overwrite");
+	}
+}
+
+static void test_permissions(void)
+{
+	struct ledger *l = NULL;
+	struct stat st;
+	char upath[sizeof(lpath) + 8];
+
+	snprintf(upath, sizeof(upath), "%s.usage", lpath);
+	fresh_ledger();
+	CHECK(stat(lpath, &st) == 0 && (st.st_mode & 0777) == 0644, "policy mode %o", st.st_mode & 0777);
+	CHECK(stat(upath, &st) == 0 && (st.st_mode & 0777) == 0666, "usage mode %o", st.st_mode & 0777);
+	CHECK(ledger_open(lpath, 0, &l) == 0, "read-only policy");
+	{
+		struct ledger_scope g = scope_global();
+
+		CHECK(ledger_set_limit(l, &g, LEDGER_QP, 1) == -EACCES, "no limit change without POLICY_RW");
+		CHECK(strstr(ledger_error(), "permission denied") != NULL, "%s", ledger_error());
+	}
+	ledger_close(l);
+	if (geteuid() == 0) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid == 0) {
+			int bad = 0;
+
+			if (setgid(65534) || setuid(65534))
+				_exit(9);
+			bad |= ledger_open(lpath, LEDGER_POLICY_RW, &l) != -EACCES;
+			bad |= (ledger_open(lpath, 0, &l) != 0) << 1;
+			bad |= (ledger_attach(l, NULL) != 0) << 2; /* apps still charge themselves */
+			bad |= (ledger_reserve(l, LEDGER_QP, 1, NULL) != 0) << 3;
+			_exit(bad);
+		}
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "unprivileged: status %d", status);
+	}
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/ledger-test.XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	chmod(dir, 0755);
+	snprintf(lpath, sizeof(lpath), "%s/ledger", dir);
+	RUN(test_basic);
+	RUN(test_scopes);
+	RUN(test_fork_child_zero);
+	RUN(test_concurrency);
+	RUN(test_sigkill);
+	RUN(test_death_mid_operation);
+	RUN(test_dead_gc);
+	RUN(test_pid_reuse);
+	RUN(test_corruption);
+	RUN(test_permissions);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd))
+			return 1;
+	}
+	return unit_done();
+}
