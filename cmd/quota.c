@@ -1,17 +1,712 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* rdmactl quota: not built yet (issue #4). */
+/* rdmactl quota: set, unset and show RDMA resource limits in the ledger (and the rdma cgroup backstop). */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include "ledger.h"
+#include "out.h"
 #include "rdmactl.h"
 #include "util.h"
 
+#define CGROUP_ROOT_DEFAULT "/sys/fs/cgroup"
+#define MAX_ARGS 8
+
+enum verb { V_SET, V_UNSET, V_SHOW, V_GC, V_INIT, V_NR };
+static const char *const verbs[] = { "set", "unset", "show", "gc", "init", NULL };
+
+static struct {
+	const char *ledger;
+	bool create;
+	bool kernel;
+	const char *dev;
+	int nscopes;
+	const char *scope_opt; /* the first scope option seen, for the conflict message */
+	struct ledger_scope scope;
+	char cgdir[PATH_MAX]; /* --cgroup: the directory in the cgroup2 mount */
+	char *args[MAX_ARGS];
+	int nargs;
+} o;
+
+enum { OPT_LEDGER = 0x100, OPT_PID, OPT_JOB, OPT_CGROUP, OPT_GLOBAL, OPT_KERNEL, OPT_DEV, OPT_CREATE };
+
+static const struct argp_option options[] = {
+	{ NULL, 0, NULL, 0, "Scope (exactly one for set and unset; show takes at most one):", 1 },
+	{ "pid", OPT_PID, "PID", 0, "A running process (from its next creation on)", 1 },
+	{ "job", OPT_JOB, "NAME", 0, "A job started by 'rdmactl run --job NAME'", 1 },
+	{ "cgroup", OPT_CGROUP, "PATH", 0,
+	  "A cgroup v2 directory, absolute (/sys/fs/cgroup/x) or relative to the cgroup2 mount (x)", 1 },
+	{ "global", OPT_GLOBAL, NULL, 0, "Every managed process on the host", 1 },
+	{ NULL, 0, NULL, 0, "Kernel backstop:", 2 },
+	{ "kernel", OPT_KERNEL, NULL, 0,
+	  "With --cgroup: also write the cgroup's rdma.max (hca_handle = ctx limit, hca_object = sum of the object "
+	  "limits pd+cq+qp+srq+mr+ah+mw, max if any of them is unlimited)",
+	  2 },
+	{ "dev", OPT_DEV, "DEV", 0, "With --kernel: only this RDMA device (default: every device in rdma.max)", 2 },
+	{ NULL, 0, NULL, 0, "Ledger:", 3 },
+	{ "ledger", OPT_LEDGER, "PATH", 0, "Ledger file (default $RDMACTL_LEDGER, else " LEDGER_DEFAULT_PATH ")", 3 },
+	{ "create", OPT_CREATE, NULL, 0, "Create an empty ledger if there is none", 3 },
+	{ 0 },
+};
+
+/* The cgroup2 mount point (first one in mountinfo), else /sys/fs/cgroup. */
+static void cgroup2_root(char *out, size_t len)
+{
+	char line[4096], mnt[PATH_MAX], *sep;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	snprintf(out, len, "%s", CGROUP_ROOT_DEFAULT);
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE SOURCE SUPEROPTS */
+		sep = strstr(line, " - cgroup2 ");
+		if (!sep)
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
+			snprintf(out, len, "%s", mnt);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/* Resolve --cgroup PATH into the directory and the ledger's name ("/a/b" relative to the mount). */
+static void parse_cgroup(struct argp_state *state, const char *arg)
+{
+	char root[PATH_MAX], full[PATH_MAX], real[PATH_MAX], rel[PATH_MAX];
+	struct statfs sfs;
+	struct stat st;
+	size_t n;
+
+	cgroup2_root(root, sizeof(root));
+	if (!*arg)
+		argp_error(state, "empty cgroup path");
+	if (arg[0] == '/') {
+		snprintf(full, sizeof(full), "%s", arg);
+	} else if ((size_t)snprintf(full, sizeof(full), "%s/%s", root, arg) >= sizeof(full)) {
+		argp_error(state, "cgroup path too long");
+	}
+	if (!realpath(full, real) || stat(real, &st))
+		argp_error(state, "cgroup '%s': %s", arg, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || statfs(real, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC)
+		argp_error(state, "'%s' is not a cgroup v2 directory (cgroup2 is mounted at %s)", arg, root);
+	n = strlen(root);
+	if (strncmp(real, root, n) || (real[n] != '/' && real[n] != '\0'))
+		argp_error(state, "'%s' is not under the cgroup2 mount %s", arg, root);
+	if (!real[n])
+		argp_error(state, "'%s' is the root cgroup: use --global", arg);
+	snprintf(rel, sizeof(rel), "%s", real + n);
+	if (ledger_cgroup_normalize(rel, o.scope.name, sizeof(o.scope.name)))
+		argp_error(state, "cgroup path '%s' is too long for the ledger (max %d)", rel, LEDGER_CGROUP_MAX - 1);
+	snprintf(o.cgdir, sizeof(o.cgdir), "%s", real);
+}
+
+static void add_scope(struct argp_state *state, const char *name)
+{
+	if (o.nscopes++)
+		argp_error(state, "conflicting scopes: %s and %s (give exactly one)", o.scope_opt, name);
+	o.scope_opt = name;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	pid_t pid;
+	int err;
+
+	switch (key) {
+	case OPT_LEDGER:
+		if (!*arg)
+			argp_error(state, "empty ledger path");
+		o.ledger = arg;
+		break;
+	case OPT_CREATE:
+		o.create = true;
+		break;
+	case OPT_KERNEL:
+		o.kernel = true;
+		break;
+	case OPT_DEV:
+		o.dev = arg;
+		break;
+	case OPT_PID:
+		add_scope(state, "--pid");
+		err = parse_pid(arg, true, &pid);
+		if (err == -ESRCH)
+			argp_error(state, "no process with pid %s", arg);
+		if (err)
+			argp_error(state, "invalid pid '%s'", arg);
+		o.scope.type = LEDGER_SCOPE_PROCESS;
+		o.scope.pid = pid;
+		break;
+	case OPT_JOB:
+		add_scope(state, "--job");
+		if (!*arg || strlen(arg) >= LEDGER_NAME_MAX)
+			argp_error(state, "invalid job name '%s' (1 to %d characters)", arg, LEDGER_NAME_MAX - 1);
+		o.scope.type = LEDGER_SCOPE_JOB;
+		snprintf(o.scope.name, sizeof(o.scope.name), "%s", arg);
+		break;
+	case OPT_CGROUP:
+		add_scope(state, "--cgroup");
+		o.scope.type = LEDGER_SCOPE_CGROUP;
+		parse_cgroup(state, arg);
+		break;
+	case OPT_GLOBAL:
+		add_scope(state, "--global");
+		o.scope.type = LEDGER_SCOPE_GLOBAL;
+		break;
+	case ARGP_KEY_ARG:
+		if (o.nargs == MAX_ARGS)
+			argp_error(state, "too many arguments");
+		o.args[o.nargs++] = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o.nargs)
+			argp_error(state, "missing COMMAND (set, unset, show, gc, init)");
+		if (o.dev && !o.kernel)
+			argp_error(state, "--dev goes with --kernel");
+		if (o.kernel && (!o.nscopes || o.scope.type != LEDGER_SCOPE_CGROUP))
+			argp_error(state, "--kernel needs --cgroup");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
 static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 } };
-static const struct argp argp = { NULL, NULL, "[ARGS...]", "Not built yet (issue #4).", children, NULL, NULL };
+
+static const struct argp argp = {
+	options, parse_opt,
+	"set KIND VALUE SCOPE [--kernel [--dev DEV]]\n"
+	"unset KIND SCOPE [--kernel [--dev DEV]]\n"
+	"show [SCOPE]\n"
+	"gc\n"
+	"init",
+	"Set, unset and show RDMA resource quotas in the rdmactl ledger.\n\n"
+	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, wr (per-QP work-request depth cap). "
+	"VALUE: a count, 'unlimited', or for mr_bytes a size with K, M, G, T suffixes. "
+	"Commands and kinds may be abbreviated to a unique prefix. "
+	"Changing limits needs write access to the ledger's policy file (root).\v"
+	"Examples:\n"
+	"  rdmactl quota set qp 10 --pid 1234\n"
+	"  rdmactl quota set mr_bytes 4G --job train\n"
+	"  rdmactl quota set qp 64 --cgroup tenant-a --kernel --dev rxe0\n"
+	"  rdmactl quota unset qp --global\n"
+	"  rdmactl quota show --cgroup /sys/fs/cgroup/tenant-a -j\n"
+	"  rdmactl quota gc\n"
+	"  RDMACTL_LEDGER=/tmp/l rdmactl quota init\n",
+	children, NULL, NULL,
+};
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+
+static int open_ledger(unsigned int flags, struct ledger **l)
+{
+	int err = ledger_open(o.ledger, flags | (o.create ? LEDGER_CREATE : 0), l);
+
+	if (!err)
+		return 0;
+	if (err == -EACCES)
+		pr_err("cannot change limits: %s (only the owner of the ledger's policy file may)", ledger_error());
+	else if (err == -ENOENT)
+		pr_err("cannot open the ledger: %s", ledger_error());
+	else
+		pr_err("cannot open the ledger: %s (recreate an empty one with 'rdmactl quota init')", ledger_error());
+	return EXIT_FAIL;
+}
+
+static const char *scope_desc(const struct ledger_scope *s, char *buf, size_t len)
+{
+	switch (s->type) {
+	case LEDGER_SCOPE_PROCESS:
+		snprintf(buf, len, "pid %d", (int)s->pid);
+		break;
+	case LEDGER_SCOPE_JOB:
+		snprintf(buf, len, "job %s", s->name);
+		break;
+	case LEDGER_SCOPE_CGROUP:
+		snprintf(buf, len, "cgroup %s", s->name);
+		break;
+	default:
+		snprintf(buf, len, "global");
+	}
+	return buf;
+}
+
+static const char *fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t len)
+{
+	if (v == LEDGER_UNLIMITED)
+		snprintf(buf, len, "unlimited");
+	else if (k == LEDGER_MR_BYTES)
+		fmt_size(v, buf, len);
+	else
+		snprintf(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+/* The object kinds the kernel counts together as hca_object. */
+static bool is_object_kind(int k)
+{
+	return k == LEDGER_PD || k == LEDGER_CQ || k == LEDGER_QP || k == LEDGER_SRQ || k == LEDGER_MR ||
+	       k == LEDGER_AH || k == LEDGER_MW;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return 0;
+}
+
+/*
+ * Write the cgroup's rdma.max from its ledger limits: hca_handle = ctx, hca_object = sum of the object
+ * kinds (max as soon as one is unlimited, so the kernel is never stricter than the ledger).
+ */
+static int write_kernel(const uint64_t *limit)
+{
+	char path[PATH_MAX + 16], cur[4096], line[256], handle[32], object[32], *save = NULL, *tok;
+	uint64_t sum = 0;
+	bool unl = false;
+	int k, n = 0;
+	FILE *f;
+
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		if (!is_object_kind(k))
+			continue;
+		if (limit[k] == LEDGER_UNLIMITED || sum + limit[k] < sum || sum + limit[k] > INT32_MAX)
+			unl = true;
+		else
+			sum += limit[k];
+	}
+	if (limit[LEDGER_CTX] == LEDGER_UNLIMITED || limit[LEDGER_CTX] > INT32_MAX)
+		snprintf(handle, sizeof(handle), "max");
+	else
+		snprintf(handle, sizeof(handle), "%" PRIu64, limit[LEDGER_CTX]);
+	if (unl)
+		snprintf(object, sizeof(object), "max");
+	else
+		snprintf(object, sizeof(object), "%" PRIu64, sum);
+
+	snprintf(path, sizeof(path), "%s/rdma.max", o.cgdir);
+	if (read_file(path, cur, sizeof(cur))) {
+		pr_err("cannot set the kernel limit: %s: %s (enable the rdma controller: echo +rdma > "
+		       "PARENT/cgroup.subtree_control)",
+		       path, strerror(errno));
+		return EXIT_FAIL;
+	}
+	for (tok = strtok_r(cur, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
+		char dev[64];
+
+		if (sscanf(tok, "%63s", dev) != 1 || (o.dev && strcmp(dev, o.dev)))
+			continue;
+		f = fopen(path, "we");
+		if (!f) {
+			pr_err("cannot set the kernel limit: %s: %s", path, strerror(errno));
+			return EXIT_FAIL;
+		}
+		snprintf(line, sizeof(line), "%s hca_handle=%s hca_object=%s\n", dev, handle, object);
+		if (fputs(line, f) == EOF || fclose(f) == EOF) {
+			pr_err("cannot set the kernel limit: writing '%.*s' to %s: %s", (int)strlen(line) - 1, line,
+			       path, strerror(errno));
+			return EXIT_FAIL;
+		}
+		pr_debug("%s: %.*s", path, (int)strlen(line) - 1, line);
+		n++;
+	}
+	if (!n) {
+		pr_err("cannot set the kernel limit: %s %s in %s (see 'rdma dev')", o.dev ? "no device" : "no RDMA devices",
+		       o.dev ? o.dev : "listed", path);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* ---- set / unset -------------------------------------------------------------------------------- */
+
+static int do_set(bool set)
+{
+	struct ledger_scope_stat st;
+	struct ledger *l;
+	char desc[LEDGER_CGROUP_MAX + 16], vbuf[32];
+	uint64_t value = LEDGER_UNLIMITED;
+	int k, err, want = set ? 3 : 2;
+	const char *verb = set ? "set" : "unset";
+
+	if (o.nargs < want) {
+		fprintf(stderr, "%s: %s: missing %s\nTry '%s --help' for more information.\n", util_prog, verb,
+			o.nargs < 2 ? "KIND" : "VALUE", util_prog);
+		return EXIT_USAGE;
+	}
+	if (o.nargs > want) {
+		fprintf(stderr, "%s: %s: unexpected argument '%s'\nTry '%s --help' for more information.\n",
+			util_prog, verb, o.args[want], util_prog);
+		return EXIT_USAGE;
+	}
+	k = match_word(o.args[1], ledger_kind_names, LEDGER_NKINDS);
+	if (k < 0)
+		return word_error("kind", o.args[1], ledger_kind_names, LEDGER_NKINDS, k);
+	if (set && strcmp(o.args[2], "unlimited") && strcmp(o.args[2], "max")) {
+		if (k == LEDGER_MR_BYTES)
+			err = parse_size(o.args[2], LEDGER_UNLIMITED - 1, &value);
+		else
+			err = parse_u64(o.args[2], 0, LEDGER_UNLIMITED - 1, &value);
+		if (err) {
+			fprintf(stderr, "%s: invalid VALUE '%s' for %s: %s (%s)\nTry '%s --help' for more information.\n",
+				util_prog, o.args[2], ledger_kind_names[k],
+				err == -ERANGE	       ? "out of range"
+				: k == LEDGER_MR_BYTES ? "not a size (suffixes: K, M, G, T)"
+						       : "not a whole number",
+				k == LEDGER_MR_BYTES ? "a size like 4096, 64K, 2G, or 'unlimited'"
+						     : "a count, or 'unlimited'",
+				util_prog);
+			return EXIT_USAGE;
+		}
+	}
+	if (!o.nscopes) {
+		fprintf(stderr, "%s: %s: missing scope (--pid PID, --job NAME, --cgroup PATH or --global)\n"
+			"Try '%s --help' for more information.\n", util_prog, verb, util_prog);
+		return EXIT_USAGE;
+	}
+	if (open_ledger(LEDGER_POLICY_RW, &l))
+		return EXIT_FAIL;
+	err = ledger_set_limit(l, &o.scope, k, value);
+	if (err) {
+		if (err == -EACCES)
+			pr_err("cannot change limits: %s", ledger_error());
+		else
+			pr_err("cannot %s %s on %s: %s", verb, ledger_kind_names[k],
+			       scope_desc(&o.scope, desc, sizeof(desc)), ledger_error());
+		ledger_close(l);
+		return err == -ENOENT || err == -ESRCH ? EXIT_USAGE : EXIT_FAIL;
+	}
+	pr_debug("%s limit on %s: %s", ledger_kind_names[k], scope_desc(&o.scope, desc, sizeof(desc)),
+		 fmt_value(k, value, vbuf, sizeof(vbuf)));
+	err = EXIT_OK;
+	if (o.kernel) {
+		if (ledger_get_scope(l, &o.scope, &st) == 0) {
+			err = write_kernel(st.limit);
+		} else {
+			uint64_t none[LEDGER_NKINDS];
+
+			for (k = 0; k < LEDGER_NKINDS; k++)
+				none[k] = LEDGER_UNLIMITED;
+			err = write_kernel(none);
+		}
+	}
+	ledger_close(l);
+	return err;
+}
+
+/* ---- show --------------------------------------------------------------------------------------- */
+
+struct kernel_line {
+	char dev[64];
+	char handle[24];
+	char object[24];
+};
+
+/* Parse rdma.max / rdma.current of a cgroup ("rxe0 hca_handle=1 hca_object=max"). */
+static int read_kernel(const char *cgname, const char *file, struct kernel_line *out, int max)
+{
+	char root[PATH_MAX], path[PATH_MAX * 2], buf[4096], *save = NULL, *tok;
+	int n = 0;
+
+	cgroup2_root(root, sizeof(root));
+	snprintf(path, sizeof(path), "%s%s/%s", root, cgname, file);
+	if (read_file(path, buf, sizeof(buf)))
+		return 0;
+	for (tok = strtok_r(buf, "\n", &save); tok && n < max; tok = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(tok, "%63s hca_handle=%23s hca_object=%23s", out[n].dev, out[n].handle, out[n].object) == 3)
+			n++;
+	}
+	return n;
+}
+
+static struct json_object *json_count(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!strcmp(s, "max"))
+		return NULL;
+	v = strtoull(s, &end, 10);
+	return *end ? json_object_new_string(s) : json_object_new_int64((int64_t)v);
+}
+
+static struct json_object *kernel_json(const struct kernel_line *kl, int n)
+{
+	struct json_object *o2 = json_object_new_object();
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "hca_handle", json_count(kl[i].handle));
+		json_object_object_add(d, "hca_object", json_count(kl[i].object));
+		json_object_object_add(o2, kl[i].dev, d);
+	}
+	return o2;
+}
+
+struct show_ctx {
+	struct json_object *arr;
+	int shown;
+};
+
+static struct json_object *uint_or_null(uint64_t v)
+{
+	return v == LEDGER_UNLIMITED ? NULL : json_object_new_uint64(v);
+}
+
+static int show_scope(const struct ledger_scope_stat *st, void *arg)
+{
+	struct show_ctx *c = arg;
+	struct kernel_line kmax[16], kcur[16];
+	int nmax = 0, ncur = 0, k, i, printed = 0;
+	char desc[LEDGER_CGROUP_MAX + 16], lb[32], ub[32], hb[32];
+
+	if (st->scope.type == LEDGER_SCOPE_CGROUP) {
+		nmax = read_kernel(st->scope.name, "rdma.max", kmax, 16);
+		ncur = read_kernel(st->scope.name, "rdma.current", kcur, 16);
+	}
+	c->shown++;
+	if (opts.json) {
+		struct json_object *s = json_object_new_object(), *kinds = json_object_new_object();
+
+		json_object_object_add(s, "scope", json_object_new_string(ledger_scope_type_name(st->scope.type)));
+		if (st->scope.type == LEDGER_SCOPE_PROCESS) {
+			json_object_object_add(s, "pid", json_object_new_int(st->scope.pid));
+			json_object_object_add(s, "start_time", json_object_new_uint64(st->scope.start_time));
+		} else if (st->scope.type == LEDGER_SCOPE_JOB) {
+			json_object_object_add(s, "job", json_object_new_string(st->scope.name));
+		} else if (st->scope.type == LEDGER_SCOPE_CGROUP) {
+			json_object_object_add(s, "cgroup", json_object_new_string(st->scope.name));
+		}
+		json_object_object_add(s, "nprocs", json_object_new_int((int)st->nprocs));
+		for (k = 0; k < LEDGER_NKINDS; k++) {
+			struct json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "limit", uint_or_null(st->limit[k]));
+			json_object_object_add(e, "usage", json_object_new_uint64(st->usage[k]));
+			json_object_object_add(e, "headroom",
+					       st->limit[k] == LEDGER_UNLIMITED
+						       ? NULL
+						       : json_object_new_uint64(st->usage[k] >= st->limit[k]
+										? 0
+										: st->limit[k] - st->usage[k]));
+			json_object_object_add(kinds, ledger_kind_names[k], e);
+		}
+		json_object_object_add(s, "kinds", kinds);
+		if (st->scope.type == LEDGER_SCOPE_CGROUP) {
+			json_object_object_add(s, "rdma_max", kernel_json(kmax, nmax));
+			json_object_object_add(s, "rdma_current", kernel_json(kcur, ncur));
+		}
+		json_object_array_add(c->arr, s);
+		return 0;
+	}
+	if (st->scope.type == LEDGER_SCOPE_PROCESS)
+		printf("%s:%s\n", scope_desc(&st->scope, desc, sizeof(desc)),
+		       st->nprocs ? "" : " (not attached to the ledger)");
+	else
+		printf("%s: %u process%s\n", scope_desc(&st->scope, desc, sizeof(desc)), st->nprocs,
+		       st->nprocs == 1 ? "" : "es");
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		if (!opts.verbose && st->limit[k] == LEDGER_UNLIMITED && !st->usage[k])
+			continue;
+		if (!printed++)
+			printf("  %-9s %10s %10s %10s\n", "kind", "limit", "usage", "headroom");
+		fmt_value(k, st->limit[k], lb, sizeof(lb));
+		if (k == LEDGER_WR)
+			snprintf(ub, sizeof(ub), "-");
+		else
+			fmt_value(k, st->usage[k], ub, sizeof(ub));
+		if (st->limit[k] == LEDGER_UNLIMITED || k == LEDGER_WR)
+			snprintf(hb, sizeof(hb), "-");
+		else
+			fmt_value(k, st->usage[k] >= st->limit[k] ? 0 : st->limit[k] - st->usage[k], hb, sizeof(hb));
+		printf("  %-9s %10s %10s %10s\n", ledger_kind_names[k], lb, ub, hb);
+	}
+	if (!printed)
+		printf("  no limits, nothing in use\n");
+	for (i = 0; i < nmax; i++)
+		printf("  rdma.max     %s hca_handle=%s hca_object=%s\n", kmax[i].dev, kmax[i].handle, kmax[i].object);
+	for (i = 0; i < ncur; i++)
+		printf("  rdma.current %s hca_handle=%s hca_object=%s\n", kcur[i].dev, kcur[i].handle, kcur[i].object);
+	return 0;
+}
+
+static int do_show(void)
+{
+	struct show_ctx c = { 0 };
+	struct ledger_scope_stat st;
+	struct ledger *l;
+	char desc[LEDGER_CGROUP_MAX + 16];
+	uint64_t denials = 0;
+	int err;
+
+	if (o.nargs > 1) {
+		fprintf(stderr, "%s: show: unexpected argument '%s'\nTry '%s --help' for more information.\n", util_prog,
+			o.args[1], util_prog);
+		return EXIT_USAGE;
+	}
+	if (o.kernel) {
+		fprintf(stderr, "%s: show: --kernel goes with set and unset (show prints rdma.max and rdma.current "
+			"of cgroups anyway)\nTry '%s --help' for more information.\n", util_prog, util_prog);
+		return EXIT_USAGE;
+	}
+	if (open_ledger(0, &l))
+		return EXIT_FAIL;
+	/* reclaim dead holders first, so that they are not counted (needs write access to the usage file) */
+	err = ledger_gc(l, NULL);
+	if (err && err != -EACCES)
+		pr_debug("gc: %s", strerror(-err));
+	if (opts.json)
+		c.arr = json_object_new_array();
+	if (o.nscopes) {
+		err = ledger_get_scope(l, &o.scope, &st);
+		if (err) {
+			pr_err("no ledger entry for %s (no limits, no managed process)",
+			       scope_desc(&o.scope, desc, sizeof(desc)));
+			json_object_put(c.arr);
+			ledger_close(l);
+			return EXIT_FAIL;
+		}
+		show_scope(&st, &c);
+	} else {
+		ledger_foreach_scope(l, show_scope, &c);
+	}
+	ledger_denial_counts(l, &denials, NULL);
+	if (opts.json) {
+		struct json_object *doc = json_object_new_object();
+
+		json_object_object_add(doc, "ledger", json_object_new_string(ledger_path(l)));
+		json_object_object_add(doc, "denials", json_object_new_uint64(denials));
+		json_object_object_add(doc, "scopes", c.arr);
+		out_json(doc);
+	} else if (!o.nscopes) {
+		printf("denials: %" PRIu64 "\n", denials);
+	}
+	ledger_close(l);
+	return EXIT_OK;
+}
+
+/* ---- gc, init ----------------------------------------------------------------------------------- */
+
+static int do_gc(void)
+{
+	struct ledger *l;
+	unsigned int n = 0;
+	int err;
+
+	if (o.nargs > 1 || o.nscopes) {
+		fprintf(stderr, "%s: gc takes no argument and no scope\nTry '%s --help' for more information.\n",
+			util_prog, util_prog);
+		return EXIT_USAGE;
+	}
+	/* the owner of the policy also drops stale pid limits; others only reclaim usage */
+	err = ledger_open(o.ledger, LEDGER_POLICY_RW | (o.create ? LEDGER_CREATE : 0), &l);
+	if (err == -EACCES)
+		err = ledger_open(o.ledger, 0, &l);
+	if (err) {
+		pr_err("cannot open the ledger: %s", ledger_error());
+		return EXIT_FAIL;
+	}
+	err = ledger_gc(l, &n);
+	ledger_close(l);
+	if (err) {
+		pr_err("gc failed: %s%s", strerror(-err),
+		       err == -EBUSY ? " (a process is stopped in the middle of an operation; try again)" : "");
+		return EXIT_FAIL;
+	}
+	if (opts.json) {
+		struct json_object *doc = json_object_new_object();
+
+		json_object_object_add(doc, "reclaimed", json_object_new_int((int)n));
+		out_json(doc);
+	} else {
+		printf("reclaimed %u dead process%s\n", n, n == 1 ? "" : "es");
+	}
+	return EXIT_OK;
+}
+
+static int do_init(void)
+{
+	const char *path = o.ledger ? o.ledger : ledger_default_path();
+	int err;
+
+	if (o.nargs > 1 || o.nscopes) {
+		fprintf(stderr, "%s: init takes no argument and no scope\nTry '%s --help' for more information.\n",
+			util_prog, util_prog);
+		return EXIT_USAGE;
+	}
+	/* replacing a ledger is changing its policy: only its owner may */
+	if (!access(path, F_OK) && access(path, W_OK)) {
+		pr_err("cannot recreate the ledger: %s: permission denied (only the owner of the policy file may)", path);
+		return EXIT_FAIL;
+	}
+	err = ledger_init(path);
+	if (err) {
+		pr_err("cannot create the ledger: %s", ledger_error());
+		return EXIT_FAIL;
+	}
+	if (opts.json) {
+		struct json_object *doc = json_object_new_object();
+
+		json_object_object_add(doc, "ledger", json_object_new_string(path));
+		out_json(doc);
+	} else {
+		printf("created an empty ledger at %s\n", path);
+	}
+	return EXIT_OK;
+}
 
 int cmd_quota(int argc, char **argv)
 {
-	int idx;
+	int i, v;
 
-	if (argp_parse(&argp, argc, argv, ARGP_NO_ARGS | ARGP_IN_ORDER, &idx, NULL))
+	/* "-1" would otherwise be taken for an option: say what is wrong with it */
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (argv[i][0] == '-' && argv[i][1] >= '0' && argv[i][1] <= '9') {
+			fprintf(stderr, "%s: invalid VALUE '%s': negative numbers are not limits (a count, or "
+				"'unlimited')\nTry '%s --help' for more information.\n", util_prog, argv[i], util_prog);
+			return EXIT_USAGE;
+		}
+	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
 		return EXIT_USAGE;
-	pr_err("not implemented yet (issue #4)");
-	return EXIT_FAIL;
+	v = match_word(o.args[0], verbs, V_NR);
+	if (v < 0)
+		return word_error("quota command", o.args[0], verbs, V_NR, v);
+	if ((v == V_SET || v == V_UNSET) == false && o.kernel) {
+		fprintf(stderr, "%s: --kernel goes with set and unset\nTry '%s --help' for more information.\n",
+			util_prog, util_prog);
+		return EXIT_USAGE;
+	}
+	switch (v) {
+	case V_SET:
+		return do_set(true);
+	case V_UNSET:
+		return do_set(false);
+	case V_SHOW:
+		return do_show();
+	case V_GC:
+		return do_gc();
+	default:
+		return do_init();
+	}
 }
