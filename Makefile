@@ -64,6 +64,8 @@ LAB_HELPERS := $(patsubst tests/lab/progs/%.c,$(OUT)/lab-progs/%,$(wildcard test
 MANPAGES    := $(wildcard man/*.8)
 
 .DELETE_ON_ERROR:
+# Keep the BPF chain (vmlinux.h, .bpf.o) between builds.
+.SECONDARY:
 .PHONY: all deps check check-host check-unit check-lab check-fuzz demo lab install uninstall clean help bench
 
 all: $(OUT)/rdmactl $(OUT)/librdmactl-preload.so $(LAB_HELPERS)
