@@ -661,6 +661,10 @@ static int do_init(void)
 		return EXIT_FAIL;
 	}
 	err = ledger_init(path);
+	if (err == -EACCES || err == -EPERM) {
+		pr_err("cannot create the ledger: %s: permission denied", path);
+		return EXIT_FAIL;
+	}
 	if (err) {
 		pr_err("cannot create the ledger: %s", ledger_error());
 		return EXIT_FAIL;

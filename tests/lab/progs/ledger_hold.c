@@ -3,7 +3,8 @@
  * Test helper: attach to the ledger like the preload does and charge resources without any RDMA device.
  *   ledger_hold [-J JOB] [-c] KIND=N...   reserve N of each KIND (one reserve per unit; mr_bytes at once),
  *   print "ok" or the denial message per KIND, then "ready", and hold until killed (exit 0 on SIGTERM).
- *   -J JOB: create the job first (as rdmactl run does) and attach to it.  -c: exit right after "ready".
+ *   -J JOB: create the job first (as rdmactl run does) and attach to it; -a JOB: attach to an existing job.
+ *   -c: exit right after "ready".
  * Exit 3 when any reserve was refused (after holding, if not -c).
  */
 #include <errno.h>
@@ -26,14 +27,16 @@ static void on_term(int sig)
 
 int main(int argc, char **argv)
 {
-	const char *job = NULL;
+	const char *job = NULL, *attach = NULL;
 	struct ledger *l;
 	bool once = false, refused = false;
 	int opt, err, i;
 
-	while ((opt = getopt(argc, argv, "J:c")) != -1) {
+	while ((opt = getopt(argc, argv, "J:a:c")) != -1) {
 		if (opt == 'J')
-			job = optarg;
+			job = attach = optarg;
+		else if (opt == 'a')
+			attach = optarg;
 		else if (opt == 'c')
 			once = true;
 		else
@@ -48,7 +51,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ledger_hold: job %s: %s\n", job, ledger_error());
 		return 1;
 	}
-	err = ledger_attach(l, job);
+	err = ledger_attach(l, attach);
 	if (err) {
 		fprintf(stderr, "ledger_hold: attach: %s\n", ledger_error());
 		return 1;

@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl quota on the host: set/unset/show/gc/init against a temp ledger, the usage-error matrix,
+# corrupted ledgers, permissions, live and dead holders (lib/ledger through the ledger_hold helper).
+
+load helper
+
+HOLD=$BUILD/lab-progs/ledger_hold
+
+setup() {
+	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
+	chmod 755 "$BATS_TEST_TMPDIR"
+	run -0 "$RDMACTL" quota init
+	PIDS=()
+}
+
+teardown() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	if [ -n "${SHARED:-}" ]; then
+		rm -rf "$SHARED"
+	fi
+	if [ -n "${CG:-}" ] && [ -d "$CG" ]; then
+		rmdir "$CG" 2>/dev/null || true
+	fi
+}
+
+# Start a holder in the background and wait for its "ready"; sets HPID.
+hold() {
+	local out=$BATS_TEST_TMPDIR/hold.$RANDOM
+	"$HOLD" "$@" >"$out" 2>&1 3>&- &
+	HPID=$!
+	PIDS+=("$HPID")
+	wait_for 10 grep -q '^ready' "$out"
+	HOUT=$out
+}
+
+# jq over 'quota show -j' (extra args go to show).
+showq() {
+	local filter=$1; shift
+	"$RDMACTL" -j quota show "$@" | jq -e "$filter"
+}
+
+@test "init creates the policy file 0644 and the usage file 0666; an empty ledger shows the global scope" {
+	run stat -c %a "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+	assert_line --index 0 644
+	assert_line --index 1 666
+	run -0 "$RDMACTL" quota show
+	assert_line --index 0 "global: 0 processes"
+	assert_output --partial "no limits, nothing in use"
+	run -0 showq '.scopes | length == 1 and .[0].scope == "global" and .[0].kinds.qp.limit == null'
+}
+
+@test "set, show (text and JSON), unset on the global scope" {
+	run -0 "$RDMACTL" quota set qp 10 --global
+	assert_output ""
+	run -0 "$RDMACTL" quota set mr_bytes 4G --global
+	run -0 "$RDMACTL" quota show
+	assert_line --regexp '^  qp +10 +0 +10$'
+	assert_line --regexp '^  mr_bytes +4G +0 +4G$'
+	run -0 showq '.scopes[0].kinds | .qp.limit == 10 and .qp.headroom == 10 and .mr_bytes.limit == 4294967296 and .cq.limit == null'
+	run -0 "$RDMACTL" quota unset qp --global
+	run -0 showq '.scopes[0].kinds.qp.limit == null and .scopes[0].kinds.mr_bytes.limit == 4294967296'
+	run -0 "$RDMACTL" quota set mr_bytes unlimited --global
+	run -0 showq '.scopes[0].kinds.mr_bytes.limit == null'
+}
+
+@test "sizes and counts: K/M/G/T suffixes for mr_bytes, plain counts elsewhere, 0 is a limit" {
+	run -0 "$RDMACTL" quota set mr_bytes 64K --global
+	run -0 showq '.scopes[0].kinds.mr_bytes.limit == 65536'
+	run -0 "$RDMACTL" quota set mr_bytes 2t --global
+	run -0 showq '.scopes[0].kinds.mr_bytes.limit == 2199023255552'
+	run -0 "$RDMACTL" quota set srq 0 --global
+	run -0 showq '.scopes[0].kinds.srq.limit == 0 and .scopes[0].kinds.srq.headroom == 0'
+	run -0 "$RDMACTL" quota set wr 256 --global
+	run -0 showq '.scopes[0].kinds.wr.limit == 256'
+}
+
+@test "words accept unique prefixes: 'se q 5 --gl', 'sh', 'un'" {
+	run -0 "$RDMACTL" quota se q 5 --gl
+	run -0 "$RDMACTL" quota sh -j
+	run -0 jq -e '.scopes[0].kinds.qp.limit == 5' <<<"$output"
+	run -0 "$RDMACTL" quota un qp --global
+	run -0 showq '.scopes[0].kinds.qp.limit == null'
+}
+
+@test "--ledger PATH overrides RDMACTL_LEDGER" {
+	local other=$BATS_TEST_TMPDIR/other
+	run -0 "$RDMACTL" quota --ledger "$other" init
+	run -0 "$RDMACTL" quota set cq 7 --global --ledger "$other"
+	run -0 "$RDMACTL" -j quota show --ledger "$other"
+	run -0 jq -e '.ledger == "'"$other"'" and .scopes[0].kinds.cq.limit == 7' <<<"$output"
+	run -0 showq '.scopes[0].kinds.cq.limit == null'
+}
+
+@test "usage errors exit 2 with a clear message on stderr and nothing on stdout" {
+	local -a cases=(
+		"quota|missing COMMAND"
+		"quota frob|unknown quota command 'frob'"
+		"quota s|ambiguous: could be 'set', 'show'"
+		"quota set foo 1 --global|unknown kind 'foo'"
+		"quota set m 1 --global|kind 'm' is ambiguous: could be 'mr', 'mr_bytes', 'mw'"
+		"quota set qp -1 --global|invalid VALUE '-1'"
+		"quota set qp 18446744073709551616 --global|out of range"
+		"quota set qp 4K --global|not a whole number"
+		"quota set mr_bytes 4Q --global|not a size"
+		"quota set mr_bytes 99999999T --global|out of range"
+		"quota set qp abc --global|invalid VALUE 'abc'"
+		"quota set qp 1 --pid 4194304|no process with pid 4194304"
+		"quota set qp 1 --pid abc|invalid pid 'abc'"
+		"quota set qp 1 --cgroup /tmp|not a cgroup v2 directory"
+		"quota set qp 1 --cgroup no/such/cgroup|cgroup 'no/such/cgroup'"
+		"quota set qp 1 --global --job x|conflicting scopes: --global and --job"
+		"quota set qp 1 --pid 1 --global|conflicting scopes: --pid and --global"
+		"quota set qp 1|missing scope"
+		"quota set qp --global|missing VALUE"
+		"quota set --global|missing KIND"
+		"quota unset qp|missing scope"
+		"quota unset qp 5 --global|unexpected argument '5'"
+		"quota set qp 1 --global --kernel|--kernel needs --cgroup"
+		"quota show --dev rxe0|--dev goes with --kernel"
+		"quota show extra|unexpected argument 'extra'"
+		"quota gc --global|gc takes no argument"
+		"quota set qp 1 --job|requires an argument"
+	)
+	local c args msg
+	for c in "${cases[@]}"; do
+		args=${c%%|*}
+		msg=${c#*|}
+		# shellcheck disable=SC2086
+		run --separate-stderr "$RDMACTL" $args
+		[ "$status" -eq 2 ] || fail "'$args' exited $status, not 2: $stderr"
+		[ -z "$output" ] || fail "'$args' printed on stdout: $output"
+		[[ $stderr == *"$msg"* ]] || fail "'$args': expected '$msg' in: $stderr"
+	done
+	# nothing changed by any of them
+	run -0 showq '[.scopes[0].kinds[] | .limit] | all(. == null)'
+}
+
+@test "a job that does not exist is an error (exit 2), show of it exits 1 with JSON-clean stdout" {
+	run --separate-stderr -2 "$RDMACTL" quota set qp 1 --job nosuch
+	assert_equal "$stderr" "rdmactl quota: cannot set qp on job nosuch: no job 'nosuch' in the ledger"
+	run --separate-stderr -1 "$RDMACTL" -j quota show --job nosuch
+	assert_output ""
+	[[ $stderr == *"no ledger entry for job nosuch"* ]]
+}
+
+@test "a missing, truncated, foreign or garbage ledger: exit 1 with a clear message; init recreates it" {
+	rm "$RDMACTL_LEDGER"
+	run --separate-stderr -1 "$RDMACTL" -j quota show
+	assert_output ""
+	[[ $stderr == *"no ledger (create one with 'rdmactl quota init')"* ]]
+
+	run -0 "$RDMACTL" quota init
+	truncate -s 100 "$RDMACTL_LEDGER"
+	run --separate-stderr -1 "$RDMACTL" quota show
+	[[ $stderr == *"truncated"* ]]
+	run --separate-stderr -1 "$RDMACTL" quota set qp 1 --global
+	[[ $stderr == *"truncated"* ]]
+
+	run -0 "$RDMACTL" quota init
+	printf 'NOTMINE!' | dd of="$RDMACTL_LEDGER" conv=notrunc status=none
+	run --separate-stderr -1 "$RDMACTL" -j quota show
+	assert_output ""
+	[[ $stderr == *"not an rdmactl ledger file (bad magic)"* && $stderr == *"quota init"* ]]
+
+	run -0 "$RDMACTL" quota init
+	printf '\x07' | dd of="$RDMACTL_LEDGER" bs=1 seek=16 conv=notrunc status=none
+	run --separate-stderr -1 "$RDMACTL" quota show
+	[[ $stderr == *"checksum"* ]]
+
+	run -0 "$RDMACTL" quota init
+	head -c 457152 /dev/urandom >"$RDMACTL_LEDGER.usage"
+	run --separate-stderr -1 "$RDMACTL" quota show
+	[[ $stderr == *"ledger.usage"* ]]
+
+	head -c 5000 /dev/urandom >"$RDMACTL_LEDGER"
+	run --separate-stderr -1 "$RDMACTL" quota gc
+	[[ $stderr == *"cannot open the ledger"* ]]
+
+	run -0 "$RDMACTL" quota init
+	assert_output "created an empty ledger at $RDMACTL_LEDGER"
+	run -0 "$RDMACTL" quota show
+	run -0 "$RDMACTL" quota set qp 3 --global
+}
+
+@test "--create creates a missing ledger, never overwrites a broken one" {
+	rm "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+	run -0 "$RDMACTL" quota show --create
+	assert_line --index 0 "global: 0 processes"
+	printf 'NOTMINE!' | dd of="$RDMACTL_LEDGER" conv=notrunc status=none
+	run -1 "$RDMACTL" quota show --create
+}
+
+@test "an unprivileged user cannot set, unset or recreate; nothing changes; reading works" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to switch to an unprivileged user"
+	# a directory the unprivileged user can reach (bats' own temp directories are 0700)
+	SHARED=$(mktemp -d /tmp/rdmactl-quota.XXXXXX)
+	chmod 755 "$SHARED"
+	export RDMACTL_LEDGER=$SHARED/ledger
+	run -0 "$RDMACTL" quota init
+	run -0 "$RDMACTL" quota set qp 5 --global
+	local before
+	before=$("$RDMACTL" -j quota show)
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota set qp 100 --global
+	[[ $stderr == *"permission denied"* ]]
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota unset qp --global
+	[[ $stderr == *"permission denied"* ]]
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota set qp 1 --pid $$
+	[[ $stderr == *"permission denied"* ]]
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota init
+	[[ $stderr == *"permission denied"* ]]
+	run -0 "${nobody[@]}" "$RDMACTL" -j quota show
+	run -0 jq -e '.scopes[0].kinds.qp.limit == 5' <<<"$output"
+	assert_equal "$("$RDMACTL" -j quota show)" "$before"
+	# but it can charge its own usage, as an application under the preload does
+	run -0 "${nobody[@]}" "$HOLD" -c qp=1
+	assert_line --index 0 "qp: ok"
+}
+
+@test "live holders are shown with their usage; a SIGKILLed one is reclaimed and no longer shown" {
+	run -0 "$RDMACTL" quota set qp 10 --global
+	hold qp=3 mr_bytes=1M
+	local a=$HPID
+	hold qp=2
+	local b=$HPID
+	run -0 showq '.scopes[0].kinds.qp.usage == 5 and .scopes[0].kinds.mr_bytes.usage == 1048576 and .scopes[0].nprocs == 2'
+	run -0 showq "[.scopes[] | select(.scope == \"process\" and .pid == $a)] | length == 1 and .[0].kinds.qp.usage == 3"
+	run -0 "$RDMACTL" quota show --pid "$a"
+	assert_line --regexp '^  qp +unlimited +3 +-$'
+	kill -9 "$a"
+	wait "$a" 2>/dev/null || true
+	run -0 showq "([.scopes[] | select(.scope == \"process\" and .pid == $a)] | length == 0) and .scopes[0].kinds.qp.usage == 2 and .scopes[0].kinds.mr_bytes.usage == 0"
+	kill -9 "$b"
+	wait "$b" 2>/dev/null || true
+	run -0 "$RDMACTL" quota gc
+	assert_output "reclaimed 1 dead process"
+	run -0 showq '.scopes[0].kinds.qp.usage == 0 and .scopes[0].nprocs == 0'
+}
+
+@test "job limits: a new creation sees a changed limit; lowering below usage refuses but destroys nothing" {
+	hold -J train qp=2
+	local a=$HPID
+	run -0 "$RDMACTL" quota set qp 3 --job train
+	run -3 "$HOLD" -a train -c qp=2
+	assert_line --index 0 --regexp "^qp: refused qp for pid [0-9]+ \(job train\): 3/3 in use, limit set by job train$"
+	run -0 "$RDMACTL" quota set qp 1 --job train
+	run -0 showq '.scopes[] | select(.scope == "job" and .job == "train") | .kinds.qp | .limit == 1 and .usage == 2 and .headroom == 0' --job train
+	kill -0 "$a"
+	run -0 "$RDMACTL" quota show --job train
+	assert_line --index 0 "job train: 1 process"
+	assert_line --regexp '^  qp +1 +2 +0$'
+	kill "$a"
+	wait "$a" || true
+	# the job entry goes with its last process
+	run -1 "$RDMACTL" quota show --job train
+}
+
+@test "pid limits apply to the next creation of that process only, and die with it" {
+	run -0 "$RDMACTL" quota set cq 1 --pid $$
+	run -0 showq ".scopes[] | select(.scope == \"process\" and .pid == $$) | .kinds.cq.limit == 1"
+	# another process is not limited by $$'s limit
+	run -0 "$HOLD" -c cq=2
+	run -0 "$RDMACTL" quota unset cq --pid $$
+	run -0 showq "[.scopes[] | select(.scope == \"process\")] | length == 0"
+}
+
+@test "--cgroup: relative and absolute paths name the same cgroup; its processes share one budget" {
+	local root
+	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	[ -n "$root" ] || skip "no cgroup2 mount on this host"
+	CG=$root/rdmactl-quota-test.$$
+	mkdir "$CG" || skip "cannot create a cgroup under $root"
+	run -0 "$RDMACTL" quota set qp 4 --cgroup "rdmactl-quota-test.$$"
+	run -0 showq ".scopes[] | select(.scope == \"cgroup\") | .cgroup == \"/rdmactl-quota-test.$$\" and .kinds.qp.limit == 4" --cgroup "$CG"
+	hold qp=0
+	local outside=$HPID
+	local out=$BATS_TEST_TMPDIR/in1
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" qp=3' _ "$CG" "$HOLD" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 10 grep -q '^ready' "$out"
+	run -0 cat "$out"
+	assert_line --index 0 "qp: ok"
+	run -3 bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -c qp=2' _ "$CG" "$HOLD"
+	assert_line --index 0 --regexp "^qp: refused qp for pid [0-9]+: 4/4 in use, limit set by cgroup /rdmactl-quota-test.$$\$"
+	run -0 showq '.scopes[] | select(.scope == "cgroup") | .kinds.qp.usage == 3 and .nprocs == 1' --cgroup "$CG"
+	kill "$outside" "${PIDS[@]}" 2>/dev/null || true
+	wait 2>/dev/null || true
+	run -0 "$RDMACTL" quota unset qp --cgroup "$CG/"
+	run -0 showq '[.scopes[] | select(.scope == "cgroup")] | length == 0'
+	run -2 "$RDMACTL" quota set qp 1 --cgroup "$root"
+	assert_output --partial "root cgroup: use --global"
+}
+
+@test "quota --help describes kinds, scopes and has examples" {
+	run -0 "$RDMACTL" quota --help
+	assert_output --partial "KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, wr"
+	assert_output --partial "--cgroup=PATH"
+	assert_output --partial "--kernel"
+	assert_output --partial "Examples:"
+	assert_output --partial "rdmactl quota set qp 10 --pid 1234"
+}
