@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Event and counter layouts shared by bpf/restrack.bpf.c and lib/bpfmon.c (rdmactl monitor). */
+#ifndef RDMACTL_RESTRACK_H
+#define RDMACTL_RESTRACK_H
+
+/* enum rdma_restrack_type of include/rdma/restrack.h (stable since 5.x): PD, CQ, QP, CM_ID, MR, CTX, ... */
+#define MON_NTYPES 8
+#define MON_COMM_LEN 16
+#define MON_DEV_LEN 64 /* IB_DEVICE_NAME_MAX */
+
+enum mon_op {
+	MON_OP_CREATE = 1,
+	MON_OP_DESTROY = 2,
+};
+
+/* Which kernel function produced an event (for diagnostics: -v and the JSON "hook" key). */
+enum mon_hook {
+	MON_HOOK_ADD = 1,        /* rdma_restrack_add, on return */
+	MON_HOOK_DEL = 2,        /* rdma_restrack_del */
+	MON_HOOK_COMMIT_DEL = 3, /* rdma_restrack_begin_del + rdma_restrack_commit_del */
+};
+
+struct mon_event {
+	__u64 ts_ns;  /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 mr_len; /* MR length in bytes (ib_mr->length); 0 for other types */
+	__u32 tgid;   /* owner process (res->task); 0 for kernel objects */
+	__u32 tid;    /* owner thread: the id RDMA netlink reports as RES_PID */
+	__u32 cur_tgid; /* process in whose context the operation ran */
+	__u32 id;     /* res->id: QPN for QPs, else the restrack id netlink shows (cqn, mrn, pdn...) */
+	__u32 dev_index;
+	__u8 op;      /* enum mon_op */
+	__u8 type;    /* enum rdma_restrack_type */
+	__u8 user;    /* 1: user object (uverbs), 0: kernel object */
+	__u8 hook;    /* enum mon_hook */
+	char comm[MON_COMM_LEN]; /* owner's comm, or the kernel owner's name (res->kern_name) */
+	char dev[MON_DEV_LEN];
+};
+
+/* Value of the per-tgid counters map (key: __u32 tgid, 0 = kernel objects). Only ever increases. */
+struct mon_counts {
+	__u64 create[MON_NTYPES];
+	__u64 destroy[MON_NTYPES];
+	__u64 mr_bytes_create;
+	__u64 mr_bytes_destroy;
+};
+
+#define MON_COUNTERS_MAX 16384
+
+#endif

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* BPF monitor of ib_core's resource tracker: load, attach (fentry or kprobe), events, per-tgid counters. */
+#include "bpfmon.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "restrack.skel.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+const char *const mon_type_names[] = { "pd", "cq", "qp", "cm_id", "mr", "ctx", "counter", "srq", NULL };
+
+struct mon {
+	struct restrack_bpf *skel;
+	struct ring_buffer *rb;
+	struct mon_opts opts;
+	bool kprobe;
+	bool commit_del;
+	bool pinned;
+	int64_t rt_offset;
+};
+
+static __thread char mon_errbuf[256];
+
+static int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(mon_errbuf, sizeof(mon_errbuf), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *mon_error(void)
+{
+	return mon_errbuf;
+}
+
+const char *mon_type_name(unsigned int type)
+{
+	return type < MON_NTYPES ? mon_type_names[type] : NULL;
+}
+
+static bool has_cap(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+int mon_check(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	struct stat st;
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return fail(-errno, "cannot read capabilities: %s", strerror(errno));
+	/* CAP_SYS_ADMIN covers both on every kernel; before 5.8 it is the only way. */
+	if (!has_cap(data, CAP_SYS_ADMIN) && !(has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON)))
+		return fail(-EPERM, "needs root or CAP_BPF and CAP_PERFMON (missing:%s%s)",
+			    has_cap(data, CAP_BPF) ? "" : " CAP_BPF", has_cap(data, CAP_PERFMON) ? "" : " CAP_PERFMON");
+	if (stat("/sys/module/ib_core", &st))
+		return fail(-ENODEV, "ib_core is not loaded: no RDMA resource tracker to watch (modprobe ib_core, or "
+				     "load an RDMA driver such as rdma_rxe)");
+	return 0;
+}
+
+static const char *const hook_fns[] = { "rdma_restrack_add", "rdma_restrack_begin_del",
+					  "rdma_restrack_commit_del", "rdma_restrack_abort_del" };
+#define NHOOK_FNS (sizeof(hook_fns) / sizeof(hook_fns[0]))
+
+/* Which of hook_fns does the module's BTF describe? (fentry/fexit need it.) false: no usable BTF. */
+static bool module_btf_funcs(const char *module, bool found[NHOOK_FNS])
+{
+	struct btf *vmlinux, *mod;
+	char path[128];
+	size_t i;
+
+	snprintf(path, sizeof(path), "/sys/kernel/btf/%s", module);
+	if (access(path, R_OK))
+		return false;
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return false;
+	mod = btf__parse_split(path, vmlinux);
+	if (mod)
+		for (i = 0; i < NHOOK_FNS; i++)
+			found[i] = btf__find_by_name_kind(mod, hook_fns[i], BTF_KIND_FUNC) > 0;
+	btf__free(mod);
+	btf__free(vmlinux);
+	return mod != NULL;
+}
+
+/* Without module BTF: which of hook_fns are kernel text symbols (one pass over kallsyms)? */
+static void kallsyms_funcs(bool found[NHOOK_FNS])
+{
+	char line[512], name[256];
+	size_t i;
+	FILE *f;
+
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char type;
+
+		if (!strstr(line, "rdma_restrack_") || sscanf(line, "%*s %c %255s", &type, name) != 2)
+			continue;
+		for (i = 0; i < NHOOK_FNS; i++)
+			if ((type == 't' || type == 'T') && !strcmp(name, hook_fns[i]))
+				found[i] = true;
+	}
+	fclose(f);
+}
+
+static int ring_cb(void *ctx, void *data, size_t size)
+{
+	struct mon *m = ctx;
+
+	if (size < sizeof(struct mon_event))
+		return 0;
+	return m->opts.cb ? m->opts.cb(data, m->opts.arg) : 0;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN && getenv("RDMACTL_MON_DEBUG"))
+		return vfprintf(stderr, fmt, ap);
+	if (level == LIBBPF_DEBUG && getenv("RDMACTL_MON_DEBUG") && !strcmp(getenv("RDMACTL_MON_DEBUG"), "2"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static void set_autoload(struct restrack_bpf *s, bool fentry, bool commit_del)
+{
+	bpf_program__set_autoload(s->progs.fexit_add, fentry);
+	bpf_program__set_autoload(s->progs.fentry_del, fentry);
+	bpf_program__set_autoload(s->progs.fentry_begin_del, fentry && commit_del);
+	bpf_program__set_autoload(s->progs.fentry_commit_del, fentry && commit_del);
+	bpf_program__set_autoload(s->progs.fentry_abort_del, fentry && commit_del);
+	bpf_program__set_autoload(s->progs.kprobe_add, !fentry);
+	bpf_program__set_autoload(s->progs.kretprobe_add, !fentry);
+	bpf_program__set_autoload(s->progs.kprobe_del, !fentry);
+	bpf_program__set_autoload(s->progs.kprobe_begin_del, !fentry && commit_del);
+	bpf_program__set_autoload(s->progs.kprobe_commit_del, !fentry && commit_del);
+	bpf_program__set_autoload(s->progs.kprobe_abort_del, !fentry && commit_del);
+}
+
+static int load_attach(struct mon *m, bool fentry)
+{
+	int err;
+
+	m->skel = restrack_bpf__open();
+	if (!m->skel)
+		return fail(-errno ? -errno : -EINVAL, "cannot open the BPF object: %s", strerror(errno));
+	m->skel->rodata->emit_events = m->opts.events;
+	set_autoload(m->skel, fentry, m->commit_del);
+	if (!m->opts.events)
+		bpf_map__set_max_entries(m->skel->maps.events, 4096);
+	err = restrack_bpf__load(m->skel);
+	if (err)
+		return fail(err, "cannot load the BPF program (%s): %s", fentry ? "fentry" : "kprobe", strerror(-err));
+	err = restrack_bpf__attach(m->skel);
+	if (err)
+		return fail(err, "cannot attach to ib_core (%s): %s", fentry ? "fentry" : "kprobe", strerror(-err));
+	m->kprobe = !fentry;
+	return 0;
+}
+
+static void pin_counters(struct mon *m)
+{
+	int err;
+
+	if (mkdir(MON_PIN_DIR, 0755) && errno != EEXIST)
+		return;
+	unlink(MON_PIN_COUNTERS); /* the newest monitor owns the pin */
+	err = bpf_map__pin(m->skel->maps.counters, MON_PIN_COUNTERS);
+	m->pinned = !err;
+}
+
+/* Remove the pin only if it still refers to our map (a newer monitor may have replaced it). */
+static void unpin_counters(struct mon *m)
+{
+	struct bpf_map_info a, b;
+	__u32 la = sizeof(a), lb = sizeof(b);
+	int fd;
+
+	if (!m->pinned)
+		return;
+	fd = bpf_obj_get(MON_PIN_COUNTERS);
+	if (fd < 0)
+		return;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	if (!bpf_obj_get_info_by_fd(fd, &a, &la) &&
+	    !bpf_obj_get_info_by_fd(bpf_map__fd(m->skel->maps.counters), &b, &lb) && a.id == b.id)
+		unlink(MON_PIN_COUNTERS);
+	close(fd);
+	rmdir(MON_PIN_DIR); /* fails harmlessly when not empty */
+}
+
+int mon_open(const struct mon_opts *opts, struct mon **out)
+{
+	struct timespec rt, mono;
+	const char *force;
+	bool fentry, btf, found[NHOOK_FNS] = { false };
+	struct mon *m;
+	int err;
+
+	err = mon_check();
+	if (err)
+		return err;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return fail(-ENOMEM, "out of memory");
+	m->opts = *opts;
+	libbpf_set_print(libbpf_quiet);
+	btf = module_btf_funcs("ib_core", found);
+	if (!btf)
+		kallsyms_funcs(found);
+	/* Kernels with the begin/commit split destroy PD, CQ and QP without rdma_restrack_del. */
+	m->commit_del = found[1] && found[2] && found[3];
+	force = getenv(MON_ENV_KPROBE);
+	fentry = !(force && *force && strcmp(force, "0")) && btf && found[0];
+	err = load_attach(m, fentry);
+	if (err && fentry) {
+		/* fentry needs trampolines and module BTF that match: fall back to kprobes on any failure. */
+		restrack_bpf__destroy(m->skel);
+		m->skel = NULL;
+		err = load_attach(m, false);
+	}
+	if (err)
+		goto err;
+	if (opts->events) {
+		m->rb = ring_buffer__new(bpf_map__fd(m->skel->maps.events), ring_cb, m, NULL);
+		if (!m->rb) {
+			err = fail(-errno ? -errno : -ENOMEM, "cannot open the ring buffer: %s", strerror(errno));
+			goto err;
+		}
+	}
+	if (opts->pin_counters)
+		pin_counters(m);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	m->rt_offset = (rt.tv_sec - mono.tv_sec) * 1000000000LL + (rt.tv_nsec - mono.tv_nsec);
+	*out = m;
+	return 0;
+err:
+	restrack_bpf__destroy(m->skel);
+	free(m);
+	return err;
+}
+
+void mon_close(struct mon *m)
+{
+	if (!m)
+		return;
+	unpin_counters(m);
+	ring_buffer__free(m->rb);
+	restrack_bpf__destroy(m->skel);
+	free(m);
+}
+
+const char *mon_mode(const struct mon *m)
+{
+	return m->kprobe ? "kprobe" : "fentry";
+}
+
+bool mon_has_commit_del(const struct mon *m)
+{
+	return m->commit_del;
+}
+
+int mon_poll(struct mon *m, int timeout_ms)
+{
+	if (!m->rb)
+		return -EINVAL;
+	return ring_buffer__poll(m->rb, timeout_ms);
+}
+
+int mon_consume(struct mon *m)
+{
+	if (!m->rb)
+		return -EINVAL;
+	return ring_buffer__consume(m->rb);
+}
+
+int mon_fd(const struct mon *m)
+{
+	return m->rb ? ring_buffer__epoll_fd(m->rb) : -EINVAL;
+}
+
+void mon_lost(const struct mon *m, struct mon_lost *out)
+{
+	out->ring = __atomic_load_n(&m->skel->bss->lost_events, __ATOMIC_RELAXED);
+	out->counters = __atomic_load_n(&m->skel->bss->lost_counters, __ATOMIC_RELAXED);
+	out->pending = __atomic_load_n(&m->skel->bss->lost_pending, __ATOMIC_RELAXED);
+}
+
+int64_t mon_realtime_offset(const struct mon *m)
+{
+	return m->rt_offset;
+}
+
+int mon_counters_fd(const struct mon *m)
+{
+	return bpf_map__fd(m->skel->maps.counters);
+}
+
+int mon_counters_open_pinned(int *fd)
+{
+	int f = bpf_obj_get(MON_PIN_COUNTERS);
+
+	if (f < 0)
+		return -errno;
+	*fd = f;
+	return 0;
+}
+
+int mon_counters_read(int fd, pid_t tgid, struct mon_counts *out)
+{
+	__u32 key = (__u32)tgid;
+
+	if (bpf_map_lookup_elem(fd, &key, out))
+		return -errno;
+	return 0;
+}
+
+int mon_counters_foreach(int fd, int (*cb)(pid_t tgid, const struct mon_counts *c, void *arg), void *arg)
+{
+	__u32 key, next;
+	struct mon_counts c;
+	bool first = true;
+	int ret;
+
+	for (;;) {
+		if (bpf_map_get_next_key(fd, first ? NULL : &key, &next))
+			return errno == ENOENT ? 0 : -errno;
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &c))
+			continue; /* deleted meanwhile */
+		ret = cb((pid_t)key, &c, arg);
+		if (ret)
+			return ret;
+	}
+}
+
+static bool balanced(const struct mon_counts *c)
+{
+	int t;
+
+	for (t = 0; t < MON_NTYPES; t++)
+		if (c->create[t] != c->destroy[t])
+			return false;
+	return true;
+}
+
+struct prune_ctx {
+	__u32 keys[256];
+	int n;
+};
+
+static int prune_cb(pid_t tgid, const struct mon_counts *c, void *arg)
+{
+	struct prune_ctx *p = arg;
+
+	if (tgid > 0 && balanced(c) && kill(tgid, 0) && errno == ESRCH)
+		p->keys[p->n++] = (__u32)tgid;
+	return p->n == (int)(sizeof(p->keys) / sizeof(p->keys[0]));
+}
+
+int mon_counters_prune(int fd)
+{
+	struct prune_ctx p;
+	int i, ret, dropped = 0;
+
+	do {
+		p.n = 0;
+		ret = mon_counters_foreach(fd, prune_cb, &p);
+		if (ret < 0)
+			return ret;
+		for (i = 0; i < p.n; i++)
+			if (!bpf_map_delete_elem(fd, &p.keys[i]))
+				dropped++;
+	} while (ret > 0);
+	return dropped;
+}
