@@ -1,17 +1,308 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* rdmactl run: not built yet (issue #5). */
+/* rdmactl run: start a command as a job under RDMA resource limits, enforced by the preload in every process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ledger.h"
 #include "rdmactl.h"
 #include "util.h"
 
+#define PRELOAD_NAME "librdmactl-preload.so"
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+enum {
+	OPT_FAIL_OPEN = 0x100,
+	OPT_FAIL_CLOSED,
+	OPT_MAX_FIRST, /* --max-<kind>: OPT_MAX_FIRST + enum ledger_kind */
+};
+
+static struct {
+	uint64_t limit[LEDGER_NKINDS];
+	const char *job;
+	const char *cgroup;
+	const char *log;
+	const char *fail;
+	int cmd; /* index of CMD in argv */
+} ro;
+
+static const struct argp_option options[] = {
+	{ NULL, 0, NULL, 0, "Limits for the whole job (every process CMD starts shares them):", 1 },
+	{ "max-ctx", OPT_MAX_FIRST + LEDGER_CTX, "N", 0, "device contexts", 1 },
+	{ "max-pd", OPT_MAX_FIRST + LEDGER_PD, "N", 0, "protection domains", 1 },
+	{ "max-cq", OPT_MAX_FIRST + LEDGER_CQ, "N", 0, "completion queues", 1 },
+	{ "max-qp", OPT_MAX_FIRST + LEDGER_QP, "N", 0, "queue pairs", 1 },
+	{ "max-srq", OPT_MAX_FIRST + LEDGER_SRQ, "N", 0, "shared receive queues", 1 },
+	{ "max-mr", OPT_MAX_FIRST + LEDGER_MR, "N", 0, "memory regions", 1 },
+	{ "max-mr-bytes", OPT_MAX_FIRST + LEDGER_MR_BYTES, "SIZE", 0, "registered bytes (K, M, G, T suffixes)", 1 },
+	{ "max-ah", OPT_MAX_FIRST + LEDGER_AH, "N", 0, "address handles", 1 },
+	{ "max-mw", OPT_MAX_FIRST + LEDGER_MW, "N", 0, "memory windows", 1 },
+	{ "max-wr", OPT_MAX_FIRST + LEDGER_WR, "N", 0, "work-request depth per QP or SRQ (a cap, not a count)", 1 },
+	{ NULL, 0, NULL, 0, "Job:", 2 },
+	{ "job", 'J', "NAME", 0, "job name (default: CMD's name and rdmactl's pid); "
+				  "'rdmactl quota set KIND N --job NAME' changes limits while it runs", 2 },
+	{ "cgroup", 'c', "PATH", 0, "start CMD in this cgroup v2 (path under " CGROUP_ROOT " or absolute)", 2 },
+	{ "log", 'l', "FILE", 0, "append refusal lines to FILE instead of CMD's stderr", 2 },
+	{ "fail-open", OPT_FAIL_OPEN, NULL, 0, "if the ledger becomes unusable, let creations through (default)", 2 },
+	{ "fail-closed", OPT_FAIL_CLOSED, NULL, 0, "if the ledger becomes unusable, refuse every creation", 2 },
+	{ 0 },
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	int kind, ret;
+
+	switch (key) {
+	case 'J':
+		if (!*arg || strlen(arg) >= LEDGER_NAME_MAX)
+			argp_error(state, "job name must be 1 to %d characters", LEDGER_NAME_MAX - 1);
+		ro.job = arg;
+		break;
+	case 'c':
+		ro.cgroup = arg;
+		break;
+	case 'l':
+		ro.log = arg;
+		break;
+	case OPT_FAIL_OPEN:
+	case OPT_FAIL_CLOSED:
+		if (ro.fail)
+			argp_error(state, "--fail-open and --fail-closed are mutually exclusive");
+		ro.fail = key == OPT_FAIL_OPEN ? "open" : "closed";
+		break;
+	case ARGP_KEY_ARG:
+		/* CMD: everything from here on belongs to it. */
+		ro.cmd = state->next - 1;
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		if (!ro.cmd)
+			argp_error(state, "missing CMD");
+		break;
+	default:
+		kind = key - OPT_MAX_FIRST;
+		if (kind < 0 || kind >= LEDGER_NKINDS)
+			return ARGP_ERR_UNKNOWN;
+		if (!strcmp(arg, "unlimited")) {
+			ro.limit[kind] = LEDGER_UNLIMITED;
+			break;
+		}
+		ret = kind == LEDGER_MR_BYTES ? parse_size(arg, LEDGER_UNLIMITED - 1, &ro.limit[kind])
+					      : parse_u64(arg, 0, LEDGER_UNLIMITED - 1, &ro.limit[kind]);
+		if (ret)
+			argp_error(state, "--max-%s: invalid value '%s' (%s)", ledger_kind_name(kind), arg,
+				   kind == LEDGER_MR_BYTES ? "a size like 64M" : "a count or 'unlimited'");
+		break;
+	}
+	return 0;
+}
+
 static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 } };
-static const struct argp argp = { NULL, NULL, "[ARGS...]", "Not built yet (issue #5).", children, NULL, NULL };
+static const struct argp argp = {
+	options, parse_opt, "-- CMD [ARGS...]",
+	"Run CMD as a job under RDMA resource limits. The limits are in the ledger before CMD starts; the "
+	"interceptor (" PRELOAD_NAME ", via LD_PRELOAD and LD_AUDIT) charges every verbs resource that CMD "
+	"and its descendants create against them. Over a limit, the verb fails with ENOMEM and one line on "
+	"stderr says why. rdmactl exits with CMD's status (128+N if it was killed by signal N).\v"
+	"Examples:\n"
+	"  rdmactl run --max-qp 5 -- ./app\n"
+	"  rdmactl run --job train --max-qp 64 --max-mr-bytes 8G -- mpirun -np 8 ./train\n"
+	"  rdmactl quota set qp 128 --job train      # while it runs\n"
+	"  rdmactl run --max-wr 256 --log /tmp/refusals -- ib_write_bw -x 1 -q 4 host\n",
+	children, NULL, NULL,
+};
+
+/* The preload next to the binary (build tree), else ../lib/rdmactl/ (installed); $RDMACTL_PRELOAD wins. */
+static int find_preload(char *out, size_t len)
+{
+	const char *env = getenv("RDMACTL_PRELOAD");
+	char exe[PATH_MAX], *dir;
+	ssize_t n;
+
+	if (env && *env) {
+		if (access(env, R_OK))
+			return -errno;
+		snprintf(out, len, "%s", env);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -errno;
+	exe[n] = '\0';
+	dir = dirname(exe);
+	snprintf(out, len, "%s/%s", dir, PRELOAD_NAME);
+	if (!access(out, R_OK))
+		return 0;
+	snprintf(out, len, "%s/../lib/rdmactl/%s", dir, PRELOAD_NAME);
+	if (!access(out, R_OK)) {
+		char real[PATH_MAX];
+
+		if (realpath(out, real))
+			snprintf(out, len, "%s", real);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Prepend lib to a colon/space separated list variable, keeping what was there. */
+static int env_prepend(const char *var, const char *lib)
+{
+	const char *old = getenv(var);
+	char *v;
+	int ret;
+
+	if (!old || !*old)
+		return setenv(var, lib, 1) ? -errno : 0;
+	if (asprintf(&v, "%s:%s", lib, old) < 0)
+		return -ENOMEM;
+	ret = setenv(var, v, 1) ? -errno : 0;
+	free(v);
+	return ret;
+}
+
+static int join_cgroup(const char *path)
+{
+	char file[PATH_MAX], pid[32];
+	int fd, n, ret = 0;
+
+	if (path[0] == '/' && !strncmp(path, CGROUP_ROOT "/", strlen(CGROUP_ROOT) + 1))
+		snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	else
+		snprintf(file, sizeof(file), CGROUP_ROOT "/%s/cgroup.procs", path[0] == '/' ? path + 1 : path);
+	fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (write(fd, pid, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static volatile sig_atomic_t child_pid;
+
+/*
+ * Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to rdmactl by a process (kill, a job scheduler). Signals from
+ * the terminal already reach CMD, which is in the same process group: not sent twice.
+ */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child_pid > 0 && si->si_code != SI_KERNEL)
+		kill(child_pid, sig);
+}
+
+static int start_job(struct ledger *l, const char *name)
+{
+	int ret = ledger_job_create(l, name, ro.limit);
+
+	if (ret == -EEXIST)
+		pr_err("cannot create job '%s': %s (choose another --job name)", name, ledger_error());
+	else if (ret)
+		pr_err("cannot create job '%s' in %s: %s (%s)", name, ledger_path(l),
+		       *ledger_error() ? ledger_error() : strerror(-ret), "check the ledger with 'rdmactl quota show'");
+	return ret;
+}
 
 int cmd_run(int argc, char **argv)
 {
-	int idx;
+	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	char preload[PATH_MAX], job[LEDGER_NAME_MAX];
+	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
+	struct ledger *l;
+	int idx, ret, status;
+	size_t i;
+	pid_t pid;
 
-	if (argp_parse(&argp, argc, argv, ARGP_NO_ARGS | ARGP_IN_ORDER, &idx, NULL))
+	for (i = 0; i < LEDGER_NKINDS; i++)
+		ro.limit[i] = LEDGER_UNLIMITED;
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
 		return EXIT_USAGE;
-	pr_err("not implemented yet (issue #5)");
-	return EXIT_FAIL;
+
+	ret = find_preload(preload, sizeof(preload));
+	if (ret) {
+		pr_err("cannot find %s: %s (looked next to rdmactl and in ../lib/rdmactl/; set RDMACTL_PRELOAD)",
+		       PRELOAD_NAME, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	if (ro.job) {
+		snprintf(job, sizeof(job), "%s", ro.job);
+	} else {
+		char *cmd = strdup(argv[ro.cmd]);
+
+		snprintf(job, sizeof(job), "%.40s-%d", cmd ? basename(cmd) : "run", (int)getpid());
+		free(cmd);
+	}
+	ret = ledger_open(NULL, LEDGER_CREATE, &l);
+	if (ret) {
+		pr_err("cannot open the ledger %s: %s (rdmactl quota init recreates it)", ledger_default_path(),
+		       ledger_error());
+		return EXIT_FAIL;
+	}
+	if (start_job(l, job)) {
+		ledger_close(l);
+		return EXIT_FAIL;
+	}
+	if (env_prepend("LD_PRELOAD", preload) || env_prepend("LD_AUDIT", preload) ||
+	    setenv(LEDGER_ENV_JOB, job, 1) || setenv(LEDGER_ENV_PATH, ledger_path(l), 1) ||
+	    (ro.log && setenv("RDMACTL_LOG_FILE", ro.log, 1)) || (ro.fail && setenv(LEDGER_ENV_FAIL, ro.fail, 1)) ||
+	    (opts.verbose && setenv("RDMACTL_LOG_LEVEL", "2", 1))) {
+		pr_err("cannot set the environment: %s", strerror(errno));
+		ret = EXIT_FAIL;
+		goto out;
+	}
+	pr_debug("job %s, preload %s", job, preload);
+
+	for (i = 0; i < ARRAY_SIZE(fwd); i++)
+		sigaction(fwd[i], &sa, NULL);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		pr_err("fork: %s", strerror(errno));
+		ret = EXIT_FAIL;
+		goto out;
+	}
+	if (!pid) {
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+		for (i = 0; i < ARRAY_SIZE(fwd); i++)
+			sigaction(fwd[i], &dfl, NULL);
+		if (ro.cgroup && (ret = join_cgroup(ro.cgroup))) {
+			pr_err("cannot move into cgroup %s: %s (a cgroup v2 directory you may write to)", ro.cgroup,
+			       strerror(-ret));
+			_exit(EXIT_FAIL);
+		}
+		execvp(argv[ro.cmd], argv + ro.cmd);
+		ret = errno;
+		pr_err("cannot run %s: %s", argv[ro.cmd], strerror(ret));
+		_exit(ret == ENOENT ? 127 : 126);
+	}
+	child_pid = pid;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			pr_err("waitpid: %s", strerror(errno));
+			status = EXIT_FAIL << 8;
+			break;
+		}
+	}
+	child_pid = 0;
+	if (WIFEXITED(status))
+		ret = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		ret = 128 + WTERMSIG(status);
+	else
+		ret = EXIT_FAIL;
+out:
+	/* The entry stays while a descendant of CMD still holds resources; the ledger frees it after. */
+	ledger_job_release(l, job);
+	ledger_close(l);
+	return ret;
 }

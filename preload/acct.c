@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Interceptor accounting: per-process limits from RDMACTL_MAX_*, the shared ledger, refusal logging. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ledger.h"
+#include "preload.h"
+#include "util.h"
+
+const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw" };
+static const enum ledger_kind pk_ledger[K_NR] = {
+	LEDGER_CTX, LEDGER_PD, LEDGER_CQ, LEDGER_QP, LEDGER_SRQ, LEDGER_MR, LEDGER_AH, LEDGER_MW,
+};
+
+struct pcfg pcfg = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
+
+/* Process-local usage and the RDMACTL_MAX_* limits that apply to this process alone. */
+enum { L_BYTES = K_NR, L_WR, L_NR };
+static _Atomic uint64_t used[L_NR];
+static uint64_t limit[L_NR];
+static const char *const limit_env[L_NR] = {
+	"RDMACTL_MAX_CTX", "RDMACTL_MAX_PD", "RDMACTL_MAX_CQ", "RDMACTL_MAX_QP", "RDMACTL_MAX_SRQ",
+	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
+};
+
+static struct ledger *ledger;
+/* The ledger was asked for (job or path given) but is unusable and RDMACTL_FAIL=closed: refuse all. */
+static bool refuse_all;
+/* Set in a forked child: attach a fresh slot on the next charge. */
+static _Atomic bool reattach;
+static pid_t my_pid;
+static char my_job[LEDGER_NAME_MAX];
+
+/* ---- logging ------------------------------------------------------------------------------------ */
+
+static _Atomic int64_t last_refusal_s = -1;
+static _Atomic unsigned int suppressed;
+
+static void vlog(const char *fmt, va_list ap)
+{
+	char buf[512];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "rdmactl: ");
+	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* One write: lines from concurrent threads and processes do not interleave. */
+	if (write(pcfg.log_fd, buf, n) < 0)
+		return;
+}
+
+void plog(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > pcfg.log_level)
+		return;
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+/* Refusals: at most one line per second per process; the next line says how many were not shown. */
+static void log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_refusal(const char *fmt, ...)
+{
+	struct timespec ts;
+	int64_t last;
+	unsigned int n;
+	char msg[400];
+	va_list ap;
+
+	if (pcfg.log_level < 1)
+		return;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	last = atomic_load(&last_refusal_s);
+	if ((last >= 0 && ts.tv_sec - last < 1) ||
+	    !atomic_compare_exchange_strong(&last_refusal_s, &last, (int64_t)ts.tv_sec)) {
+		atomic_fetch_add(&suppressed, 1);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = atomic_exchange(&suppressed, 0);
+	if (n)
+		plog(1, "%s (%u more refusals not shown)", msg, n);
+	else
+		plog(1, "%s", msg);
+}
+
+/* ---- settings ----------------------------------------------------------------------------------- */
+
+static void read_env(void)
+{
+	const char *s;
+	uint64_t v;
+	int i;
+
+	if ((s = getenv("RDMACTL_LOG_LEVEL")) && !parse_u64(s, 0, 3, &v))
+		pcfg.log_level = (int)v;
+	if ((s = getenv("RDMACTL_LOG_FILE")) && *s) {
+		int fd = open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+
+		if (fd >= 0)
+			pcfg.log_fd = fd;
+		else
+			plog(1, "cannot open RDMACTL_LOG_FILE %s: %s (logging to stderr)", s, strerror(errno));
+	}
+	if ((s = getenv("RDMACTL_ERRNO")) && *s) {
+		if (!parse_u64(s, 1, 4095, &v))
+			pcfg.err = (int)v;
+		else if (!strcasecmp(s, "ENOMEM"))
+			pcfg.err = ENOMEM;
+		else if (!strcasecmp(s, "EDQUOT"))
+			pcfg.err = EDQUOT;
+		else if (!strcasecmp(s, "EAGAIN"))
+			pcfg.err = EAGAIN;
+		else if (!strcasecmp(s, "ENOSPC"))
+			pcfg.err = ENOSPC;
+		else if (!strcasecmp(s, "EPERM"))
+			pcfg.err = EPERM;
+	}
+	s = getenv(LEDGER_ENV_FAIL);
+	pcfg.fail_closed = s && !strcasecmp(s, "closed");
+	for (i = 0; i < L_NR; i++) {
+		limit[i] = UINT64_MAX;
+		s = getenv(limit_env[i]);
+		if (!s || !*s)
+			continue;
+		if (!strcasecmp(s, "unlimited"))
+			continue;
+		if ((i == L_BYTES ? parse_size(s, UINT64_MAX, &v) : parse_u64(s, 0, UINT64_MAX, &v)))
+			plog(1, "ignoring %s=%s: not a number", limit_env[i], s);
+		else
+			limit[i] = v;
+	}
+}
+
+static void open_ledger(void)
+{
+	const char *job = getenv(LEDGER_ENV_JOB);
+	bool wanted = (job && *job) || getenv(LEDGER_ENV_PATH);
+	struct ledger *l = NULL;
+	int ret;
+
+	if (job)
+		snprintf(my_job, sizeof(my_job), "%s", job);
+	ret = ledger_open(NULL, 0, &l);
+	if (!ret) {
+		ret = ledger_attach(l, NULL);
+		if (!ret) {
+			ledger = l;
+			return;
+		}
+		ledger_close(l);
+		if (!wanted && ret == -ENOENT)
+			return;
+		plog(1, "ledger %s: cannot attach: %s (%s)", ledger_default_path(), strerror(-ret),
+		     pcfg.fail_closed ? "refusing every creation: RDMACTL_FAIL=closed" : "not enforcing its limits");
+	} else {
+		/* No ledger and nobody asked for one: only the RDMACTL_MAX_* limits apply, silently. */
+		if (!wanted && ret == -ENOENT)
+			return;
+		plog(1, "ledger %s: %s (%s)", ledger_default_path(), ledger_error(),
+		     pcfg.fail_closed ? "refusing every creation: RDMACTL_FAIL=closed" : "not enforcing its limits");
+	}
+	refuse_all = pcfg.fail_closed;
+}
+
+void acct_init(void)
+{
+	my_pid = getpid();
+	read_env();
+	open_ledger();
+}
+
+void acct_atfork_child(void)
+{
+	int i;
+
+	my_pid = getpid();
+	for (i = 0; i < L_NR; i++)
+		atomic_store_explicit(&used[i], 0, memory_order_relaxed);
+	atomic_store(&reattach, true);
+}
+
+static void ensure_attached(void)
+{
+	if (!atomic_load_explicit(&reattach, memory_order_relaxed))
+		return;
+	if (atomic_exchange(&reattach, false) && ledger) {
+		int ret = ledger_attach_child(ledger);
+
+		if (ret)
+			plog(1, "ledger: forked child %d cannot attach: %s", (int)getpid(), strerror(-ret));
+	}
+}
+
+/* ---- charging ----------------------------------------------------------------------------------- */
+
+static const char *kind_word(int i)
+{
+	return i == L_BYTES ? "mr_bytes" : i == L_WR ? "wr" : pk_name[i];
+}
+
+static const char *job_part(char *buf, size_t len)
+{
+	if (my_job[0])
+		snprintf(buf, len, " (job %s)", my_job);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
+/* Local (RDMACTL_MAX_*) counter i: add n, or refuse and log. */
+static int local_charge(int i, uint64_t n)
+{
+	uint64_t cur = atomic_load_explicit(&used[i], memory_order_relaxed);
+	char jb[LEDGER_NAME_MAX + 8];
+
+	do {
+		if (limit[i] == UINT64_MAX)
+			break;
+		if (cur + n < cur || cur + n > limit[i]) {
+			log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s",
+				    kind_word(i), (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
+			return -pcfg.err;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&used[i], &cur, cur + n, memory_order_relaxed,
+						       memory_order_relaxed));
+	if (limit[i] == UINT64_MAX)
+		atomic_fetch_add_explicit(&used[i], n, memory_order_relaxed);
+	return 0;
+}
+
+static void local_release(int i, uint64_t n)
+{
+	atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
+}
+
+static int ledger_charge(enum ledger_kind k, uint64_t n)
+{
+	struct ledger_denial why;
+	char msg[300];
+	int ret;
+
+	if (!ledger)
+		return 0;
+	ret = ledger_reserve(ledger, k, n, &why);
+	if (!ret)
+		return 0;
+	if (ret != -EDQUOT) {
+		/* Not a quota decision (e.g. the slot is gone): follow the fail mode. */
+		if (!pcfg.fail_closed)
+			return 0;
+		log_refusal("refused %s for pid %d: ledger error: %s (RDMACTL_FAIL=closed)", ledger_kind_name(k),
+			    (int)my_pid, strerror(-ret));
+		return -pcfg.err;
+	}
+	ledger_format_denial(&why, msg, sizeof(msg));
+	log_refusal("%s", msg);
+	return -pcfg.err;
+}
+
+static void ledger_uncharge(enum ledger_kind k, uint64_t n)
+{
+	if (ledger && n)
+		ledger_release(ledger, k, n);
+}
+
+static int refuse_closed(const char *what)
+{
+	log_refusal("refused %s for pid %d: ledger unusable and RDMACTL_FAIL=closed", what, (int)my_pid);
+	return -pcfg.err;
+}
+
+int acct_charge(enum pk kind, uint64_t bytes)
+{
+	int ret;
+
+	if (refuse_all)
+		return refuse_closed(pk_name[kind]);
+	ensure_attached();
+	ret = local_charge(kind, 1);
+	if (ret)
+		return ret;
+	if (kind == K_MR && (ret = local_charge(L_BYTES, bytes))) {
+		local_release(kind, 1);
+		return ret;
+	}
+	ret = ledger_charge(pk_ledger[kind], 1);
+	if (!ret && kind == K_MR && bytes) {
+		ret = ledger_charge(LEDGER_MR_BYTES, bytes);
+		if (ret)
+			ledger_uncharge(LEDGER_MR, 1);
+	}
+	if (ret) {
+		local_release(kind, 1);
+		if (kind == K_MR)
+			local_release(L_BYTES, bytes);
+		return ret;
+	}
+	plog(2, "charged %s%s%" PRIu64 " for pid %d", pk_name[kind], kind == K_MR ? " bytes " : "",
+	     kind == K_MR ? bytes : (uint64_t)1, (int)my_pid);
+	return 0;
+}
+
+void acct_release(enum pk kind, uint64_t bytes)
+{
+	if (refuse_all)
+		return;
+	local_release(kind, 1);
+	ledger_uncharge(pk_ledger[kind], 1);
+	if (kind == K_MR) {
+		local_release(L_BYTES, bytes);
+		ledger_uncharge(LEDGER_MR_BYTES, bytes);
+	}
+	plog(2, "released %s for pid %d", pk_name[kind], (int)my_pid);
+}
+
+int acct_mr_bytes(int64_t delta)
+{
+	int ret;
+
+	if (refuse_all)
+		return delta > 0 ? refuse_closed("mr_bytes") : 0;
+	if (delta <= 0) {
+		local_release(L_BYTES, (uint64_t)-delta);
+		ledger_uncharge(LEDGER_MR_BYTES, (uint64_t)-delta);
+		return 0;
+	}
+	ensure_attached();
+	ret = local_charge(L_BYTES, (uint64_t)delta);
+	if (ret)
+		return ret;
+	ret = ledger_charge(LEDGER_MR_BYTES, (uint64_t)delta);
+	if (ret)
+		local_release(L_BYTES, (uint64_t)delta);
+	return ret;
+}
+
+int acct_check_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+{
+	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
+	char jb[LEDGER_NAME_MAX + 8];
+
+	if (refuse_all)
+		return refuse_closed(pk_name[kind]);
+	ensure_attached();
+	if (limit[L_WR] != UINT64_MAX && depth > limit[L_WR]) {
+		log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64
+			    " set by RDMACTL_MAX_WR",
+			    pk_name[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[L_WR]);
+		return -pcfg.err;
+	}
+	return ledger_charge(LEDGER_WR, depth);
+}
+
+/* A clean exit gives the slot back at once; a killed process is reclaimed by the ledger's gc. */
+__attribute__((destructor)) static void acct_fini(void)
+{
+	if (ledger && !atomic_load(&reattach) && my_pid == getpid())
+		ledger_detach(ledger);
+}

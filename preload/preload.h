@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What the interceptor's parts share: resource kinds, accounting entry points, the wrapper table. */
+#ifndef RDMACTL_PRELOAD_H
+#define RDMACTL_PRELOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PRELOAD_API __attribute__((visibility("default")))
+
+/* Kinds the interceptor charges; MR bytes travel with K_MR. */
+enum pk {
+	K_CTX,
+	K_PD,
+	K_CQ,
+	K_QP,
+	K_SRQ,
+	K_MR,
+	K_AH,
+	K_MW,
+	K_NR,
+};
+
+extern const char *const pk_name[K_NR];
+
+/* Settings read once from the environment. */
+struct pcfg {
+	int err;          /* errno of a refused verb (RDMACTL_ERRNO, default ENOMEM) */
+	int log_level;    /* 0 quiet, 1 refusals (default), 2 debug */
+	int log_fd;       /* stderr or RDMACTL_LOG_FILE */
+	bool fail_closed; /* ledger unusable: refuse every creation instead of passing through */
+};
+extern struct pcfg pcfg;
+
+/*
+ * Reserve one object of kind (and bytes, for MRs) for this process before the real verb runs.
+ * Returns 0, or -errno when refused (the refusal is logged and recorded; errno to return is pcfg.err).
+ */
+int acct_charge(enum pk kind, uint64_t bytes);
+/* Give back what acct_charge() took (also on the create's failure path). */
+void acct_release(enum pk kind, uint64_t bytes);
+/* Change the bytes of a live MR by delta (rereg). Growing may be refused like acct_charge. */
+int acct_mr_bytes(int64_t delta);
+/* Refuse a QP/SRQ whose requested depth is above the work-request cap. 0 or -errno. */
+int acct_check_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr);
+/* One-time setup (settings, ledger); called under the init once. */
+void acct_init(void);
+/* In a forked child: start from zero. */
+void acct_atfork_child(void);
+/* Log a line (level 1 = refusal, 2 = debug), rate-limited for refusals. */
+void plog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Exported wrappers by name, for the rtld-audit redirection of dlvsym() lookups. */
+struct wrap_sym {
+	const char *name;
+	void *addr;
+};
+extern const struct wrap_sym wrap_syms[];
+extern const unsigned int wrap_nsyms;
+
+#endif

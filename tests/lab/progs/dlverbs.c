@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Lab program: loads libibverbs the way NCCL does -- dlopen() then dlvsym(handle, name, "IBVERBS_1.1") --
+ * which LD_PRELOAD symbol interposition does not see. Creates up to N QPs and M MRs of SIZE bytes.
+ *   dlverbs [-d DEV] [-q NQP] [-r NMR] [-S SIZE] [-H SECONDS]
+ * Prints "qp created=N refused=M errno=E" and "mr created=..." lines.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define V "IBVERBS_1.1"
+
+static struct {
+	struct ibv_device **(*get_device_list)(int *);
+	const char *(*get_device_name)(struct ibv_device *);
+	struct ibv_context *(*open_device)(struct ibv_device *);
+	int (*close_device)(struct ibv_context *);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
+	int (*dealloc_pd)(struct ibv_pd *);
+	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
+	int (*destroy_cq)(struct ibv_cq *);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
+	int (*destroy_qp)(struct ibv_qp *);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
+	int (*dereg_mr)(struct ibv_mr *);
+} f;
+
+static void report(const char *kind, int created, int refused, int err)
+{
+	printf("%s created=%d refused=%d errno=%s\n", kind, created, refused, err ? strerrorname_np(err) : "0");
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev_name = "rxe0";
+	int n_qp = 1, n_mr = 0, hold = 0, opt, i, nq = 0, nm = 0, err, refused;
+	size_t size = 4096;
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_qp *qps[256];
+	struct ibv_mr *mrs[256];
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	void *h, *buf;
+
+	while ((opt = getopt(argc, argv, "d:q:r:S:H:")) != -1) {
+		switch (opt) {
+		case 'd': dev_name = optarg; break;
+		case 'q': n_qp = atoi(optarg); break;
+		case 'r': n_mr = atoi(optarg); break;
+		case 'S': size = strtoull(optarg, NULL, 0); break;
+		case 'H': hold = atoi(optarg); break;
+		default: return 2;
+		}
+	}
+	if (n_qp > 256 || n_mr > 256)
+		return 2;
+	h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "dlverbs: %s\n", dlerror());
+		return 1;
+	}
+#define L(field, name)                                                                  \
+	do {                                                                            \
+		*(void **)&f.field = dlvsym(h, name, V);                                \
+		if (!f.field) {                                                         \
+			fprintf(stderr, "dlverbs: dlvsym %s: %s\n", name, dlerror());   \
+			return 1;                                                       \
+		}                                                                       \
+	} while (0)
+	L(get_device_list, "ibv_get_device_list");
+	L(get_device_name, "ibv_get_device_name");
+	L(open_device, "ibv_open_device");
+	L(close_device, "ibv_close_device");
+	L(alloc_pd, "ibv_alloc_pd");
+	L(dealloc_pd, "ibv_dealloc_pd");
+	L(create_cq, "ibv_create_cq");
+	L(destroy_cq, "ibv_destroy_cq");
+	L(create_qp, "ibv_create_qp");
+	L(destroy_qp, "ibv_destroy_qp");
+	L(reg_mr, "ibv_reg_mr");
+	L(dereg_mr, "ibv_dereg_mr");
+
+	list = f.get_device_list(NULL);
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(f.get_device_name(list[i]), dev_name))
+			ctx = f.open_device(list[i]);
+	if (!ctx || !(pd = f.alloc_pd(ctx)) || !(cq = f.create_cq(ctx, 16, NULL, NULL, 0))) {
+		fprintf(stderr, "dlverbs: setup on %s: %s\n", dev_name, strerror(errno));
+		return 1;
+	}
+	err = refused = 0;
+	for (i = 0; i < n_qp; i++) {
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		qps[nq] = f.create_qp(pd, &qa);
+		if (qps[nq])
+			nq++;
+		else
+			refused++, err = errno;
+	}
+	report("qp", nq, refused, err);
+	buf = calloc(1, size ? size : 1);
+	err = refused = 0;
+	for (i = 0; buf && i < n_mr; i++) {
+		mrs[nm] = f.reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE);
+		if (mrs[nm])
+			nm++;
+		else
+			refused++, err = errno;
+	}
+	if (n_mr)
+		report("mr", nm, refused, err);
+	if (hold) {
+		printf("holding\n");
+		fflush(stdout);
+		sleep(hold);
+	}
+	for (i = 0; i < nm; i++)
+		f.dereg_mr(mrs[i]);
+	for (i = 0; i < nq; i++)
+		f.destroy_qp(qps[i]);
+	f.destroy_cq(cq);
+	f.dealloc_pd(pd);
+	f.close_device(ctx);
+	free(buf);
+	dlclose(h);
+	printf("done\n");
+	return 0;
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Lab program: creates resources through the inline "_ex" verbs of verbs.h only (create_cq_ex,
+ * create_qp_ex with extended attributes, create_srq_ex with a CQ, alloc_mw), which call the context's op
+ * pointers and never an exported create verb. Prints "<kind> created=N refused=M errno=E" per kind.
+ *   exverbs [-d DEV] [-q NQP] [-c NCQ] [-s NSRQ] [-m NMW] [-w WR] [-H SECONDS]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+static int n_qp = 1, n_cq = 1, n_srq, n_mw, wr = 16, hold;
+static const char *dev_name = "rxe0";
+
+static void report(const char *kind, int created, int refused, int err)
+{
+	printf("%s created=%d refused=%d errno=%s\n", kind, created, refused, err ? strerrorname_np(err) : "0");
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *pd;
+	struct ibv_cq_ex *cqs[256], *cq0;
+	struct ibv_qp *qps[256];
+	struct ibv_srq *srqs[256];
+	struct ibv_mw *mws[256];
+	int i, opt, nc = 0, nq = 0, ns = 0, nm = 0, err, refused;
+
+	while ((opt = getopt(argc, argv, "d:q:c:s:m:w:H:")) != -1) {
+		switch (opt) {
+		case 'd': dev_name = optarg; break;
+		case 'q': n_qp = atoi(optarg); break;
+		case 'c': n_cq = atoi(optarg); break;
+		case 's': n_srq = atoi(optarg); break;
+		case 'm': n_mw = atoi(optarg); break;
+		case 'w': wr = atoi(optarg); break;
+		case 'H': hold = atoi(optarg); break;
+		default: return 2;
+		}
+	}
+	if (n_qp > 256 || n_cq > 256 || n_srq > 256 || n_mw > 256 || n_cq < 1)
+		return 2;
+	list = ibv_get_device_list(NULL);
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev_name))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		fprintf(stderr, "exverbs: cannot open %s: %s\n", dev_name, strerror(errno));
+		return 1;
+	}
+	pd = ibv_alloc_pd(ctx);
+	if (!pd) {
+		fprintf(stderr, "exverbs: alloc_pd: %s\n", strerror(errno));
+		return 1;
+	}
+
+	err = refused = 0;
+	for (i = 0; i < n_cq; i++) {
+		struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS };
+
+		cqs[nc] = ibv_create_cq_ex(ctx, &ca);
+		if (cqs[nc])
+			nc++;
+		else
+			refused++, err = errno;
+	}
+	report("cq", nc, refused, err);
+	if (!nc)
+		return 0;
+	cq0 = cqs[0];
+
+	err = refused = 0;
+	for (i = 0; i < n_qp; i++) {
+		struct ibv_qp_init_attr_ex qa = {
+			.send_cq = ibv_cq_ex_to_cq(cq0), .recv_cq = ibv_cq_ex_to_cq(cq0),
+			.cap = { .max_send_wr = wr, .max_recv_wr = wr, .max_send_sge = 1, .max_recv_sge = 1 },
+			.qp_type = IBV_QPT_RC, .pd = pd,
+			/* More than IBV_QP_INIT_ATTR_PD: the inline verb takes the context op path. */
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND,
+		};
+
+		qps[nq] = ibv_create_qp_ex(ctx, &qa);
+		if (qps[nq])
+			nq++;
+		else
+			refused++, err = errno;
+	}
+	report("qp", nq, refused, err);
+
+	err = refused = 0;
+	for (i = 0; i < n_srq; i++) {
+		struct ibv_srq_init_attr_ex sa = {
+			.attr = { .max_wr = wr, .max_sge = 1 }, .srq_type = IBV_SRQT_BASIC, .pd = pd,
+			.cq = ibv_cq_ex_to_cq(cq0),
+			.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ,
+		};
+
+		srqs[ns] = ibv_create_srq_ex(ctx, &sa);
+		if (srqs[ns])
+			ns++;
+		else
+			refused++, err = errno;
+	}
+	if (n_srq)
+		report("srq", ns, refused, err);
+
+	err = refused = 0;
+	for (i = 0; i < n_mw; i++) {
+		mws[nm] = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+		if (mws[nm])
+			nm++;
+		else
+			refused++, err = errno;
+	}
+	if (n_mw)
+		report("mw", nm, refused, err);
+
+	if (hold) {
+		printf("holding\n");
+		fflush(stdout);
+		sleep(hold);
+	}
+	for (i = 0; i < nm; i++)
+		ibv_dealloc_mw(mws[i]);
+	for (i = 0; i < ns; i++)
+		ibv_destroy_srq(srqs[i]);
+	for (i = 0; i < nq; i++)
+		ibv_destroy_qp(qps[i]);
+	for (i = 0; i < nc; i++)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqs[i]));
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	printf("done\n");
+	return 0;
+}
