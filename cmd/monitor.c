@@ -1017,6 +1017,10 @@ static int run_audit(void)
 	double next = 0, end = o.duration ? now_mono() + o.duration : 0;
 	int err;
 
+	if (access("/sys/module/ib_core", F_OK)) {
+		pr_err("cannot audit RDMA resources: ib_core is not loaded (modprobe ib_core, or load an RDMA driver)");
+		return EXIT_FAIL;
+	}
 	err = top_open(&t);
 	if (err) {
 		pr_err("cannot open RDMA netlink: %s", strerror(-err));
