@@ -303,3 +303,30 @@ showq() {
 	assert_output --partial "Examples:"
 	assert_output --partial "rdmactl quota set qp 10 --pid 1234"
 }
+
+@test "completion: verbs, kinds, values, scopes and pids" {
+	source "$TOP/completions/rdmactl"
+	cw() {
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		COMPREPLY=()
+		_rdmactl
+		printf '%s\n' "${COMPREPLY[@]}" | sort | xargs
+	}
+	run cw rdmactl quota ""
+	assert_output "gc init set show unset"
+	run cw rdmactl quota s
+	assert_output "set show"
+	run cw rdmactl quota se m
+	assert_output "mr mr_bytes mw"
+	run cw rdmactl quota set qp ""
+	assert_output "unlimited"
+	run cw rdmactl quota set qp 5 ""
+	assert_output "--cgroup --global --job --pid"
+	run cw rdmactl quota unset ""
+	assert_output "ah cq ctx mr mr_bytes mw pd qp srq wr"
+	run cw rdmactl quota set qp 5 --pid "$$"
+	[[ " $output " == *" $$ "* ]] || fail "pid $$ not offered: $output"
+	run cw rdmactl quota show --ker
+	assert_output "--kernel"
+}
