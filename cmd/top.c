@@ -230,6 +230,9 @@ static void render(const struct top_snap *s, struct lines *l, bool screen)
 			add_line(l, "%s: %s", d->dev.name, ports);
 		unsup |= d->unsupported;
 	}
+	if (!s->privileged)
+		add_line(l, "not root: objects of other PID namespaces are not listed by the kernel, and /proc may "
+			    "hide other users' processes");
 	if (s->unresolved)
 		add_line(l, "%u creating thread%s not found in /proc (exited, or hidden): shown under its own id",
 			 s->unresolved, s->unresolved == 1 ? "" : "s");
@@ -470,10 +473,6 @@ int cmd_top(int argc, char **argv)
 		top_close(t);
 		return EXIT_FAIL;
 	}
-	if (geteuid() != 0)
-		pr_debug("not root: the kernel lists only objects of this PID namespace, without MR keys; "
-			 "/proc may hide other users' processes (shown as unresolved)");
-
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (!o.batch && !opts.json && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {

@@ -443,18 +443,25 @@ int nl_parse(const void *buf, size_t len, struct nl_handlers *h)
 {
 	static mnl_cb_t ctl[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = error_cb, [NLMSG_DONE] = done_cb };
 	struct parse_ctx c = { .h = h, .err = 0 };
-	const struct nlmsghdr *nlh = buf;
-	int left = len > (1 << 30) ? -1 : (int)len;
+	const struct nlmsghdr *nlh;
+	size_t off = 0;
 	int ret;
 
-	if (left < 0)
-		return -E2BIG;
 	h->ext_ack[0] = '\0';
 	h->done = false;
-	/* libmnl silently stops at a message cut short: look for one first. */
-	while (mnl_nlmsg_ok(nlh, left))
-		nlh = mnl_nlmsg_next(nlh, &left);
-	if (left > 0)
+	if (len > (1u << 30))
+		return -E2BIG;
+	/*
+	 * libmnl silently stops at a message cut short, and its length check is signed (a huge
+	 * nlmsg_len passes it): check every message length here, before mnl_cb_run2() sees the buffer.
+	 */
+	while (off < len && len - off >= sizeof(*nlh)) {
+		nlh = (const struct nlmsghdr *)((const char *)buf + off);
+		if (nlh->nlmsg_len < sizeof(*nlh) || nlh->nlmsg_len > len - off)
+			return -EPROTO;
+		off += MNL_ALIGN(nlh->nlmsg_len);
+	}
+	if (off < len)
 		return -EPROTO;
 	ret = mnl_cb_run2(buf, len, h->seq, h->portid, data_cb, &c, ctl, NLMSG_MIN_TYPE);
 	if (ret == MNL_CB_ERROR)

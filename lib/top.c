@@ -402,6 +402,7 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 
 	memset(s, 0, sizeof(*s));
 	clock_gettime(CLOCK_REALTIME, &s->time);
+	s->privileged = geteuid() == 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	s->map = calloc(1, sizeof(*s->map));
 	if (!s->map)
@@ -560,6 +561,7 @@ struct json_object *top_snap_json(const struct top_snap *s, enum top_key key)
 	json_object_object_add(o, "time", json_object_new_string(when));
 	json_object_object_add(o, "elapsed_ms", json_object_new_double(s->elapsed_ms));
 	json_object_object_add(o, "sort", json_object_new_string(top_key_names[key < TOP_NKEYS ? key : 0]));
+	json_object_object_add(o, "privileged", json_object_new_boolean(s->privileged));
 	json_object_object_add(o, "unresolved_threads", json_object_new_int(s->unresolved));
 	for (i = 0; i < s->ndevs; i++) {
 		const struct top_dev *d = &s->devs[i];

@@ -75,6 +75,7 @@ struct top_snap {
 	struct top_row *rows;
 	size_t nrows, cap;
 	struct top_counts totals;	/* sum over devs[].totals */
+	bool privileged;		/* euid 0: the kernel also gives MR keys (not shown by top) */
 	unsigned int unresolved;	/* threads /proc did not know (exited between dump and lookup, or hidden) */
 	/* tid -> row index map, valid for this snapshot only */
 	struct top_map *map;

@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl top against real rxe objects held by rdma-core, perftest and holdres, checked against iproute2 rdma.
+
+load ../helper
+
+HOLDRES=$BUILD/lab-progs/holdres
+
+setup() {
+	require_lab
+	T=$BATS_TEST_TMPDIR
+	pids=()
+}
+
+teardown() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	tmux kill-server 2>/dev/null || true
+}
+
+# Start holdres in the background, wait for "ready"; its pid goes to $hr.
+start_holdres() {
+	local out=$T/holdres.$RANDOM
+	"$HOLDRES" "$@" >"$out" 2>&1 3>&- &
+	hr=$!
+	pids+=("$hr")
+	wait_for 60 grep -q ready "$out" || { cat "$out" >&2; return 1; }
+}
+
+# Number of objects of one kind (rdma res show KIND -j) whose thread belongs to tgid $2.
+tgid_of() {
+	awk '/^Tgid:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo "$1"
+}
+
+# What iproute2 reports, grouped the way top groups: "p<tgid>" per process (each thread id mapped to its
+# tgid with /proc/<tid>/status), "k<owner>" per kernel owner, "u" for objects without an owner.
+rdma_grouped() {
+	local k p map='{}'
+	for k in ctx pd cq qp srq mr cm_id; do
+		rdma -j res show "$k" >"$T/$k.json" || return 1
+	done
+	for p in $(jq -r '.[] | .pid // empty' "$T"/{ctx,pd,cq,qp,srq,mr,cm_id}.json | sort -u); do
+		map=$(jq -c --arg p "$p" --argjson t "$(tgid_of "$p")" '. + {($p): $t}' <<<"$map")
+	done
+	jq -S -n --argjson map "$map" \
+		--slurpfile ctx "$T/ctx.json" --slurpfile pd "$T/pd.json" --slurpfile cq "$T/cq.json" \
+		--slurpfile qp "$T/qp.json" --slurpfile srq "$T/srq.json" --slurpfile mr "$T/mr.json" \
+		--slurpfile cm_id "$T/cm_id.json" '
+		[ ($ctx[0][] | .k = "ctx"), ($pd[0][] | .k = "pd"), ($cq[0][] | .k = "cq"), ($qp[0][] | .k = "qp"),
+		  ($srq[0][] | .k = "srq"), ($mr[0][] | .k = "mr"), ($cm_id[0][] | .k = "cm_id") ]
+		| map(.owner = (if .pid then "p\($map[.pid | tostring])"
+				elif (.comm // "") != "" then "k" + (.comm | ltrimstr("[") | rtrimstr("]"))
+				else "u" end))
+		| group_by(.owner)
+		| map({ key: .[0].owner,
+			value: ({ ctx: 0, pd: 0, cq: 0, qp: 0, srq: 0, mr: 0, cm_id: 0 }
+				+ (group_by(.k) | map({ key: .[0].k, value: length }) | from_entries)
+				+ { mr_bytes: (map(select(.k == "mr") | .mrlen) | add // 0) }) })
+		| from_entries'
+}
+
+# The same shape from one rdmactl top JSON snapshot on stdin.
+top_grouped() {
+	jq -S '.processes
+		| map({ key: (if .kind == "process" then "p\(.pid)" elif .kind == "kernel" then "k\(.comm)" else "u" end),
+			value: { ctx, pd, cq, qp, srq, mr, cm_id, mr_bytes } })
+		| from_entries'
+}
+
+# Compare both views; retry when iproute2's own view changed while we looked (a peer still setting up).
+compare_with_rdma() {
+	local i
+	for i in 1 2 3 4 5; do
+		rdma_grouped >"$T/want1" || return 1
+		"$RDMACTL" top -b -n1 -j >"$T/top.json" || return 1
+		rdma_grouped >"$T/want2" || return 1
+		top_grouped <"$T/top.json" >"$T/got"
+		cmp -s "$T/want1" "$T/want2" && break
+		sleep 1
+	done
+	diff -u "$T/want1" "$T/got"
+}
+
+@test "top -j equals rdma res show grouped by process: ib_write_bw, ibv_rc_pingpong, holdres threads" {
+	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 60 -p 18700 >"$T/bw-srv" 2>&1 3>&- &
+	pids+=($!)
+	sleep 1
+	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 60 -p 18700 192.0.2.1 >"$T/bw-cli" 2>&1 3>&- &
+	pids+=($!)
+	timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -p 18701 -n 100000000 >"$T/pp-srv" 2>&1 3>&- &
+	pids+=($!)
+	sleep 0.5
+	timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -p 18701 -n 100000000 192.0.2.1 >"$T/pp-cli" 2>&1 3>&- &
+	pids+=($!)
+	start_holdres -q 13 -m 3M -t 4
+	local h1=$hr
+	start_holdres -q 5 -m 100K -t 2
+	local h2=$hr
+	# Both perftest sides have their 4 QPs, both pingpong sides their QP.
+	wait_for 60 bash -c '[ "$(rdma -j res show qp | jq "[.[] | select(.comm == \"ib_write_bw\")] | length")" = 8 ]' ||
+		{ cat "$T/bw-srv" "$T/bw-cli" >&2; false; }
+	wait_for 60 bash -c '[ "$(rdma -j res show qp | jq "[.[] | select(.comm == \"ibv_rc_pingpong\")] | length")" = 2 ]'
+
+	run compare_with_rdma
+	assert_success
+
+	# holdres: 4 threads created 13 QPs, 4 CQs and 4 MRs of 3 MiB, all charged to the process.
+	run jq -e --argjson p "$h1" '.processes[] | select(.pid == $p)
+		| .comm == "holdres" and .qp == 13 and .cq == 4 and .mr == 4 and .mr_bytes == 4 * 3145728
+		  and .ctx == 1 and .pd == 1 and .kind == "process" and .user == "root"' "$T/top.json"
+	assert_success
+	run jq -e --argjson p "$h2" '.processes[] | select(.pid == $p) | .qp == 5 and .mr_bytes == 2 * 102400' "$T/top.json"
+	assert_success
+	# The perftest peers are two processes with 4 QPs each.
+	run jq -e '[.processes[] | select(.comm == "ib_write_bw") | .qp] == [4, 4]' "$T/top.json"
+	assert_success
+	# Totals per device: the sum of the rows (no filter) and the kernel's own RES_GET summary.
+	run jq -e '.devices[0] as $d | [.processes[].qp] | add == $d.totals.qp and $d.summary.qp == $d.totals.qp' "$T/top.json"
+	assert_success
+	run jq -e '.devices[0] as $d | ([.processes[].mr_bytes] | add) == $d.totals.mr_bytes and .totals == ($d.totals)' "$T/top.json"
+	assert_success
+}
+
+@test "objects of threads that exited are one [unknown] row, as iproute2 shows them without a pid" {
+	start_holdres -q 3 -m 64K -t 3 -e
+	run compare_with_rdma
+	assert_success
+	run jq -e '.processes[] | select(.kind == "unknown") | .qp == 3 and .cq == 3 and .mr == 3 and .comm == "[unknown]"' \
+		"$T/top.json"
+	assert_success
+	# The main thread is alive: its context and PD stay with the process.
+	run jq -e --argjson p "$hr" '.processes[] | select(.pid == $p) | .ctx == 1 and .pd == 1 and .qp == 0' "$T/top.json"
+	assert_success
+}
+
+@test "SRQ and CM_ID objects are counted (ibv_srq_pingpong, rping)" {
+	timeout 60 ibv_srq_pingpong -d rxe0 -g 1 -p 18702 -n 100000000 >"$T/srq-srv" 2>&1 3>&- &
+	local srv=$!
+	pids+=("$srv")
+	timeout 60 rping -s -a 192.0.2.1 -p 18703 -C 100000000 >"$T/rping" 2>&1 3>&- &
+	local rp=$!
+	pids+=("$rp")
+	wait_for 30 bash -c "rdma -j res show srq | jq -e 'length >= 1' >/dev/null"
+	wait_for 30 bash -c "rdma -j res show cm_id | jq -e 'length >= 1' >/dev/null"
+	run compare_with_rdma
+	assert_success
+	run jq -e '[.processes[] | select(.comm == "ibv_srq_pingpon")] | .[0].srq == 1' "$T/top.json"
+	assert_success
+	run jq -e '[.processes[] | select(.comm == "rping")] | .[0].cm_id >= 1' "$T/top.json"
+	assert_success
+}
+
+@test "a process that exits disappears from the next snapshot; a new one appears" {
+	start_holdres -q 2 -t 1
+	local old=$hr
+	run -0 "$RDMACTL" top -b -n1 -j
+	run jq -e --argjson p "$old" '[.processes[] | select(.pid == $p)] | length == 1' <<<"$output"
+	assert_success
+	kill "$old"
+	wait "$old" || true
+	start_holdres -q 1 -t 1
+	run -0 "$RDMACTL" top -b -n1 -j
+	run jq -e --argjson o "$old" --argjson n "$hr" \
+		'([.processes[] | select(.pid == $o)] | length == 0) and ([.processes[] | select(.pid == $n)] | length == 1)' \
+		<<<"$output"
+	assert_success
+}
+
+@test "filters --pid --comm --user --dev and sort keys" {
+	start_holdres -q 7 -m 1M -t 2
+	local a=$hr
+	start_holdres -q 2 -m 8M -t 1
+	local b=$hr
+	run -0 "$RDMACTL" top -b -n1 -j --pid "$a"
+	run jq -e --argjson a "$a" '[.processes[].pid] == [$a]' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --pid "$a" --pid "$b" -s pid
+	run jq -e --argjson a "$a" --argjson b "$b" '[.processes[].pid] == ([$a, $b] | sort)' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --comm holdres -s qp
+	run jq -e --argjson a "$a" --argjson b "$b" '[.processes[].pid] == [$a, $b] and .sort == "qp"' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --comm holdres -s mr_b
+	run jq -e --argjson a "$a" --argjson b "$b" '[.processes[].pid] == [$b, $a] and .sort == "mr_bytes"' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --comm holdres -s qp -r
+	run jq -e --argjson a "$a" --argjson b "$b" '[.processes[].pid] == [$b, $a]' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --user root --comm holdres
+	run jq -e '[.processes[] | .user] | unique == ["root"]' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --user nobody
+	run jq -e '.processes == [] and .devices[0].totals.qp >= 9' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --dev rxe0
+	run jq -e '[.devices[].name] == ["rxe0"]' <<<"$output"
+	assert_success
+	run -1 --separate-stderr "$RDMACTL" top -b -n1 -j --dev mlx5_9
+	assert_equal "$output" ""
+	[[ $stderr == *"no RDMA device 'mlx5_9'"* ]]
+	# The text view: the header, one line per process, a totals line for the device.
+	run -0 "$RDMACTL" top -b -n1 --comm holdres
+	assert_line --regexp "^ +PID USER +COMM +CTX +PD +CQ +QP +SRQ +MR +MR-BYTES +CM_ID$"
+	assert_line --regexp "^ +$a root +holdres +1 +1 +2 +7 +0 +2 +2M +0$"
+	assert_line --regexp "^ +$b root +holdres +1 +1 +1 +2 +0 +1 +8M +0$"
+	assert_line --regexp "^ +total +rxe0 "
+	assert_line --regexp "^rxe0: port 1 ACTIVE \(veth0\)"
+}
+
+@test "batch mode: -n COUNT snapshots, one JSON object per line; text when stdout is not a terminal" {
+	start_holdres -q 1
+	run -0 --separate-stderr "$RDMACTL" top -b -n 3 -d 0.2 -j
+	assert_equal "${#lines[@]}" 3
+	for l in "${lines[@]}"; do jq -e '.devices and .processes and .totals and .time' <<<"$l" >/dev/null; done
+	assert_equal "$stderr" ""
+	# Without -b and without a terminal: batch text, not a screen.
+	run -0 bash -c "'$RDMACTL' top -n 2 -d 0 </dev/null | cat"
+	[ "$(grep -c '^rdmactl top - ' <<<"$output")" = 2 ]
+	assert_line --regexp "^ +$hr root +holdres "
+}
+
+@test "not root: works with what netlink allows and says so" {
+	start_holdres -q 3
+	run -0 --separate-stderr setpriv --reuid 65534 --regid 65534 --clear-groups "$RDMACTL" top -b -n1 -j
+	run jq -e --argjson p "$hr" '.privileged == false and ([.processes[] | select(.pid == $p) | .qp] == [3])' <<<"$output"
+	assert_success
+	run -0 setpriv --reuid 65534 --regid 65534 --clear-groups "$RDMACTL" top -b -n1
+	assert_output --partial "not root: objects of other PID namespaces are not listed"
+}
+
+@test "interactive: screen with header and rows, sort keys, resize, q quits (tmux)" {
+	start_holdres -q 4 -m 2M -t 2
+	tmux new-session -d -s top -x 120 -y 30 "$RDMACTL top -d 0.5"
+	wait_for 20 bash -c "tmux capture-pane -p -t top | grep -q ' holdres '"
+	run tmux capture-pane -p -t top
+	assert_line --regexp "^rdmactl top - .* sort qp"
+	assert_line --regexp "^ +PID USER +COMM +CTX"
+	assert_line --regexp "^ +$hr root +holdres +1 +1 +2 +4 +0 +2 +4M +0"
+	assert_line --regexp "^ +total +rxe0"
+	tmux send-keys -t top s
+	wait_for 10 bash -c "tmux capture-pane -p -t top | grep -q 'sort srq'"
+	tmux send-keys -t top S S
+	wait_for 10 bash -c "tmux capture-pane -p -t top | grep -q 'sort cq'"
+	tmux resize-window -t top -x 70 -y 12
+	wait_for 10 bash -c "[ \"\$(tmux capture-pane -p -t top | head -1 | wc -L)\" -le 70 ]"
+	run tmux capture-pane -p -t top
+	assert_line --regexp "^ +PID USER +COMM"
+	kill "$hr"
+	wait "$hr" || true
+	wait_for 10 bash -c "! tmux capture-pane -p -t top | grep -q ' holdres '"
+	tmux send-keys -t top q
+	wait_for 10 bash -c "! tmux has-session -t top 2>/dev/null"
+}
