@@ -52,7 +52,7 @@ static const struct argp_option options[] = {
 	{ "gid-idx", 'g', "INDEX", 0, "GID index (default: chosen from the route, RoCE v2 first)", 0 },
 	{ "size", 's', "SIZE", 0, "Message size (default 4096; K/M suffixes)", 0 },
 	{ "iters", 'n', "N", 0, "Number of exchanges (default 1000)", 0 },
-	{ "mtu", 'm', "MTU", 0, "Path MTU: 256, 512, 1024, 2048, 4096 (default 1024)", 0 },
+	{ "mtu", 'm', "MTU", 0, "Path MTU, 256..4096 (default 1024)", 0 },
 	{ "rx-depth", 'r', "N", 0, "Receives to keep posted (default 500)", 0 },
 	{ "sl", 'l', "SL", 0, "Service level (default 0)", 0 },
 	{ "port", 'p', "TCP_PORT", 0, "TCP port of the exchange, rdma_cm port with --cm (default 18515)", 0 },
@@ -166,12 +166,12 @@ static const struct argp argp = {
 	"either program). Without HOST it waits for a client; with HOST it connects to that server. Without -g "
 	"it chooses the GID itself: the RoCE v2 GID of the address that reaches the peer, and says why.\v"
 	"Examples:\n"
-	"  rdmactl pingpong                      # server, waits for a client\n"
-	"  rdmactl pingpong 192.0.2.1            # client: picks device and GID from the route\n"
+	"  rdmactl pingpong                  # server: waits for a client\n"
+	"  rdmactl pingpong 192.0.2.1        # client: device and GID from the route\n"
 	"  rdmactl pingpong -d rxe0 -g 1 -n 100 -j 192.0.2.1\n"
-	"  rdmactl pingpong --check              # devices, ports, GID table, warnings; no peer needed\n"
-	"  rdmactl pingpong --cm 192.0.2.1       # rdma_cm connect, RDMA write + read back + verify\n"
-	"\nWith the global -p (--pretty) taken by -p TCP_PORT here, use --pretty after the subcommand.\n"
+	"  rdmactl pingpong --check          # ports, GIDs, warnings; no peer\n"
+	"  rdmactl pingpong --cm 192.0.2.1   # rdma_cm: write, read back, verify\n"
+	"\n-p is the TCP port here, as in ibv_rc_pingpong; pretty JSON is --pretty.\n"
 	"Exit status: 0 ok, 1 failure (the message names the cause and the fix), 2 usage error.",
 	children, NULL, NULL,
 };
@@ -670,6 +670,16 @@ static int rc_server(void)
 	int ret, lfd, fd = -1, tmo = a.timeout_s * 1000, rcode = EXIT_FAIL;
 	ssize_t n;
 
+	/* No device at all, or not the one asked for: say so now rather than after a client came. */
+	ret = a.dev ? gid_dev_ports(a.dev, &lfd, 1) : first_dev(ip, sizeof(ip));
+	if (ret < 0) {
+		if (a.dev)
+			pr_err("device %s not found (see 'rdmactl pingpong --check' for the devices there are)", a.dev);
+		else
+			pr_err("no RDMA device found (load the driver; for Soft-RoCE: rdma link add rxe0 type rxe "
+			       "netdev eth0)");
+		return EXIT_FAIL;
+	}
 	ret = pp_tcp_listen(a.port, &lfd);
 	if (ret) {
 		pr_err("cannot listen on TCP port %u: %s (%s)", a.port, strerror(-ret),
@@ -731,7 +741,6 @@ static int rc_server(void)
 		report_fail(rc, &ch, &rem, err, false);
 		goto out;
 	}
-	(void)ip;
 	print_result(&ch, &me, &rem, &res, false);
 	rcode = EXIT_OK;
 out:
@@ -1008,6 +1017,10 @@ static int run_check(void)
 	ret = gid_table_read(a.dev, 0, &t);
 	if (ret && ret != -ENODEV) {
 		pr_err("cannot read the GID tables from sysfs: %s", strerror(-ret));
+		goto fail;
+	}
+	if (a.dev && gid_dev_ports(a.dev, &i, 1) < 0) {
+		pr_err("device %s not found (run 'rdmactl pingpong --check' without -d to list the devices)", a.dev);
 		goto fail;
 	}
 	if (!a.dev && first_dev(name0, sizeof(name0)) == -ENODEV) {

@@ -84,7 +84,8 @@ int gid_dev_names(char ***names)
 			return -ENOMEM;
 	}
 	v[n] = NULL;
-	qsort(v, n, sizeof(*v), cmp_str);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
 	*names = v;
 	return 0;
 nomem:
@@ -131,7 +132,8 @@ int gid_dev_ports(const char *dev, int *ports, int max)
 		ports[n++] = (int)v;
 	}
 	closedir(d);
-	qsort(ports, n, sizeof(*ports), cmp_int);
+	if (n)
+		qsort(ports, n, sizeof(*ports), cmp_int);
 	return n;
 }
 
@@ -267,7 +269,7 @@ int gid_table_read(const char *dev, int port, struct gid_table *t)
 				ret = read_port(*p, ports[i], t);
 	}
 	gid_free_names(names);
-	if (!ret)
+	if (!ret && t->n)
 		qsort(t->v, t->n, sizeof(*t->v), cmp_entry);
 	return ret;
 }
