@@ -319,6 +319,7 @@ struct ctl {
 	int pause;
 	int paused;
 	int ready;
+	int go;
 	pid_t pids[NWORKERS];
 	uint64_t ops[NWORKERS];
 };
@@ -335,6 +336,8 @@ static void worker(struct ctl *ctl, int id)
 	if (id < 4)
 		fake_cgroup(l, id < 2 ? "/t/a" : "/t/b");
 	__atomic_fetch_add(&ctl->ready, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&ctl->go, __ATOMIC_ACQUIRE))
+		sched_yield();
 	while (!__atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE)) {
 		if (__atomic_load_n(&ctl->pause, __ATOMIC_ACQUIRE)) {
 			__atomic_fetch_add(&ctl->paused, 1, __ATOMIC_SEQ_CST);
@@ -366,7 +369,7 @@ static void test_concurrency(void)
 	struct ctl *ctl;
 	struct ledger_scope g = scope_global(), j = scope_job("stress"), ca = scope_cg("/t/a"), ct = scope_cg("/t");
 	uint64_t lim[LEDGER_NKINDS];
-	uint64_t deadline, samples = 0, checks = 0, over = 0, mismatch = 0, total_ops = 0;
+	uint64_t deadline, samples = 0, checks = 0, over = 0, mismatch = 0, total_ops = 0, o[5] = { 0 };
 	int i, k, status, bad_exit = 0;
 
 	fresh_ledger();
@@ -390,14 +393,14 @@ static void test_concurrency(void)
 	}
 	while (__atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE) < NWORKERS)
 		usleep(1000);
-	/* a pid limit set on a running worker applies from its next reserve */
+	/* a pid limit set on a running (attached) worker applies from its next reserve */
 	{
 		struct ledger_scope p = scope_pid(ctl->pids[0]);
-
 		int err = ledger_set_limit(l, &p, LEDGER_QP, LIM_PID);
 
 		CHECK(err == 0, "pid limit on a live worker: %d %s", err, ledger_error());
 	}
+	__atomic_store_n(&ctl->go, 1, __ATOMIC_SEQ_CST);
 	deadline = mono_ns() + 3000000000ull;
 	while (mono_ns() < deadline) {
 		struct ledger_scope_stat st;
@@ -405,15 +408,15 @@ static void test_concurrency(void)
 
 		/* continuous: no limit is ever exceeded */
 		ledger_get_scope(l, &g, &st);
-		over += st.usage[LEDGER_QP] > LIM_GLOBAL || st.usage[LEDGER_MR_BYTES] > 40 * 4096;
+		o[0] += st.usage[LEDGER_QP] > LIM_GLOBAL || st.usage[LEDGER_MR_BYTES] > 40 * 4096;
 		ledger_get_scope(l, &j, &st);
-		over += st.usage[LEDGER_QP] > LIM_JOB;
+		o[1] += st.usage[LEDGER_QP] > LIM_JOB;
 		ledger_get_scope(l, &ca, &st);
-		over += st.usage[LEDGER_QP] > LIM_CG;
+		o[2] += st.usage[LEDGER_QP] > LIM_CG;
 		ledger_get_scope(l, &ct, &st);
-		over += st.usage[LEDGER_MR_BYTES] > 24 * 4096;
+		o[3] += st.usage[LEDGER_MR_BYTES] > 24 * 4096;
 		ledger_get_scope(l, &p0, &st);
-		over += st.usage[LEDGER_QP] > LIM_PID;
+		o[4] += st.usage[LEDGER_QP] > LIM_PID;
 		samples++;
 		/* every 16 samples: quiesce the workers and compare totals with the sum of holders */
 		if (samples % 16 == 0) {
@@ -443,7 +446,10 @@ static void test_concurrency(void)
 		total_ops += ctl->ops[i];
 	}
 	CHECK(bad_exit == 0, "%d workers failed", bad_exit);
-	CHECK(over == 0, "a limit was exceeded %lu times", (unsigned long)over);
+	over = o[0] + o[1] + o[2] + o[3] + o[4];
+	CHECK(over == 0, "a limit was exceeded %lu times (global %lu, job %lu, cgroup /t/a %lu, /t %lu, pid %lu)",
+	      (unsigned long)over, (unsigned long)o[0], (unsigned long)o[1], (unsigned long)o[2],
+	      (unsigned long)o[3], (unsigned long)o[4]);
 	CHECK(mismatch == 0, "totals != sum of holders %lu times", (unsigned long)mismatch);
 	CHECK(checks >= 5, "only %lu quiescent checks", (unsigned long)checks);
 	{
@@ -843,8 +849,21 @@ static void test_corruption(void)
 		CHECK(n >= 1, "iterated %d scopes", n);
 		{
 			struct ledger_scope g = scope_global();
+			uint64_t since = 0;
 
 			CHECK(ledger_get_scope(l, &g, &st) == 0, "get global");
+			ledger_foreach_proc(l, sum_cb, &(struct sum){ 0 });
+			ledger_foreach_denial(l, &since, ring_cb, &(struct ring_seen){ 0 });
+			/* writers cope too: gc (bounded), attach, reserve, release, detach return, whatever they say */
+			ledger_gc(l, NULL);
+			if (!ledger_attach(l, NULL)) {
+				struct ledger_denial d;
+
+				if (!ledger_reserve(l, LEDGER_QP, 1, &d))
+					ledger_release(l, LEDGER_QP, 1);
+				ledger_detach(l);
+			}
+			CHECK(ALOAD(&l->use->frozen) == 0, "not left frozen");
 		}
 		ledger_close(l);
 	}

@@ -91,5 +91,6 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_term);
 	while (!once && !done)
 		pause();
+	ledger_close(l); /* no detach: what is held is reclaimed like a crash's */
 	return refused ? 3 : 0;
 }
