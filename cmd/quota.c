@@ -111,6 +111,24 @@ static void parse_cgroup(struct argp_state *state, const char *arg)
 	snprintf(o.cgdir, sizeof(o.cgdir), "%s", real);
 }
 
+/* The process a thread id belongs to (the pid itself for a process, or when /proc cannot tell). */
+static pid_t tgid_of(pid_t pid)
+{
+	char path[64], line[128];
+	pid_t tgid = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return pid;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
 static void add_scope(struct argp_state *state, const char *name)
 {
 	if (o.nscopes++)
@@ -145,6 +163,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "no process with pid %s", arg);
 		if (err)
 			argp_error(state, "invalid pid '%s'", arg);
+		if (tgid_of(pid) != pid)
+			argp_error(state, "%s is a thread of process %d: limits are per process (--pid %d)", arg,
+				   (int)tgid_of(pid), (int)tgid_of(pid));
 		o.scope.type = LEDGER_SCOPE_PROCESS;
 		o.scope.pid = pid;
 		break;
