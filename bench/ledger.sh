@@ -10,6 +10,6 @@ N=100000
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect=bench_loop "$B" --loop $N >/dev/null 2>&1
-ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+ir=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !n++ { gsub(",", "", $1); print $1 }')
 [ -n "$ir" ] || { echo "callgrind gave no total" >&2; exit 1; }
 echo "callgrind: $ir instructions for $N pairs = $((ir / N)) instructions per reserve+release pair"

@@ -136,6 +136,8 @@ struct ledger {
 	int view_ncg;
 	int view_cg[MAX_CG_PER_PROC];
 	int view_pidlim;
+	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
+	uint64_t stuck_check;
 };
 
 const char *const ledger_kind_names[] = {
@@ -1037,10 +1039,14 @@ static void refresh_view(struct ledger *l)
 	pthread_mutex_unlock(&l->mtx);
 }
 
-/* Wait for a recount to finish; if its gc died, finish it ourselves. */
-static void wait_unfrozen(struct ledger *l)
+/*
+ * Wait for a recount to finish; if its gc died, finish it ourselves. A ledger frozen for more than 5 s
+ * (a live gc stuck, or a hostile writer of the usage file) is ignored: returns false and the operation
+ * goes ahead, so that nothing can block an application forever.
+ */
+static bool wait_unfrozen(struct ledger *l)
 {
-	uint64_t start = 0;
+	uint64_t start = 0, first = 0;
 	unsigned int spins = 0;
 
 	while (__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST)) {
@@ -1048,6 +1054,10 @@ static void wait_unfrozen(struct ledger *l)
 			sched_yield();
 			continue;
 		}
+		if (!first)
+			first = mono_ns();
+		if (mono_ns() - first > 5000000000ull)
+			return false;
 		if (!start)
 			start = mono_ns();
 		if (mono_ns() - start > 500000000ull && !gc_lock(l, 0)) {
@@ -1057,6 +1067,21 @@ static void wait_unfrozen(struct ledger *l)
 			start = 0;
 		}
 		usleep(100);
+	}
+	return true;
+}
+
+/* Ignoring a stuck freeze: every 100 ms, see whether its holder died and the recount can be finished. */
+static void stuck_repair(struct ledger *l)
+{
+	uint64_t now = mono_ns();
+
+	if (now - __atomic_load_n(&l->stuck_check, __ATOMIC_RELAXED) < 100000000ull)
+		return;
+	__atomic_store_n(&l->stuck_check, now, __ATOMIC_RELAXED);
+	if (!gc_lock(l, 0)) {
+		gc_locked(l, true, NULL);
+		gc_unlock(l);
 	}
 }
 
@@ -1077,12 +1102,26 @@ static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
 /* Enter an operation: in-flight marked, not frozen, view current. */
 static inline void op_enter(struct ledger *l, struct slot *s)
 {
+	bool ignore_frozen = false;
+
 	for (;;) {
 		__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
 		if (__builtin_expect(__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST), 0)) {
-			__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
-			wait_unfrozen(l);
-			continue;
+			if (!ignore_frozen && !__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED)) {
+				__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
+				ignore_frozen = !wait_unfrozen(l);
+				if (ignore_frozen)
+					__atomic_store_n(&l->frozen_stuck, true, __ATOMIC_RELAXED);
+				continue;
+			}
+			if (!ignore_frozen) {
+				__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
+				ignore_frozen = true;
+				stuck_repair(l);
+				continue;
+			}
+		} else if (__builtin_expect(__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED), 0)) {
+			__atomic_store_n(&l->frozen_stuck, false, __ATOMIC_RELAXED);
 		}
 		if (__builtin_expect(ALOAD(&l->pol->gen) != __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE), 0)) {
 			__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);

@@ -36,7 +36,9 @@
  *
  * Hot path: ledger_reserve()/ledger_release() are atomics on shared memory only (no syscalls, no locks); a
  * policy change is noticed through a generation counter and the slow refresh runs under a process-local
- * mutex. A frozen ledger (recount in progress, normally microseconds) makes reserve/release spin-yield.
+ * mutex. A frozen ledger (recount in progress, normally microseconds) makes reserve/release spin-yield; a
+ * freeze left by a dead gc is finished by the waiter after 0.5 s, and one that lasts more than 5 s (a stuck
+ * gc, or a hostile writer) is ignored, so that nothing blocks an application forever.
  *
  * All functions return 0 or -errno. Messages for open/validation failures are in ledger_error().
  */

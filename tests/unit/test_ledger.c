@@ -651,6 +651,50 @@ static void test_dead_gc(void)
 	ledger_close(l);
 }
 
+/* A freeze held by a live process that never finishes (stuck or hostile) delays, never blocks forever. */
+static void test_stuck_freeze(void)
+{
+	struct ledger *l;
+	uint64_t t0;
+	int pipefd[2], status;
+	pid_t pid;
+	char c;
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(ledger_attach(l, NULL) == 0, "attach");
+	CHECK(pipe(pipefd) == 0, "pipe");
+	pid = fork();
+	if (pid == 0) {
+		close(pipefd[0]);
+		if (gc_lock(l, 100))
+			_exit(3);
+		__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(4);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	CHECK(read(pipefd[0], &c, 1) == 1, "frozen by a live process");
+	close(pipefd[0]);
+	t0 = mono_ns();
+	CHECK(ledger_reserve(l, LEDGER_CQ, 1, NULL) == 0, "reserve goes ahead");
+	CHECK(mono_ns() - t0 >= 4000000000ull && mono_ns() - t0 < 15000000000ull, "after %.1f s",
+	      (double)(mono_ns() - t0) / 1e9);
+	t0 = mono_ns();
+	CHECK(ledger_reserve(l, LEDGER_CQ, 1, NULL) == 0 && ledger_release(l, LEDGER_CQ, 1) == 0, "again");
+	CHECK(mono_ns() - t0 < 1000000000ull, "no second wait: %.1f s", (double)(mono_ns() - t0) / 1e9);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	/* its holder is dead now: an operation (at most every 100 ms) finishes the recount and unfreezes */
+	usleep(150000);
+	CHECK(ledger_release(l, LEDGER_CQ, 1) == 0, "release");
+	CHECK(ALOAD(&l->use->frozen) == 0, "unfrozen once the holder died");
+	ledger_detach(l);
+	ledger_close(l);
+}
+
 /* ---- (c) pid reuse ------------------------------------------------------------------------------ */
 
 static void test_pid_reuse(void)
@@ -942,6 +986,7 @@ int main(void)
 	RUN(test_sigkill);
 	RUN(test_death_mid_operation);
 	RUN(test_dead_gc);
+	RUN(test_stuck_freeze);
 	RUN(test_pid_reuse);
 	RUN(test_corruption);
 	RUN(test_permissions);
