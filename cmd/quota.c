@@ -246,6 +246,17 @@ static int open_ledger(unsigned int flags, struct ledger **l)
 	return EXIT_FAIL;
 }
 
+/* Root changing a policy that someone else owns: that someone can change it too. */
+static void warn_owner(const struct ledger *l)
+{
+	struct stat st;
+
+	if (geteuid() == 0 && !stat(ledger_path(l), &st) && st.st_uid != 0)
+		pr_err("warning: %s is owned by uid %u, who can change these limits too (recreate it as root "
+		       "with 'rdmactl quota init')",
+		       ledger_path(l), (unsigned int)st.st_uid);
+}
+
 static const char *scope_desc(const struct ledger_scope *s, char *buf, size_t len)
 {
 	switch (s->type) {
@@ -406,6 +417,7 @@ static int do_set(bool set)
 	}
 	if (open_ledger(LEDGER_POLICY_RW, &l))
 		return EXIT_FAIL;
+	warn_owner(l);
 	err = ledger_set_limit(l, &o.scope, k, value);
 	if (err) {
 		if (err == -EACCES)

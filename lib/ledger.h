@@ -235,7 +235,10 @@ int ledger_gc(struct ledger *l, unsigned int *reclaimed);
  * attached slot. Values are a snapshot per field (exact at rest).
  */
 int ledger_foreach_scope(struct ledger *l, int (*cb)(const struct ledger_scope_stat *st, void *arg), void *arg);
-/* One scope; -ENOENT if it has no entry (a cgroup/job/pid with no limits and no usage). */
+/*
+ * One scope. JOB: -ENOENT if no such job. CGROUP: its entry, or (no limits) the sum of its live attached
+ * processes; -ENOENT when it has neither. PROCESS: -ESRCH if no such process (limits and usage may be none).
+ */
 int ledger_get_scope(struct ledger *l, const struct ledger_scope *scope, struct ledger_scope_stat *out);
 /* Live attached processes. */
 int ledger_foreach_proc(struct ledger *l, int (*cb)(const struct ledger_proc_stat *st, void *arg), void *arg);

@@ -330,3 +330,17 @@ showq() {
 	run cw rdmactl quota show --ker
 	assert_output "--kernel"
 }
+
+@test "root is warned when the policy belongs to another user, who could change it" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to switch to an unprivileged user"
+	SHARED=$(mktemp -d /tmp/rdmactl-quota.XXXXXX)
+	chmod 1777 "$SHARED"
+	export RDMACTL_LEDGER=$SHARED/ledger
+	run -0 setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" quota init
+	run --separate-stderr -0 "$RDMACTL" quota set qp 1 --global
+	[[ $stderr == *"warning: $RDMACTL_LEDGER is owned by uid 65534, who can change these limits too"* ]]
+	run -0 setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" quota set qp 9 --global
+	run -0 showq '.scopes[0].kinds.qp.limit == 9'
+	run -0 "$RDMACTL" quota init
+	run -1 setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" quota set qp 10 --global
+}
