@@ -3,19 +3,32 @@
  * Lab helper: open DEV, allocate one PD and one CQ, then create RC QPs until N exist or creation fails.
  * Prints "pd ok", "cq ok" (or the failure with errno name) and "qp created=K errno=NAME"; exit 0 if all N
  * were created, 3 if creation stopped early, 1 if the device could not be opened or the PD/CQ failed.
- *   mkobjs [-d DEV] [-n N]     (default rxe0, 16)
+ *   mkobjs [-d DEV] [-n N] [-w FILE] [-h FILE]     (default rxe0, 16)
+ *   -w FILE: after the PD and CQ, print "waiting" and wait until FILE exists before creating QPs.
+ *   -h FILE: once the QPs exist, print "holding" and keep them until FILE exists.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
+static void wait_file(const char *what, const char *path)
+{
+	struct stat st;
+
+	printf("%s\n", what);
+	fflush(stdout);
+	while (stat(path, &st))
+		usleep(20000);
+}
+
 int main(int argc, char **argv)
 {
-	const char *dev = "rxe0";
+	const char *dev = "rxe0", *wfile = NULL, *hfile = NULL;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	struct ibv_qp_init_attr qa = { 0 };
@@ -24,9 +37,13 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	int i, n = 16, opt, got = 0, err = 0, num;
 
-	while ((opt = getopt(argc, argv, "d:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:w:h:")) != -1) {
 		if (opt == 'd')
 			dev = optarg;
+		else if (opt == 'w')
+			wfile = optarg;
+		else if (opt == 'h')
+			hfile = optarg;
 		else if (opt == 'n')
 			n = atoi(optarg);
 		else
@@ -54,6 +71,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("cq ok\n");
+	if (wfile)
+		wait_file("waiting", wfile);
 	qa.send_cq = qa.recv_cq = cq;
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
@@ -67,6 +86,8 @@ int main(int argc, char **argv)
 	}
 	printf("qp created=%d errno=%s\n", got, err ? strerrorname_np(err) : "0");
 	fflush(stdout);
+	if (hfile)
+		wait_file("holding", hfile);
 	for (i = 0; i < got; i++)
 		ibv_destroy_qp(qps[i]);
 	ibv_destroy_cq(cq);
