@@ -353,6 +353,7 @@ static void text_header(void)
 		return;
 	printf("%-15s %7s %-15s %-8s %-7s %-8s %8s  %s\n", "TIME", "PID", "COMM", "OP", "TYPE", "DEV", "ID",
 	       "DETAIL");
+	fflush(stdout);
 	header_done = true;
 }
 

@@ -1,0 +1,273 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl monitor in the lab: BPF on ib_core's restrack against real rxe objects, balanced streams for
+# rdma-core and perftest peers, a counted storm (events + losses = operations), devices, refusals, audit.
+
+load ../helper
+
+STORM=$BUILD/lab-progs/storm
+
+setup() {
+	require_lab
+	MON=$BATS_TEST_TMPDIR/mon.json
+	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
+}
+
+teardown() {
+	[ -z "${MONPID:-}" ] || kill -INT "$MONPID" 2>/dev/null || true
+	pkill -x ibv_rc_pingpong 2>/dev/null || true
+	pkill -x rping 2>/dev/null || true
+	pkill -x ib_write_bw 2>/dev/null || true
+	rdma link delete rxe9 2>/dev/null || rdma link delete rxe1 2>/dev/null || true
+	return 0
+}
+
+# Start `rdmactl monitor -j ARGS` in the background; return once it says its probes are attached.
+start_monitor() {
+	"$RDMACTL" monitor -j "$@" >"$MON" 2>"$MON.err" 3>&- &
+	MONPID=$!
+	wait_for 60 grep -q '"event":"start"' "$MON" || { cat "$MON.err" >&2; return 1; }
+}
+
+# SIGINT the monitor: it must exit 0 with a summary as its last line.
+stop_monitor() {
+	kill -INT "$MONPID"
+	local rc=0
+	wait "$MONPID" || rc=$?
+	MONPID=
+	[ "$rc" -eq 0 ] || { echo "monitor exited $rc" >&2; cat "$MON.err" >&2; return 1; }
+	tail -n 1 "$MON" | jq -e '.event == "summary"' >/dev/null
+}
+
+# Run a command under timeout, recording the pid it runs as (exec keeps it) in file $1.
+pidrun() {
+	local f=$1
+	shift
+	timeout 60 bash -c 'echo $$ >"$0"; exec "$@"' "$f" "$@"
+}
+
+# balanced PID KIND...: the stream has >= 1 create of each KIND owned by PID and, per kind, as many destroys.
+balanced() {
+	local pid=$1 k c d
+	shift
+	for k in "$@"; do
+		c=$(jq -s --argjson p "$pid" --arg k "$k" '[.[] | select(.event == "create" and .pid == $p and .type == $k)] | length' "$MON")
+		d=$(jq -s --argjson p "$pid" --arg k "$k" '[.[] | select(.event == "destroy" and .pid == $p and .type == $k)] | length' "$MON")
+		if [ "$c" -lt 1 ] || [ "$c" -ne "$d" ]; then
+			echo "pid $pid $k: $c creates, $d destroys" >&2
+			return 1
+		fi
+	done
+	# and nothing of any other kind is left over
+	jq -s -e --argjson p "$pid" '[.[] | select(.pid == $p and (.event == "create" or .event == "destroy"))]
+		| group_by(.type) | all(([.[] | select(.event == "create")] | length) == ([.[] | select(.event == "destroy")] | length))' "$MON" >/dev/null
+}
+
+# listening PORT: a TCP listener on PORT exists
+listening() {
+	ss -Hltn "sport = :$1" | grep -q .
+}
+
+# pingpong_pair PORT: an ibv_rc_pingpong server and client on PORT; sets SRV and CLI to their pids.
+pingpong_pair() {
+	local port=$1
+	pidrun "$BATS_TEST_TMPDIR/srv.pid" ibv_rc_pingpong -d rxe0 -g 1 -n 20 -p "$port" >/dev/null 2>&1 3>&- &
+	local srv=$!
+	wait_for 20 listening "$port"
+	pidrun "$BATS_TEST_TMPDIR/cli.pid" ibv_rc_pingpong -d rxe0 -g 1 -n 20 -p "$port" 192.0.2.1 >/dev/null
+	wait $srv
+	SRV=$(cat "$BATS_TEST_TMPDIR/srv.pid")
+	CLI=$(cat "$BATS_TEST_TMPDIR/cli.pid")
+}
+
+@test "ibv_rc_pingpong pair: every create has its destroy, with the right pid (fentry)" {
+	start_monitor
+	run -0 jq -e '.mode == "fentry" and .commit_del == true' <(head -n 1 "$MON")
+	pingpong_pair 18600
+	sleep 0.3
+	stop_monitor
+	[ "$SRV" != "$CLI" ]
+	balanced "$SRV" ctx pd cq qp mr
+	balanced "$CLI" ctx pd cq qp mr
+	# QP ids are QP numbers, MRs carry their length, comm and device are right, all user objects
+	run -0 jq -s -e --argjson p "$SRV" '[.[] | select(.pid == $p and .event == "create")]
+		| all(.comm == "ibv_rc_pingpong" and .dev == "rxe0" and .user == true)
+		and ([.[] | select(.type == "mr")] | all(.mr_len == 4096))
+		and ([.[] | select(.type == "qp")] | all(.id > 0))' "$MON"
+	# QP/CQ/PD destroys come from the begin/commit split, MR/CTX from rdma_restrack_del
+	run -0 jq -s -e '[.[] | select(.event == "destroy")] | all(if (.type == "qp" or .type == "cq" or .type == "pd")
+		then .hook == "commit_del" else .hook == "del" end)' "$MON"
+	# the summary agrees with the stream
+	run -0 jq -s -e --argjson p "$SRV" '(.[-1].processes[] | select(.pid == $p) | .types.qp) == {"create": 1, "destroy": 1}' "$MON"
+}
+
+@test "kprobe fallback gives the same balanced stream" {
+	RDMACTL_MON_KPROBE=1 start_monitor
+	run -0 jq -e '.mode == "kprobe"' <(head -n 1 "$MON")
+	pingpong_pair 18601
+	sleep 0.3
+	stop_monitor
+	balanced "$SRV" ctx pd cq qp mr
+	balanced "$CLI" ctx pd cq qp mr
+}
+
+@test "rping server and client (rdma_cm): creates and destroys balance per process, CM ids included" {
+	start_monitor
+	pidrun "$BATS_TEST_TMPDIR/srv.pid" rping -s -C 3 -a 192.0.2.1 -p 18602 >/dev/null 2>&1 3>&- &
+	local srv=$!
+	wait_for 20 bash -c "rdma res show cm_id | grep -q 'state LISTEN'"
+	run -0 pidrun "$BATS_TEST_TMPDIR/cli.pid" rping -c -C 3 -a 192.0.2.1 -p 18602
+	wait $srv
+	sleep 0.5
+	stop_monitor
+	SRV=$(cat "$BATS_TEST_TMPDIR/srv.pid")
+	CLI=$(cat "$BATS_TEST_TMPDIR/cli.pid")
+	balanced "$SRV" cm_id ctx pd cq qp mr
+	balanced "$CLI" cm_id ctx pd cq qp mr
+}
+
+@test "ib_write_bw -q 4 pair: four QPs per side, everything balanced" {
+	start_monitor
+	pidrun "$BATS_TEST_TMPDIR/srv.pid" ib_write_bw -d rxe0 -x 1 -q 4 -n 50 -s 4096 -p 18603 >/dev/null 2>&1 3>&- &
+	local srv=$!
+	wait_for 20 listening 18603
+	run -0 pidrun "$BATS_TEST_TMPDIR/cli.pid" ib_write_bw -d rxe0 -x 1 -q 4 -n 50 -s 4096 -p 18603 192.0.2.1
+	wait $srv
+	sleep 0.5
+	stop_monitor
+	SRV=$(cat "$BATS_TEST_TMPDIR/srv.pid")
+	CLI=$(cat "$BATS_TEST_TMPDIR/cli.pid")
+	balanced "$SRV" ctx pd cq qp mr
+	balanced "$CLI" ctx pd cq qp mr
+	for p in "$SRV" "$CLI"; do
+		run -0 jq -s --argjson p "$p" '[.[] | select(.pid == $p and .event == "create" and .type == "qp")] | length' "$MON"
+		assert_output 4
+	done
+}
+
+@test "storm from 4 processes: events in the stream equal the operations performed, per kind and pid" {
+	start_monitor
+	run -0 "$STORM" -d rxe0 -p 4 -n 100
+	echo "$output" >"$BATS_TEST_TMPDIR/storm.json"
+	sleep 0.5
+	stop_monitor
+	local ops
+	ops=$(jq .ops "$BATS_TEST_TMPDIR/storm.json")
+	[ "$ops" -gt 3000 ]
+	# per process and kind, the stream holds exactly what storm counted
+	run -0 jq -n -e --slurpfile s "$BATS_TEST_TMPDIR/storm.json" --slurpfile m "$MON" '
+		$s[0].processes | all(. as $p | ["ctx", "pd", "cq", "qp", "mr"] | all(. as $k |
+			([$m[] | select(.pid == $p.pid and .type == $k and .event == "create")] | length) == $p.create[$k] and
+			([$m[] | select(.pid == $p.pid and .type == $k and .event == "destroy")] | length) == $p.destroy[$k]))'
+	run -0 jq -e '.lost.ring == 0' <(tail -n 1 "$MON")
+}
+
+@test "storm with the reader stopped: events + reported losses = operations, losses shown as they happen" {
+	start_monitor
+	kill -STOP "$MONPID"
+	run -0 "$STORM" -d rxe0 -p 4 -n 300
+	echo "$output" >"$BATS_TEST_TMPDIR/storm.json"
+	kill -CONT "$MONPID"
+	sleep 1
+	stop_monitor
+	local ops events lost
+	ops=$(jq .ops "$BATS_TEST_TMPDIR/storm.json")
+	events=$(jq -s '[.[] | select(.event == "create" or .event == "destroy")] | length' "$MON")
+	lost=$(tail -n 1 "$MON" | jq .lost.ring)
+	echo "ops $ops events $events lost $lost" >&2
+	[ "$lost" -gt 0 ]
+	[ $((events + lost)) -eq "$ops" ]
+	# a "lost" line appeared in the stream before the summary, with the same total
+	run -0 jq -s -e --argjson l "$lost" '[.[] | select(.event == "lost")] | length >= 1 and .[-1].lost_ring == $l' "$MON"
+}
+
+@test "--pid and --type filter the stream; text mode prints one line per event" {
+	start_monitor --type qp
+	pingpong_pair 18604
+	sleep 0.3
+	stop_monitor
+	run -0 jq -s -e '[.[] | select(.event == "create" or .event == "destroy")] | length == 4 and all(.type == "qp")' "$MON"
+
+	"$RDMACTL" monitor --pid 1 --duration 1000 >"$BATS_TEST_TMPDIR/text" 2>&1 3>&- &
+	MONPID=$!
+	wait_for 60 grep -q '^TIME' "$BATS_TEST_TMPDIR/text"
+	"$RDMACTL" monitor >"$BATS_TEST_TMPDIR/all" 2>&1 3>&- &
+	local all=$!
+	wait_for 60 grep -q '^TIME' "$BATS_TEST_TMPDIR/all"
+	pingpong_pair 18605
+	sleep 0.5
+	kill -INT "$all" "$MONPID"
+	wait "$all"
+	wait "$MONPID"
+	MONPID=
+	# pid 1 never touches RDMA: nothing but the header and the summary
+	run grep -c ' create \| destroy ' "$BATS_TEST_TMPDIR/text"
+	assert_output 0
+	run -0 grep -E "^[0-9:.]+ +$SRV ibv_rc_pingpong +create +qp +rxe0 +[0-9]+ " "$BATS_TEST_TMPDIR/all"
+	run -0 grep -E "^[0-9:.]+ +$CLI ibv_rc_pingpong +destroy +mr +rxe0 +[0-9]+  len 4K" "$BATS_TEST_TMPDIR/all"
+	run -0 grep -E "^Summary: [0-9]+ events" "$BATS_TEST_TMPDIR/all"
+}
+
+@test "device events: an rxe device added, renamed and removed" {
+	ip link show veth1 >/dev/null 2>&1 || skip "no veth1 in this lab"
+	start_monitor
+	rdma link add rxe1 type rxe netdev veth1
+	rdma dev set rxe1 name rxe9
+	rdma link delete rxe9
+	sleep 0.5
+	stop_monitor
+	run -0 jq -s -c '[.[] | select(.event == "device") | [.action, .dev, .old_name]]' "$MON"
+	assert_output '[["added","rxe1",null],["renamed","rxe9","rxe1"],["removed","rxe9",null]]'
+}
+
+@test "--stats prints per-process rates from the BPF counters, pinned for other readers" {
+	start_monitor --stats=0.5
+	[ -e /sys/fs/bpf/rdmactl/counters ]
+	run -0 "$STORM" -d rxe0 -p 1 -n 200
+	local pid
+	pid=$(jq '.processes[0].pid' <<<"$output")
+	sleep 1.2
+	stop_monitor
+	[ ! -e /sys/fs/bpf/rdmactl/counters ]
+	run -0 jq -s -e --argjson p "$pid" '[.[] | select(.event == "stats") | .processes[] | select(.pid == $p)]
+		| length >= 1 and all(.create_per_s.qp > 0)' "$MON"
+	# no per-event lines in this mode
+	run -0 jq -s -e '[.[] | select(.event == "create")] | length == 0' "$MON"
+}
+
+@test "ledger refusals appear in the stream" {
+	"$RDMACTL" quota init
+	start_monitor
+	run pidrun "$BATS_TEST_TMPDIR/cli.pid" "$RDMACTL" run --max-qp 0 -- ibv_rc_pingpong -d rxe0 -g 1 -p 18606 192.0.2.9
+	[ "$status" -ne 0 ]
+	sleep 0.5
+	stop_monitor
+	run -0 jq -s -e '[.[] | select(.event == "denied" and .type == "qp" and .limit == 0 and .comm == "ibv_rc_pingpong")] | length == 1' "$MON"
+}
+
+@test "--audit reports an unmanaged QP holder over a global quota; --enforce terminates it" {
+	"$RDMACTL" quota init
+	# control: no limits yet -> reported as unmanaged, not over anything, not signalled
+	ibv_rc_pingpong -d rxe0 -g 1 -p 18607 >/dev/null 2>&1 3>&- &
+	local holder=$!
+	wait_for 10 bash -c "rdma res show qp | grep -q 'pid $holder '"
+	run -0 "$RDMACTL" monitor --audit -j --interval 0.5 --duration 2 --enforce signal=TERM
+	echo "$output" >"$BATS_TEST_TMPDIR/audit0"
+	run -0 jq -s -e --argjson p "$holder" '[.[] | select(.pid == $p)] | length == 1 and .[0].event == "audit"
+		and .[0].managed == false and .[0].held.qp == 1 and .[0].over_quota == []' "$BATS_TEST_TMPDIR/audit0"
+	kill -0 "$holder"
+
+	"$RDMACTL" quota set qp 0 --global
+	run -0 "$RDMACTL" monitor --audit -j --interval 0.5 --duration 2
+	echo "$output" >"$BATS_TEST_TMPDIR/audit1"
+	run -0 jq -s -e --argjson p "$holder" '[.[] | select(.pid == $p)] | .[0].over_quota
+		| any(.scope == "global" and .kind == "qp" and .limit == 0 and .held == 1)' "$BATS_TEST_TMPDIR/audit1"
+	kill -0 "$holder"
+
+	run -0 "$RDMACTL" monitor --audit -j --interval 0.5 --duration 2 --enforce signal=TERM
+	echo "$output" >"$BATS_TEST_TMPDIR/audit2"
+	run -0 jq -s -e --argjson p "$holder" '[.[] | select(.pid == $p and .event == "enforce")] | length == 1 and .[0].signal == 15' "$BATS_TEST_TMPDIR/audit2"
+	local rc=0
+	wait "$holder" || rc=$?
+	[ "$rc" -eq 143 ]
+}
