@@ -193,6 +193,24 @@ static void fmt_counts(char *buf, size_t len, const struct top_counts *c, uint32
 		 c->n[NL_RES_CM_ID]);
 }
 
+/* "ctx 2 pd 3 ... mr 5 (3.1M) cm_id 0" for a device's header line. */
+static void fmt_totals(char *buf, size_t len, const struct top_counts *c, uint32_t unsupported)
+{
+	char size[32];
+	size_t off = 0;
+	int t;
+
+	buf[0] = '\0';
+	for (t = 0; t < NL_RES_NTYPES && off < len; t++) {
+		if (unsupported & (1u << t))
+			off += snprintf(buf + off, len - off, "%s%s -", t ? " " : "", nl_res_name(t));
+		else
+			off += snprintf(buf + off, len - off, "%s%s %" PRIu64, t ? " " : "", nl_res_name(t), c->n[t]);
+		if (t == NL_RES_MR && off < len)
+			off += snprintf(buf + off, len - off, " (%s)", fmt_size(c->mr_bytes, size, sizeof(size)));
+	}
+}
+
 static void render(const struct top_snap *s, struct lines *l, bool screen)
 {
 	char when[32], counts[160], ports[256];
@@ -222,12 +240,12 @@ static void render(const struct top_snap *s, struct lines *l, bool screen)
 			for (t = 0; t < NL_RES_NTYPES; t++)
 				if (d->summary.curr[t] > d->totals.n[t])
 					hidden += d->summary.curr[t] - d->totals.n[t];
+		fmt_totals(counts, sizeof(counts), &d->totals, d->unsupported);
 		if (hidden)
-			add_line(l, "%s: %s; %" PRIu64 " object%s counted by the kernel not listed (other PID "
-				    "namespace, or created/destroyed meanwhile)", d->dev.name, ports, hidden,
-				 hidden == 1 ? "" : "s");
+			add_line(l, "%s: %s; %s; %" PRIu64 " more counted by the kernel but not listed (other PID "
+				    "namespace, or created/destroyed meanwhile)", d->dev.name, ports, counts, hidden);
 		else
-			add_line(l, "%s: %s", d->dev.name, ports);
+			add_line(l, "%s: %s; %s", d->dev.name, ports, counts);
 		unsup |= d->unsupported;
 	}
 	if (!s->privileged)
@@ -261,14 +279,21 @@ static void render(const struct top_snap *s, struct lines *l, bool screen)
 
 /* --- modes ---------------------------------------------------------------------------------------- */
 
-static int snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s)
+static void snapshot_error(struct top_ctx *t, int ret)
+{
+	const char *ack = top_ext_ack(t);
+
+	pr_err("RDMA netlink dump failed: %s%s%s", strerror(-ret), *ack ? ": " : "", ack);
+}
+
+/* One sorted snapshot; on failure s is released and the error is printed unless quiet. */
+static int snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, bool quiet)
 {
 	int ret = top_snapshot(t, f, s);
 
 	if (ret) {
-		const char *ack = top_ext_ack(t);
-
-		pr_err("RDMA netlink dump failed: %s%s%s", strerror(-ret), *ack ? ": " : "", ack);
+		if (!quiet)
+			snapshot_error(t, ret);
 		top_snap_free(s);
 		return ret;
 	}
@@ -293,7 +318,7 @@ static int batch(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 
 	for (i = 0;; i++) {
 		if (i) {
-			if (snapshot(t, f, &s))
+			if (snapshot(t, f, &s, false))
 				return EXIT_FAIL;
 		}
 		if (opts.json) {
@@ -361,7 +386,7 @@ static int interactive(struct top_ctx *t, const struct top_filter *f, struct top
 	struct top_snap s = *first;
 	double delay = o.delay < 0.1 ? 0.1 : o.delay, next;
 	SCREEN *scr;
-	int ch, ret = EXIT_OK;
+	int ch, err = 0;
 
 	scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
@@ -402,17 +427,21 @@ static int interactive(struct top_ctx *t, const struct top_filter *f, struct top
 		if (ch == ERR && now_s() < next)
 			continue;
 		top_snap_free(&s);
-		if (snapshot(t, f, &s)) {
-			ret = EXIT_FAIL;
+		err = snapshot(t, f, &s, true);
+		if (err)
 			break;
-		}
 		draw(&s);
 		next = now_s() + delay;
 	}
 	top_snap_free(&s);
 	endwin();
 	delscreen(scr);
-	return ret;
+	if (err) {
+		/* Only now: while the screen is up, stderr would be painted over. */
+		snapshot_error(t, err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
 }
 
 static void no_devices(void)
@@ -460,7 +489,7 @@ int cmd_top(int argc, char **argv)
 		pr_err("cannot open RDMA netlink socket: %s", strerror(-ret));
 		return EXIT_FAIL;
 	}
-	if (snapshot(t, &f, &s)) {
+	if (snapshot(t, &f, &s, false)) {
 		top_close(t);
 		return EXIT_FAIL;
 	}

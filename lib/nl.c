@@ -480,7 +480,7 @@ struct nl_sock {
 	char ext_ack[256];
 	const char *capture;	/* RDMACTL_NL_CAPTURE: directory for every received buffer */
 	unsigned int ncapture;
-	char buf[NL_BUF_SIZE];
+	char buf[NL_BUF_SIZE] __attribute__((aligned(8)));
 };
 
 int nl_open(struct nl_sock **out)
@@ -545,7 +545,7 @@ static void capture(struct nl_sock *s, uint16_t cmd, size_t len)
 /* Send one dump request (with DEV_INDEX unless dev is UINT32_MAX) and parse replies until done. */
 static int dump(struct nl_sock *s, uint16_t cmd, uint32_t dev, struct nl_handlers *h)
 {
-	char req[MNL_NLMSG_HDRLEN + MNL_ATTR_HDRLEN + 8];
+	char req[MNL_NLMSG_HDRLEN + MNL_ATTR_HDRLEN + 8] __attribute__((aligned(8)));
 	struct nl_handlers drain = { 0 };
 	struct nlmsghdr *nlh;
 	ssize_t n;

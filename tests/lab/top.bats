@@ -28,21 +28,29 @@ start_holdres() {
 	wait_for 60 grep -q ready "$out" || { cat "$out" >&2; return 1; }
 }
 
-# Number of objects of one kind (rdma res show KIND -j) whose thread belongs to tgid $2.
+listening() {
+	ss -Hltn "sport = :$1" | grep -q .
+}
+
+# The process (tgid) of a thread id, read the way top reads it; the id itself once /proc lacks it.
 tgid_of() {
-	awk '/^Tgid:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo "$1"
+	local k v
+	while read -r k v; do
+		[ "$k" = Tgid: ] && { echo "$v"; return; }
+	done <"/proc/$1/status" 2>/dev/null
+	echo "$1"
 }
 
 # What iproute2 reports, grouped the way top groups: "p<tgid>" per process (each thread id mapped to its
 # tgid with /proc/<tid>/status), "k<owner>" per kernel owner, "u" for objects without an owner.
 rdma_grouped() {
-	local k p map='{}'
+	local k p map
 	for k in ctx pd cq qp srq mr cm_id; do
 		rdma -j res show "$k" >"$T/$k.json" || return 1
 	done
-	for p in $(jq -r '.[] | .pid // empty' "$T"/{ctx,pd,cq,qp,srq,mr,cm_id}.json | sort -u); do
-		map=$(jq -c --arg p "$p" --argjson t "$(tgid_of "$p")" '. + {($p): $t}' <<<"$map")
-	done
+	map=$(for p in $(jq -r '.[] | .pid // empty' "$T"/{ctx,pd,cq,qp,srq,mr,cm_id}.json | sort -u); do
+		echo "$p $(tgid_of "$p")"
+	done | jq -Rn '[inputs | split(" ") | { (.[0]): (.[1] | tonumber) }] | add // {}')
 	jq -S -n --argjson map "$map" \
 		--slurpfile ctx "$T/ctx.json" --slurpfile pd "$T/pd.json" --slurpfile cq "$T/cq.json" \
 		--slurpfile qp "$T/qp.json" --slurpfile srq "$T/srq.json" --slurpfile mr "$T/mr.json" \
@@ -83,15 +91,16 @@ compare_with_rdma() {
 }
 
 @test "top -j equals rdma res show grouped by process: ib_write_bw, ibv_rc_pingpong, holdres threads" {
-	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 60 -p 18700 >"$T/bw-srv" 2>&1 3>&- &
+	timeout 700 ib_write_bw -d rxe0 -x 1 -q 4 -D 600 -p 18700 >"$T/bw-srv" 2>&1 3>&- &
 	pids+=($!)
-	sleep 1
-	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 60 -p 18700 192.0.2.1 >"$T/bw-cli" 2>&1 3>&- &
+	timeout 700 ibv_rc_pingpong -d rxe0 -g 1 -p 18701 -n 100000000 >"$T/pp-srv" 2>&1 3>&- &
 	pids+=($!)
-	timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -p 18701 -n 100000000 >"$T/pp-srv" 2>&1 3>&- &
+	# Clients only once their server listens (a loaded machine can take seconds to get there).
+	wait_for 60 listening 18700
+	timeout 700 ib_write_bw -d rxe0 -x 1 -q 4 -D 600 -p 18700 192.0.2.1 >"$T/bw-cli" 2>&1 3>&- &
 	pids+=($!)
-	sleep 0.5
-	timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -p 18701 -n 100000000 192.0.2.1 >"$T/pp-cli" 2>&1 3>&- &
+	wait_for 60 listening 18701
+	timeout 700 ibv_rc_pingpong -d rxe0 -g 1 -p 18701 -n 100000000 192.0.2.1 >"$T/pp-cli" 2>&1 3>&- &
 	pids+=($!)
 	start_holdres -q 13 -m 3M -t 4
 	local h1=$hr
@@ -100,10 +109,12 @@ compare_with_rdma() {
 	# Both perftest sides have their 4 QPs, both pingpong sides their QP.
 	wait_for 60 bash -c '[ "$(rdma -j res show qp | jq "[.[] | select(.comm == \"ib_write_bw\")] | length")" = 8 ]' ||
 		{ cat "$T/bw-srv" "$T/bw-cli" >&2; false; }
-	wait_for 60 bash -c '[ "$(rdma -j res show qp | jq "[.[] | select(.comm == \"ibv_rc_pingpong\")] | length")" = 2 ]'
+	wait_for 60 bash -c '[ "$(rdma -j res show qp | jq "[.[] | select(.comm == \"ibv_rc_pingpong\")] | length")" = 2 ]' ||
+		{ cat "$T/pp-srv" "$T/pp-cli" >&2; false; }
 
 	run compare_with_rdma
 	assert_success
+	jq -c '.processes[]' "$T/top.json" # shown when a check below fails
 
 	# holdres: 4 threads created 13 QPs, 4 CQs and 4 MRs of 3 MiB, all charged to the process.
 	run jq -e --argjson p "$h1" '.processes[] | select(.pid == $p)

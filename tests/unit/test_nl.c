@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Unit tests of lib/nl's reply parser (built replies and real lab captures) and lib/top's /proc parsing. */
 #include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libmnl/libmnl.h>
 #include <linux/netlink.h>
@@ -240,10 +242,21 @@ static void test_summary(void)
 	CHECK(nl_res_from_name("cm_id") == NL_RES_CM_ID && nl_res_from_name("widget") < 0, "names");
 }
 
+/* A corpus file, from the source tree's top (make check-unit) or relative to OUT/tests/test_nl. */
 static size_t load(const char *name)
 {
-	FILE *f = fopen(name, "rb");
+	char exe[4096], path[8192];
+	ssize_t len;
 	size_t n;
+	FILE *f;
+
+	f = fopen(name, "rb");
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (!f && len > 0) {
+		exe[len] = '\0';
+		snprintf(path, sizeof(path), "%s/../../%s", dirname(exe), name);
+		f = fopen(path, "rb");
+	}
 
 	if (!f)
 		return 0;
