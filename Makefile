@@ -150,7 +150,7 @@ $(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/librdmactl.a | $(OUT)/lab-progs
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD) -ldl
 
 # libFuzzer harnesses: clang, built from the sources (not the gcc archive).
-$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz
+$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz $(BPF_SKEL)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -I$(OUT) -fsanitize=fuzzer,address,undefined \
 		-o $@ $< $(LIB_SRC) $(LIBS_CMD)
