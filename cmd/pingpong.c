@@ -176,6 +176,8 @@ static const struct argp argp = {
 	children, NULL, NULL,
 };
 
+static const char *state_str(int s);
+
 /* --- choosing device, port and GID ---------------------------------------------------------------- */
 
 static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
@@ -245,16 +247,17 @@ static void gid_desc(const struct gid_entry *e, char *buf, size_t len)
 
 /*
  * Pick device, port and GID. local is our address towards the peer (the route's source for a client,
- * the address the client reached for a server), NULL when unknown; whence says how it was found.
+ * the address the client reached for a server), NULL when unknown; whence says how it was found, with
+ * "{}" where the address (and its netdev) goes.
  */
 static int choose(const struct sockaddr *local, const char *whence, struct choice *ch)
 {
-	char where[256];
+	char ip[INET6_ADDRSTRLEN] = "", ndev[IF_NAMESIZE] = "", desc[160], where[256] = "";
+	const char *mark = strstr(whence, "{}");
+	int ret, pre = mark ? (int)(mark - whence) : (int)strlen(whence);
 	struct gid_table t = { 0 };
-	struct gid_choice gc;
-	char ip[INET6_ADDRSTRLEN] = "", ndev[IF_NAMESIZE] = "", desc[160];
 	const struct gid_entry *e;
-	int ret;
+	struct gid_choice gc;
 
 	memset(ch, 0, sizeof(*ch));
 	ch->port = a.ib_port;
@@ -272,7 +275,8 @@ static int choose(const struct sockaddr *local, const char *whence, struct choic
 	if (local) {
 		addr_str(local, ip, sizeof(ip));
 		gid_addr_netdev(local, ndev);
-		snprintf(where, sizeof(where), "%s is %s%s%s", ip, whence, *ndev ? " on " : "", ndev);
+		snprintf(where, sizeof(where), "%.*s%s%s%s%s", pre, whence, ip, *ndev ? " on " : "", ndev,
+			 mark ? mark + 2 : "");
 	}
 	/* The device: as given, else the one whose GID has our address, else the first. */
 	if (a.dev) {
@@ -392,7 +396,7 @@ static void gid_hint(const struct choice *ch, const struct pp_dest *rem, char *h
 	ret = gid_route_src_addr((struct sockaddr *)&dst, &src);
 	if (ret) {
 		snprintf(hint, len, "the peer's GID %s is unreachable from here: %s (check the IP addressing and "
-			 "routes of the RoCE netdev)", rip, strerror(-ret));
+			 "routes of the RoCE netdev)", gid_str(rem->gid, lip, sizeof(lip)), strerror(-ret));
 		return;
 	}
 	if (gid_table_read(ch->dev, ch->port, &t))
@@ -412,10 +416,10 @@ static void gid_hint(const struct choice *ch, const struct pp_dest *rem, char *h
 	gid_table_free(&t);
 }
 
-static int report_fail(struct pp_rc *rc, const struct choice *ch, const struct pp_dest *rem, const char *err,
-		       bool client)
+static int report_fail(struct pp_rc *rc, const struct choice *ch, const struct pp_dest *rem, int ret,
+		       const char *err, bool client)
 {
-	char hint[600] = "";
+	char hint[600] = "", rip[INET6_ADDRSTRLEN], rgid[INET6_ADDRSTRLEN];
 	int ll, mtu, state;
 
 	pp_rc_port(rc, &ll, &mtu, &state);
@@ -429,6 +433,11 @@ static int report_fail(struct pp_rc *rc, const struct choice *ch, const struct p
 			gid_hint(ch, rem, hint, sizeof(hint));
 		if (!*hint && state != IBV_PORT_ACTIVE)
 			snprintf(hint, sizeof(hint), "port %d of %s is not active", ch->port, ch->dev);
+		/* The kernel resolves the peer's MAC address at RTR: no neighbour answer ends here. */
+		if (!*hint && (ret == -ETIMEDOUT || ret == -EHOSTUNREACH || ret == -ENETUNREACH || ret == -ENODATA))
+			snprintf(hint, sizeof(hint), "the peer's GID %s is unreachable: nothing answers for %s on the "
+				 "network (peer down, or not at that address?)", gid_str(rem->gid, rgid, sizeof(rgid)),
+				 gid_ip_str(rem->gid, rip, sizeof(rip)));
 		break;
 	case PP_FAIL_STALL:
 	case PP_FAIL_WC:
@@ -474,6 +483,15 @@ static void conn_error(int ret, const char *host)
 	}
 	pr_err("cannot connect to %s TCP port %u: %s (%s)", host, a.port,
 	       ret == -ENOENT ? "unknown host" : strerror(-ret), hint);
+}
+
+/* A double printed with a fixed number of decimals (no 1021.5297999999999 in the JSON). */
+static struct json_object *jdouble(double v, int decimals)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+	return json_object_new_double_s(v, buf);
 }
 
 /* --- output ---------------------------------------------------------------------------------------- */
@@ -527,14 +545,14 @@ static void print_result(const struct choice *ch, const struct pp_dest *me, cons
 		json_object_object_add(o, "mtu", json_object_new_int64(a.mtu));
 		json_object_object_add(o, "iters", json_object_new_int64(r->iters));
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
-		json_object_object_add(o, "seconds", json_object_new_double(r->seconds));
-		json_object_object_add(o, "bandwidth_gbps", json_object_new_double(r->gbps));
-		json_object_object_add(l, "min", json_object_new_double(r->lat.min));
-		json_object_object_add(l, "avg", json_object_new_double(r->lat.avg));
-		json_object_object_add(l, "p50", json_object_new_double(r->lat.p50));
-		json_object_object_add(l, "p99", json_object_new_double(r->lat.p99));
-		json_object_object_add(l, "p99_9", json_object_new_double(r->lat.p999));
-		json_object_object_add(l, "max", json_object_new_double(r->lat.max));
+		json_object_object_add(o, "seconds", jdouble(r->seconds, 6));
+		json_object_object_add(o, "bandwidth_gbps", jdouble(r->gbps, 6));
+		json_object_object_add(l, "min", jdouble(r->lat.min, 2));
+		json_object_object_add(l, "avg", jdouble(r->lat.avg, 2));
+		json_object_object_add(l, "p50", jdouble(r->lat.p50, 2));
+		json_object_object_add(l, "p99", jdouble(r->lat.p99, 2));
+		json_object_object_add(l, "p99_9", jdouble(r->lat.p999, 2));
+		json_object_object_add(l, "max", jdouble(r->lat.max, 2));
 		json_object_object_add(o, "latency_us", l);
 		if (a.events)
 			json_object_object_add(o, "cq_events", json_object_new_int64((int64_t)r->cq_events));
@@ -565,14 +583,26 @@ static int open_rc(const struct choice *ch, struct pp_rc **rc)
 		.timeout_ms = a.timeout_s * 1000,
 	};
 	char err[512];
-	int ret;
+	int ret, ll, mtu, state;
 
 	if (a.rx_depth < 2)
 		o.rx_depth = 2;
 	ret = pp_rc_open(rc, &o, err, sizeof(err));
-	if (ret)
+	if (ret) {
 		pr_err("%s on %s port %d: %s", "setting up the QP failed", ch->dev, ch->port, err);
-	return ret;
+		return ret;
+	}
+	/* A port that is not active fails every connection at RTR: say so before trying. */
+	pp_rc_port(*rc, &ll, &mtu, &state);
+	if (state != IBV_PORT_ACTIVE) {
+		pr_err("port %d of %s is %s: nothing can connect through it (is %s up? see 'rdmactl pingpong "
+		       "--check')", ch->port, ch->dev, state_str(state), *ch->gid.ndev ? ch->gid.ndev :
+		       "its network device");
+		pp_rc_close(*rc);
+		*rc = NULL;
+		return -ENETDOWN;
+	}
+	return 0;
 }
 
 static int rc_client(void)
@@ -593,7 +623,7 @@ static int rc_client(void)
 	}
 	if (ret)
 		pr_debug("no route to %s: %s", a.host, strerror(-ret));
-	snprintf(why, sizeof(why), "where the route to %s leaves from",
+	snprintf(why, sizeof(why), "the route to %s leaves from {}",
 		 ret ? a.host : addr_str((struct sockaddr *)&dst, ip, sizeof(ip)));
 	if (choose(ret ? NULL : (struct sockaddr *)&src, why, &ch))
 		return EXIT_FAIL;
@@ -645,8 +675,11 @@ static int rc_client(void)
 		pr_err("sending 'done' failed: %s", strerror(-ret));
 		goto out;
 	}
-	if (pp_rc_connect(rc, &rem, err, sizeof(err)) || pp_rc_run(rc, true, &res, err, sizeof(err))) {
-		report_fail(rc, &ch, &rem, err, true);
+	ret = pp_rc_connect(rc, &rem, err, sizeof(err));
+	if (!ret)
+		ret = pp_rc_run(rc, true, &res, err, sizeof(err));
+	if (ret) {
+		report_fail(rc, &ch, &rem, ret, err, true);
 		goto out;
 	}
 	print_result(&ch, &me, &rem, &res, true);
@@ -703,7 +736,7 @@ static int rc_server(void)
 		memset(&peer, 0, sizeof(peer));
 	unmap(&local);
 	unmap(&peer);
-	snprintf(why, sizeof(why), "the address client %s connected to",
+	snprintf(why, sizeof(why), "client %s connected to {}",
 		 peer.ss_family ? addr_str((struct sockaddr *)&peer, pip, sizeof(pip)) : "?");
 	if (choose((struct sockaddr *)&local, why, &ch))
 		goto out;
@@ -720,9 +753,10 @@ static int rc_server(void)
 		pr_err("the client's message is not an ibv_rc_pingpong address (%zd bytes)", n);
 		goto out;
 	}
-	if (pp_rc_connect(rc, &rem, err, sizeof(err))) {
+	ret = pp_rc_connect(rc, &rem, err, sizeof(err));
+	if (ret) {
 		/* Closing without answering is how ibv_rc_pingpong tells its client; it fails on the read. */
-		report_fail(rc, &ch, &rem, err, false);
+		report_fail(rc, &ch, &rem, ret, err, false);
 		goto out;
 	}
 	pp_wire_format(&me, msg);
@@ -737,8 +771,9 @@ static int rc_server(void)
 		pr_err("the client did not complete the exchange: %s", strerror(-ret));
 		goto out;
 	}
-	if (pp_rc_run(rc, false, &res, err, sizeof(err))) {
-		report_fail(rc, &ch, &rem, err, false);
+	ret = pp_rc_run(rc, false, &res, err, sizeof(err));
+	if (ret) {
+		report_fail(rc, &ch, &rem, ret, err, false);
 		goto out;
 	}
 	print_result(&ch, &me, &rem, &res, false);
@@ -785,8 +820,8 @@ static int run_cm(void)
 		json_object_object_add(j, "dgid", json_object_new_string(dgid));
 		json_object_object_add(j, "size", json_object_new_int64(r.size));
 		if (a.host) {
-			json_object_object_add(j, "write_us", json_object_new_double(r.write_us));
-			json_object_object_add(j, "read_us", json_object_new_double(r.read_us));
+			json_object_object_add(j, "write_us", jdouble(r.write_us, 2));
+			json_object_object_add(j, "read_us", jdouble(r.read_us, 2));
 		}
 		json_object_object_add(j, "verified", json_object_new_boolean(r.verified));
 		out_json(j);
@@ -1080,7 +1115,7 @@ static int run_check(void)
 		if (ret) {
 			warn(&w, "%s: %s", a.host, ret == -ENOENT ? "unknown host" : strerror(-ret));
 		} else {
-			snprintf(why, sizeof(why), "where the route to %s leaves from",
+			snprintf(why, sizeof(why), "the route to %s leaves from {}",
 				 addr_str((struct sockaddr *)&dst, ip, sizeof(ip)));
 			if (!choose((struct sockaddr *)&src, why, &ch)) {
 				char line[1024];

@@ -37,6 +37,11 @@ ibv_srv_start() {
 	wait_for 20 bash -c "ss -ltn | grep -q ':$port '"
 }
 
+# Has process $1 a QP in state RTS (past the exchange, pingponging)?
+qp_in_rts() {
+	rdma res show qp | grep "pid $1 " | grep -q "state RTS"
+}
+
 # The sysfs facts the lab is built on; the tests below compare rdmactl's answers with them.
 lab_gid1() {
 	[ "$(cat /sys/class/infiniband/rxe0/ports/1/gids/1)" = "0000:0000:0000:0000:0000:ffff:c000:0201" ] &&
@@ -145,14 +150,44 @@ lab_gid1() {
 	assert_output --partial "run ibv_rc_pingpong with -g"
 }
 
+# A hand-made client (bash /dev/tcp) sends the address message with a GID nobody here can reach.
+fake_client() {
+	exec 5<>/dev/tcp/192.0.2.1/"$1"
+	printf '0000:000011:000001:%s\0' "$2" >&5
+}
+
+@test "the peer's GID has no route: RTR fails and the server says the GID is unreachable" {
+	srv_start srv -n 20 -p 18618 --timeout 5
+	fake_client 18618 00000000000000000000ffff0a090909
+	local rc=0
+	wait $SRV || rc=$?
+	exec 5>&-
+	[ $rc -eq 1 ]
+	run cat "$T/srv.err"
+	assert_output --partial "cannot move the QP to RTR"
+	assert_output --partial "the peer's GID ::ffff:10.9.9.9 is unreachable from here: Network is unreachable"
+}
+
+@test "the peer's GID is on the network but nobody answers: RTR fails, the GID is named unreachable" {
+	srv_start srv -n 20 -p 18619 --timeout 5
+	fake_client 18619 00000000000000000000ffffc000024d
+	local rc=0
+	wait $SRV || rc=$?
+	exec 5>&-
+	[ $rc -eq 1 ]
+	run cat "$T/srv.err"
+	assert_output --partial "cannot move the QP to RTR"
+	assert_output --partial "the peer's GID ::ffff:192.0.2.77 is unreachable: nothing answers for 192.0.2.77"
+}
+
 @test "a peer killed mid-run: the client exits 1 within its --timeout" {
 	srv_start srv -n 1000000 -p 18608 --timeout 30
 	"$RDMACTL" pingpong -n 1000000 -p 18608 --timeout 3 192.0.2.1 >"$T/cl.out" 2>"$T/cl.err" 3>&- &
 	local cl=$!
 	PIDS="$PIDS $cl"
-	# Kill the server once the run is under way: it has accepted the client and set up its QP.
-	wait_for 30 grep -q "using rxe0" "$T/srv.err"
-	sleep 2
+	# Kill the server once the run is under way: the client's QP is in RTS, so the exchange is over.
+	wait_for 60 qp_in_rts $cl
+	sleep 1
 	kill -9 $SRV
 	local t0=$SECONDS
 	local rc=0
@@ -170,8 +205,8 @@ lab_gid1() {
 	ibv_rc_pingpong -d rxe0 -g 1 -n 1000000 -p 18609 192.0.2.1 >"$T/ibv.out" 2>&1 3>&- &
 	local cl=$!
 	PIDS="$PIDS $cl"
-	wait_for 30 grep -q "using rxe0" "$T/srv.err"
-	sleep 2
+	wait_for 60 qp_in_rts $cl
+	sleep 1
 	kill -9 $cl
 	local t0=$SECONDS
 	local rc=0
@@ -272,10 +307,14 @@ lab_gid1() {
 
 @test "--check warns when the port is down, and the pingpong says so" {
 	ip link set veth0 down
-	run "$RDMACTL" pingpong --check -j
+	wait_for 10 bash -c "rdma link show rxe0/1 | grep -q 'state DOWN'"
+	run --separate-stderr "$RDMACTL" pingpong --check -j
+	local check=$output
+	run timeout 60 "$RDMACTL" pingpong -p 18617 --timeout 3 192.0.2.1
 	ip link set veth0 up
-	assert_success
-	run jq -e '[.warnings[] | select(test("rxe0/1: port is DOWN"))] | length == 1' <<<"$output"
+	assert_failure 1
+	assert_output --partial "port 1 of rxe0 is DOWN: nothing can connect through it (is veth0 up?"
+	run jq -e '[.warnings[] | select(test("rxe0/1: port is DOWN"))] | length == 1' <<<"$check"
 	assert_success
 	wait_for 20 bash -c "rdma link show rxe0/1 | grep -q ACTIVE"
 	wait_for 20 lab_gid1
