@@ -92,6 +92,21 @@ lab_gid1() {
 	assert_success
 }
 
+@test "over 127.0.0.1 (no GID has it): the best GID of rxe0 is used, with a warning saying so" {
+	srv_start srv -n 20 -p 18620 --timeout 20
+	run --separate-stderr timeout 60 "$RDMACTL" pingpong -n 20 -p 18620 --timeout 20 -j 127.0.0.1
+	assert_success
+	run jq -e '.choice.gid_index == 1 and .iters == 20 and (.choice.note | test("no GID for 127.0.0.1"))' <<<"$output"
+	assert_success
+	wait $SRV
+	run cat "$T/srv.err"
+	assert_output --partial "rxe0 port 1 has no GID for 127.0.0.1"
+	run --separate-stderr "$RDMACTL" pingpong --check -j 127.0.0.1
+	assert_success
+	run jq -e '.route.choice.gid_index == 1 and (.route.reason | test("lo, but no GID of rxe0 port 1 has that address"))' <<<"$output"
+	assert_success
+}
+
 @test "-e (completion events) interoperates with ibv_rc_pingpong -e" {
 	ibv_srv_start ibv 18604 -d rxe0 -g 1 -n 50 -e
 	run --separate-stderr timeout 60 "$RDMACTL" pingpong -e -n 50 -p 18604 -j --timeout 20 192.0.2.1
