@@ -249,8 +249,8 @@ static void render(const struct top_snap *s, struct lines *l, bool screen)
 		unsup |= d->unsupported;
 	}
 	if (!s->privileged)
-		add_line(l, "not root: objects of other PID namespaces are not listed by the kernel, and /proc may "
-			    "hide other users' processes");
+		add_line(l, "not root: the kernel leaves out MR keys (not shown here); as for root, objects of other "
+			    "PID namespaces are not listed, and /proc may hide other users' processes");
 	if (s->unresolved)
 		add_line(l, "%u creating thread%s not found in /proc (exited, or hidden): shown under its own id",
 			 s->unresolved, s->unresolved == 1 ? "" : "s");
