@@ -455,6 +455,8 @@ static void post_destroy(struct obj *o, int ret)
 	do {                                                      \
 		struct obj *o;                                    \
 		int ret;                                          \
+		if (!(x))                                         \
+			return EINVAL;                            \
 		if (!enter()) {                                   \
 			ret = (CALL);                             \
 			leave();                                  \
@@ -838,7 +840,7 @@ static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static int w_dealloc_mw(struct ibv_mw *mw)
 {
-	const struct ctx_ops *ops = ctx_ops_of(mw->context);
+	const struct ctx_ops *ops = mw ? ctx_ops_of(mw->context) : NULL;
 
 	if (!ops || !ops->dealloc_mw)
 		return EOPNOTSUPP;

@@ -1,0 +1,298 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl run and the interceptor against real rxe objects, with rdma-core and perftest programs as the apps.
+
+load ../helper
+
+LQ=$BUILD/lab-progs/ledgerq
+EXV=$BUILD/lab-progs/exverbs
+DLV=$BUILD/lab-progs/dlverbs
+
+setup() {
+	require_lab
+	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
+	"$RDMACTL" quota init >/dev/null 2>&1 || true
+}
+
+teardown() {
+	pkill -x ib_write_bw 2>/dev/null || true
+	pkill -x rping 2>/dev/null || true
+	pkill -f '^ibv_srq_pingpong' 2>/dev/null || true
+	pkill -f "$BUILD/lab-progs/" 2>/dev/null || true
+	sleep 0.2
+}
+
+# $status is a failure the program chose: not 0, not a timeout, not death by a signal.
+failed_cleanly() {
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ] && { [ "$status" -le 128 ] || [ "$status" -gt 128 + 64 ]; }
+}
+
+# Wait until something listens on TCP port $1 (a perftest/rdma-core server ready for its client).
+wait_listen() {
+	wait_for 20 bash -c "ss -Hltn 'sport = :$1' | grep -q ."
+}
+
+# The newest descendant of pid $1 whose command line starts with $2 (an app under timeout + rdmactl).
+app_pid() {
+	pgrep -n -f "^$2" | while read -r p; do
+		local q=$p
+		while [ "$q" -gt 1 ]; do
+			if [ "$q" = "$1" ]; then
+				echo "$p"
+				return
+			fi
+			q=$(awk '{print $4}' "/proc/$q/stat" 2>/dev/null || echo 1)
+		done
+	done
+}
+
+# Objects of one kind the kernel holds for process $1 (any of its threads: RES_PID is the thread id).
+kernel_count() {
+	local tids
+	tids=$(ls "/proc/$1/task" | paste -sd, -)
+	rdma -j res show "$2" | jq --argjson t "[$tids]" '[.[] | select(.pid != null and (.pid as $p | $t | index($p)))] | length'
+}
+
+kernel_mr_bytes() {
+	local tids
+	tids=$(ls "/proc/$1/task" | paste -sd, -)
+	rdma -j res show mr | jq --argjson t "[$tids]" '[.[] | select(.pid != null and (.pid as $p | $t | index($p))) | .mrlen] | add // 0'
+}
+
+ledger_use() { # pid kind
+	"$LQ" pid "$1" | awk -v k="$2" '$1 == k { print $2 }'
+}
+
+# Ledger usage of process $1 equals the kernel's, per kind. Prints the first difference.
+same_as_kernel() {
+	local k a b snap
+	snap=$("$LQ" pid "$1") || { echo "pid $1 not in the ledger"; return 1; }
+	for k in ctx pd cq qp srq mr; do
+		a=$(kernel_count "$1" $k) b=$(awk -v k=$k '$1 == k { print $2 }' <<<"$snap")
+		[ "$a" = "$b" ] || { echo "$k: kernel $a ledger $b"; return 1; }
+	done
+	a=$(kernel_mr_bytes "$1") b=$(awk '$1 == "mr_bytes" { print $2 }' <<<"$snap")
+	[ "$a" = "$b" ] || { echo "mr_bytes: kernel $a ledger $b"; return 1; }
+}
+
+# Wait (up to 10 s) for process $1 to be quiescent with ledger == kernel; shows the last difference.
+check_same_as_kernel() {
+	local i
+	for i in $(seq 50); do
+		[ -d "/proc/$1" ] || { echo "process $1 is gone"; return 1; }
+		same_as_kernel "$1" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	run same_as_kernel "$1"
+	assert_success
+	# and not vacuously: the process holds something
+	run ledger_use "$1" ctx
+	assert_output 1
+}
+
+# Usage of job $1 is zero everywhere, or the job is gone.
+job_is_empty() {
+	run "$LQ" job "$1"
+	if [ "$status" -eq 3 ]; then
+		return 0
+	fi
+	assert_success
+	run awk '$1 != "nprocs" && $2 != 0' <<<"$output"
+	assert_output ""
+}
+
+@test "ib_write_bw -q 4 under --max-qp 2: the client is refused cleanly (one line), its peer is unaffected" {
+	timeout 40 ib_write_bw -d rxe0 -x 1 -q 4 -n 50 >"$BATS_TEST_TMPDIR/srv" 2>&1 3>&- &
+	local srv=$!
+	wait_listen 18515
+	run --separate-stderr timeout 40 "$RDMACTL" run --job wbw --max-qp 2 -- ib_write_bw -d rxe0 -x 1 -q 4 -n 50 192.0.2.1
+	failed_cleanly
+	grep -q "Unable to create QP" <<<"$stderr"
+	run grep -E '^rdmactl: refused qp for pid [0-9]+ \(job wbw\): 2/2 in use, limit set by job wbw$' <<<"$stderr"
+	assert_success
+	[ "$(grep -c '^rdmactl: refused' <<<"$stderr")" -eq 1 ] # rate-limited: one line
+	kill $srv 2>/dev/null || true
+	wait $srv || true
+	job_is_empty wbw
+}
+
+@test "ib_write_bw -q 4 under --max-qp 8 passes, and while it runs the ledger matches the kernel" {
+	timeout 90 ib_write_bw -d rxe0 -x 1 -q 4 -D 20 >"$BATS_TEST_TMPDIR/srv" 2>&1 3>&- &
+	local srv=$!
+	wait_listen 18515
+	timeout 90 "$RDMACTL" run --job wbw8 --max-qp 8 -- ib_write_bw -d rxe0 -x 1 -q 4 -D 20 192.0.2.1 \
+		>"$BATS_TEST_TMPDIR/cli" 2>&1 3>&- &
+	local cli=$!
+	local pid=
+	wait_for 20 bash -c "pgrep -P \$(pgrep -P $cli) >/dev/null"
+	pid=$(pgrep -P "$(pgrep -P $cli)")
+	check_same_as_kernel "$pid" || { cat "$BATS_TEST_TMPDIR/cli"; false; }
+	[ "$(ledger_use "$pid" qp)" -eq 4 ]
+	run "$LQ" job wbw8
+	assert_line "qp 4 8"
+	wait $cli
+	run cat "$BATS_TEST_TMPDIR/cli"
+	assert_output --partial "BW average"
+	refute_output --partial "rdmactl: refused"
+	wait $srv
+	job_is_empty wbw8
+}
+
+@test "--max-mr-bytes below ib_write_bw -s fails at memory registration" {
+	timeout 40 ib_write_bw -d rxe0 -x 1 -n 10 -s 65536 >/dev/null 2>&1 3>&- &
+	wait_listen 18515
+	run --separate-stderr timeout 40 "$RDMACTL" run --job mrb --max-mr-bytes 32K -- \
+		ib_write_bw -d rxe0 -x 1 -n 10 -s 65536 192.0.2.1
+	failed_cleanly
+	grep -q "Couldn't allocate MR" <<<"$stderr"
+	run grep -E '^rdmactl: refused mr_bytes for pid [0-9]+ \(job mrb\): 0/32768 in use, limit set by job mrb$' <<<"$stderr"
+	assert_success
+	job_is_empty mrb
+}
+
+@test "rping (librdmacm) under --max-qp 0 fails cleanly; the ledger matches the kernel while it listens" {
+	timeout 40 "$RDMACTL" run --job rps -- rping -s -a 192.0.2.1 -C 3 >/dev/null 2>&1 3>&- &
+	local srv=$!
+	wait_for 10 bash -c "pgrep -x rping >/dev/null"
+	check_same_as_kernel "$(pgrep -x rping)"
+	run --separate-stderr timeout 40 "$RDMACTL" run --job rpc --max-qp 0 -- rping -c -a 192.0.2.1 -C 3
+	failed_cleanly
+	run grep -E '^rdmactl: refused qp for pid [0-9]+ \(job rpc\): 0/0 in use, limit set by job rpc$' <<<"$stderr"
+	assert_success
+	# the server is still fine: a client without limits gets its 3 pings through
+	run timeout 40 rping -c -a 192.0.2.1 -C 3 -v
+	assert_success
+	assert_output --partial "ping data"
+	wait $srv || true
+	job_is_empty rps
+	job_is_empty rpc
+}
+
+@test "ibv_srq_pingpong under limits: passes within them, the ledger matches the kernel, refused below them" {
+	timeout 60 "$RDMACTL" run --job srqs --max-qp 16 --max-srq 1 -- ibv_srq_pingpong -d rxe0 -g 1 -n 20 \
+		>"$BATS_TEST_TMPDIR/srv" 2>&1 3>&- &
+	local srv=$!
+	wait_for 10 bash -c "pgrep -f '^ibv_srq_pingpong' >/dev/null"
+	local pid
+	pid=$(pgrep -f '^ibv_srq_pingpong')
+	check_same_as_kernel "$pid"
+	[ "$(ledger_use "$pid" srq)" -eq 1 ]
+	[ "$(ledger_use "$pid" qp)" -eq 16 ]
+	run timeout 60 "$RDMACTL" run --job srqc --max-qp 16 -- ibv_srq_pingpong -d rxe0 -g 1 -n 20 192.0.2.1
+	assert_success
+	assert_output --partial "20 iters in"
+	wait $srv
+	job_is_empty srqs
+	# 16 QPs wanted, 8 allowed
+	run --separate-stderr timeout 30 "$RDMACTL" run --job srq8 --max-qp 8 -- ibv_srq_pingpong -d rxe0 -g 1 -p 18600
+	failed_cleanly
+	run grep -E '^rdmactl: refused qp for pid [0-9]+ \(job srq8\): 8/8 in use' <<<"$stderr"
+	assert_success
+	job_is_empty srq8
+}
+
+@test "ibv_xsrq_pingpong behaves the same under run as bare (rxe has no XRC: both fail to open the XRC domain)" {
+	run timeout 20 ibv_xsrq_pingpong -d rxe0 -g 1 -p 18700
+	local bare_status=$status bare_output=$output
+	run timeout 20 "$RDMACTL" run --job xsrq --max-qp 4 --max-srq 1 -- ibv_xsrq_pingpong -d rxe0 -g 1 -p 18701
+	[ "$status" -eq "$bare_status" ]
+	[ "$output" = "$bare_output" ]
+	job_is_empty xsrq
+}
+
+@test "a program using only the inline _ex verbs is limited (create_cq_ex, create_qp_ex, create_srq_ex, alloc_mw)" {
+	run --separate-stderr timeout 30 "$RDMACTL" run --job ex --max-qp 2 --max-cq 1 --max-srq 1 --max-mw 1 -- \
+		"$EXV" -q 4 -c 2 -s 2 -m 2
+	assert_success
+	assert_line "cq created=1 refused=1 errno=ENOMEM"
+	assert_line "qp created=2 refused=2 errno=ENOMEM"
+	assert_line "srq created=1 refused=1 errno=ENOMEM"
+	assert_line "mw created=1 refused=1 errno=ENOMEM"
+	assert_line done
+	# without limits the same program gets everything: the refusals above are rdmactl's
+	run timeout 30 "$RDMACTL" run --job ex2 -- "$EXV" -q 4 -c 2 -s 2 -m 2
+	assert_success
+	assert_line "qp created=4 refused=0 errno=0"
+	assert_line "mw created=2 refused=0 errno=0"
+}
+
+@test "the _ex program holds what the kernel shows; after SIGKILL the usage returns to zero" {
+	timeout 60 "$RDMACTL" run --job exk --max-qp 3 -- bash -c "$EXV -q 3 -c 2 -s 2 -H 60 & sleep 50" \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	wait_for 15 grep -q holding "$BATS_TEST_TMPDIR/out"
+	local pid
+	pid=$(pgrep -f "^$EXV")
+	check_same_as_kernel "$pid"
+	run "$LQ" job exk
+	assert_line "qp 3 3"
+	assert_line "cq 2 -"
+	kill -9 "$pid"
+	# the job lives on (bash is still there): the dead holder's charges are reclaimed, nothing restarted
+	wait_for 10 bash -c "! [ -d /proc/$pid ]"
+	"$RDMACTL" quota gc >/dev/null
+	run "$LQ" job exk
+	assert_line "qp 0 3"
+	assert_line "cq 0 -"
+	assert_line "mr_bytes 0 -"
+	# and the full budget is usable again by a new process of the job
+	run timeout 30 env RDMACTL_JOB=exk LD_PRELOAD="$PRELOAD" "$EXV" -q 3
+	assert_line "qp created=3 refused=0 errno=0"
+	pkill -f "^bash -c $EXV" || true
+	pkill -x sleep || true
+}
+
+@test "dlopen + dlvsym(handle) (as NCCL loads libibverbs) is limited under run; LD_PRELOAD alone would miss it" {
+	run --separate-stderr timeout 30 "$RDMACTL" run --job dl --max-qp 2 --max-mr 1 -- "$DLV" -q 4 -r 2
+	assert_success
+	assert_line "qp created=2 refused=2 errno=ENOMEM"
+	assert_line "mr created=1 refused=1 errno=ENOMEM"
+	run grep -c '^rdmactl: refused' <<<"$stderr"
+	assert_output 1
+	# the negative control: preload without the audit hook does not see dlvsym'd verbs
+	run timeout 30 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=2 "$DLV" -q 4
+	assert_line "qp created=4 refused=0 errno=0"
+	job_is_empty dl
+}
+
+@test "--max-wr refuses a QP or SRQ deeper than the cap; --log sends the line to a file" {
+	run --separate-stderr timeout 30 "$RDMACTL" run --job wr --max-wr 8 --log "$BATS_TEST_TMPDIR/log" -- \
+		"$EXV" -q 2 -s 1 -w 16
+	assert_success
+	assert_line "qp created=0 refused=2 errno=ENOMEM"
+	assert_line "srq created=0 refused=1 errno=ENOMEM"
+	[ -z "$stderr" ]
+	run cat "$BATS_TEST_TMPDIR/log"
+	assert_line --regexp '^rdmactl: refused wr depth 16 for pid [0-9]+ \(job wr\): above the cap of 8, set by job wr$'
+	run timeout 30 "$RDMACTL" run --job wr2 --max-wr 16 -- "$EXV" -q 2 -s 1 -w 16
+	assert_line "qp created=2 refused=0 errno=0"
+	assert_line "srq created=1 refused=0 errno=0"
+}
+
+@test "quota set --job changes the limit of a running job for its next creation" {
+	timeout 60 "$RDMACTL" run --job live --max-qp 1 -- bash -c \
+		"$EXV -q 2 -H 1; while [ ! -e $BATS_TEST_TMPDIR/go ]; do sleep 0.2; done; $EXV -q 2" \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	local job=$!
+	wait_for 15 grep -q done "$BATS_TEST_TMPDIR/out"
+	run "$RDMACTL" quota set qp 2 --job live
+	assert_success
+	touch "$BATS_TEST_TMPDIR/go"
+	wait $job
+	run grep '^qp created' "$BATS_TEST_TMPDIR/out"
+	assert_line --index 0 "qp created=1 refused=1 errno=ENOMEM"
+	assert_line --index 1 "qp created=2 refused=0 errno=0"
+}
+
+@test "every process of the job shares one budget; RDMACTL_MAX_QP limits a process without run" {
+	local o=$BATS_TEST_TMPDIR/first
+	run timeout 60 "$RDMACTL" run --job share --max-qp 3 -- bash -c \
+		"$EXV -q 2 -H 30 >$o & until grep -q holding $o; do sleep 0.1; done; $EXV -q 2; kill %1; cat $o"
+	assert_success
+	assert_line "qp created=2 refused=0 errno=0"
+	assert_line "qp created=1 refused=1 errno=ENOMEM"
+	run --separate-stderr timeout 30 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=1 "$EXV" -q 2
+	assert_success
+	assert_line "qp created=1 refused=1 errno=ENOMEM"
+	run grep -E '^rdmactl: refused qp for pid [0-9]+: 1/1 in use, limit set by RDMACTL_MAX_QP$' <<<"$stderr"
+	assert_success
+}
