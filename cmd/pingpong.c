@@ -441,7 +441,40 @@ static int report_fail(struct pp_rc *rc, const struct choice *ch, const struct p
 		break;
 	case PP_FAIL_STALL:
 	case PP_FAIL_WC:
-		if (ll == IBV_LINK_LAYER_ETHERNET)
+		/* Some completion errors say exactly what is wrong, whatever the GIDs. */
+		if (pp_rc_fail(rc) == PP_FAIL_WC) {
+			switch (pp_rc_wc_status(rc)) {
+			case IBV_WC_LOC_LEN_ERR:
+			case IBV_WC_REM_INV_REQ_ERR:
+				snprintf(hint, sizeof(hint), "the peer's messages and ours differ in size: use the same -s "
+					 "on both sides (ours is %u)", a.size);
+				break;
+			case IBV_WC_REM_OP_ERR:
+				/* What rxe reports for a message larger than the peer's receive buffer. */
+				snprintf(hint, sizeof(hint), "the peer's QP failed on our message: a different -s on the "
+					 "two sides? (ours is %u)", a.size);
+				break;
+			case IBV_WC_LOC_QP_OP_ERR:
+				/* And what its receiver reports for that message. */
+				if (pp_rc_wc_recv(rc))
+					snprintf(hint, sizeof(hint), "a message did not fit our receive buffer: a different "
+						 "-s on the two sides? (ours is %u)", a.size);
+				break;
+			case IBV_WC_RETRY_EXC_ERR:
+				gid_hint(ch, rem, hint, sizeof(hint));
+				if (!*hint)
+					snprintf(hint, sizeof(hint), "the peer does not acknowledge: it is gone, or its "
+						 "address is unreachable");
+				break;
+			case IBV_WC_RNR_RETRY_EXC_ERR:
+				snprintf(hint, sizeof(hint), "the peer posted no receive buffers: it is stuck or not a "
+					 "pingpong");
+				break;
+			default:
+				break;
+			}
+		}
+		if (!*hint && ll == IBV_LINK_LAYER_ETHERNET)
 			gid_hint(ch, rem, hint, sizeof(hint));
 		if (!*hint && pp_rc_done_iters(rc) == 0 && pp_rc_fail(rc) == PP_FAIL_STALL)
 			snprintf(hint, sizeof(hint), "nothing arrived from the peer: its QP failed or it is gone (see its "
@@ -1092,6 +1125,8 @@ static int run_check(void)
 		for (p = 1; p <= da.phys_port_cnt; p++)
 			if (!a.ib_port_set || p == a.ib_port)
 				json_object_array_add(ports, check_port(ctx, name, p, &t, &w));
+		if (a.ib_port_set && a.ib_port > da.phys_port_cnt)
+			warn(&w, "%s: no port %d (the device has %d)", name, a.ib_port, da.phys_port_cnt);
 		json_object_object_add(d, "ports", ports);
 		ibv_close_device(ctx);
 	}

@@ -97,6 +97,8 @@ int pp_rc_run(struct pp_rc *rc, bool client, struct pp_result *res, char *err, s
 enum pp_fail pp_rc_fail(const struct pp_rc *rc);
 /* Completion status of a PP_FAIL_WC (enum ibv_wc_status), and how many iterations got through. */
 int pp_rc_wc_status(const struct pp_rc *rc);
+/* Whether that failed completion was of a receive (else of a send). */
+bool pp_rc_wc_recv(const struct pp_rc *rc);
 unsigned int pp_rc_done_iters(const struct pp_rc *rc);
 
 /* --- rdma_cm write/read check ------------------------------------------------------------------ */

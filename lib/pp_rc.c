@@ -30,6 +30,7 @@ struct pp_rc {
 	int pending;
 	enum pp_fail fail;
 	int wc_status;
+	bool wc_recv;
 	unsigned int done_iters;
 	unsigned long events;
 };
@@ -368,6 +369,7 @@ int pp_rc_run(struct pp_rc *rc, bool client, struct pp_result *res, char *err, s
 		for (k = 0; k < ne; k++) {
 			if (wc[k].status != IBV_WC_SUCCESS) {
 				rc->wc_status = wc[k].status;
+				rc->wc_recv = wc[k].wr_id == WRID_RECV;
 				rc->done_iters = rcnt < scnt ? rcnt : scnt;
 				ret = fail(rc, PP_FAIL_WC, -EIO, err, len, "%s completion failed after %u of %u iterations: %s",
 					   wc[k].wr_id == WRID_SEND ? "send" : "receive", rc->done_iters, iters,
@@ -432,6 +434,11 @@ enum pp_fail pp_rc_fail(const struct pp_rc *rc)
 int pp_rc_wc_status(const struct pp_rc *rc)
 {
 	return rc->wc_status;
+}
+
+bool pp_rc_wc_recv(const struct pp_rc *rc)
+{
+	return rc->wc_recv;
 }
 
 unsigned int pp_rc_done_iters(const struct pp_rc *rc)

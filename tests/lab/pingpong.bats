@@ -165,6 +165,22 @@ lab_gid1() {
 	assert_output --partial "run ibv_rc_pingpong with -g"
 }
 
+# On rxe the sender of a too large message gets "remote operation error", the receiver "local QP operation
+# error" (not "local length error").
+@test "different -s on the two sides: both completion errors point at -s" {
+	srv_start srv -n 20 -s 4096 -p 18621 --timeout 5
+	run timeout 60 "$RDMACTL" pingpong -n 20 -s 8192 -p 18621 --timeout 5 192.0.2.1
+	assert_failure 1
+	assert_output --partial "send completion failed after 0 of 20 iterations: remote operation error"
+	assert_output --partial "a different -s on the two sides? (ours is 8192)"
+	local rc=0
+	wait $SRV || rc=$?
+	[ $rc -eq 1 ]
+	run cat "$T/srv.err"
+	assert_output --partial "receive completion failed after 0 of 20 iterations: local QP operation error"
+	assert_output --partial "a message did not fit our receive buffer: a different -s on the two sides? (ours is 4096)"
+}
+
 # A hand-made client (bash /dev/tcp) sends the address message with a GID nobody here can reach.
 fake_client() {
 	exec 5<>/dev/tcp/192.0.2.1/"$1"
@@ -318,6 +334,9 @@ fake_client() {
 	run "$RDMACTL" pingpong --check -d nosuchdev
 	assert_failure 1
 	assert_output --partial "device nosuchdev not found"
+	run "$RDMACTL" pingpong --check -i 2
+	assert_success
+	assert_output --partial "warning: rxe0: no port 2 (the device has 1)"
 }
 
 @test "--check warns when the port is down, and the pingpong says so" {
