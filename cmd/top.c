@@ -289,8 +289,14 @@ static void snapshot_error(struct top_ctx *t, int ret)
 /* One sorted snapshot; on failure s is released and the error is printed unless quiet. */
 static int snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, bool quiet)
 {
-	int ret = top_snapshot(t, f, s);
+	int ret, tries = 0;
 
+	/* A device removed, or a dump the kernel marked inconsistent, while we looked: look again. */
+	while ((ret = top_snapshot(t, f, s)) == -ENODEV || ret == -EINTR) {
+		top_snap_free(s);
+		if (++tries == 3)
+			break;
+	}
 	if (ret) {
 		if (!quiet)
 			snapshot_error(t, ret);

@@ -391,6 +391,30 @@ static double ts_ms(const struct timespec *a, const struct timespec *b)
 	return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 }
 
+static int dev_seen(const struct nl_dev *dev, void *arg)
+{
+	uint32_t *index = arg;
+
+	if (dev->index == *index)
+		*index = UINT32_MAX;
+	return 0;
+}
+
+/*
+ * A per-device dump failed: if the device is gone (the kernel says -EINVAL for an unknown index), make
+ * that -ENODEV so the caller can take the snapshot again; otherwise keep the error.
+ */
+static int dev_gone(struct top_ctx *t, uint32_t index, int err)
+{
+	struct nl_handlers h = { .dev = dev_seen, .arg = &index };
+
+	if (err != -EINVAL && err != -ENODEV)
+		return err;
+	if (nl_dev_dump(t->nl, &h))
+		return err;
+	return index == UINT32_MAX ? err : -ENODEV;
+}
+
 int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s)
 {
 	struct agg a = { .t = t, .s = s };
@@ -437,7 +461,7 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 		ret = nl_port_dump(t->nl, d->dev.index, &h);
 		h.port = NULL;
 		if (ret)
-			return ret;
+			return dev_gone(t, d->dev.index, ret);
 		h.res = on_res;
 		for (ty = 0; ty < NL_RES_NTYPES; ty++) {
 			if (d->has_summary && !(d->summary.present & (1u << ty))) {
@@ -450,7 +474,7 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 				continue;
 			}
 			if (ret)
-				return ret;
+				return dev_gone(t, d->dev.index, ret);
 		}
 		h.res = NULL;
 		for (ty = 0; ty < NL_RES_NTYPES; ty++)

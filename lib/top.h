@@ -120,7 +120,7 @@ const char *top_ext_ack(const struct top_ctx *t);
  * Take one snapshot: devices, ports, summaries, dumps of every kind, aggregated per tgid (RES_PID is
  * the creating thread: mapped through /proc/<tid>/status), kernel objects per owner name. Rows not
  * matching f are dropped (device totals still count them). 0 or -errno; a snapshot with no device is
- * not an error (ndevs_total == 0).
+ * not an error (ndevs_total == 0); -ENODEV when a device disappeared meanwhile (take it again).
  */
 int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s);
 void top_snap_free(struct top_snap *s);

@@ -17,6 +17,8 @@ teardown() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	tmux kill-server 2>/dev/null || true
+	rdma link delete rxetop 2>/dev/null || true
+	ip link del toptest0 2>/dev/null || true
 }
 
 # Start holdres in the background, wait for "ready"; its pid goes to $hr.
@@ -262,4 +264,50 @@ compare_with_rdma() {
 	wait_for 10 bash -c "! tmux capture-pane -p -t top | grep -q ' holdres '"
 	tmux send-keys -t top q
 	wait_for 10 bash -c "! tmux has-session -t top 2>/dev/null"
+}
+
+@test "a second device: listed, filtered with --dev, and its removal during batch mode is not an error" {
+	ip link add toptest0 type veth peer name toptest1
+	ip link set toptest0 up
+	ip link set toptest1 up
+	rdma link add rxetop type rxe netdev toptest0
+	start_holdres -d rxetop -q 3 -m 128K
+	# Every new RoCE device also gets the kernel's GSI QP (QP1): 3 + 1 QPs on rxetop.
+	"$RDMACTL" top -b -n1 -j >"$T/two"
+	jq -e --argjson p "$hr" '([.devices[].name] | sort) == ["rxe0", "rxetop"]
+		and (.processes[] | select(.pid == $p) | .devices == ["rxetop"] and .qp == 3)
+		and (.devices[] | select(.name == "rxetop") | .totals.qp == .summary.qp and .totals.qp == 3 + 1
+			and .ports[0].netdev == "toptest0")' "$T/two" ||
+		{ jq . "$T/two"; rdma link show; false; }
+	run -0 "$RDMACTL" top -b -n1 -j --dev rxetop
+	run jq -e --argjson p "$hr" '[.devices[].name] == ["rxetop"] and .totals.qp == 4
+		and [.processes[] | select(.kind == "process") | .pid] == [$p]' <<<"$output"
+	assert_success
+	run -0 "$RDMACTL" top -b -n1 -j --dev rxe0
+	run jq -e --argjson p "$hr" '[.processes[] | select(.pid == $p)] == []' <<<"$output"
+	assert_success
+
+	"$RDMACTL" top -b -d 0 -n 100000 -j >"$T/stream" 2>"$T/stream.err" 3>&- &
+	local top=$!
+	pids+=("$top")
+	wait_for 20 grep -q rxetop "$T/stream"
+	kill "$hr"
+	wait "$hr" || true
+	rdma link delete rxetop
+	# More devices coming and going while top dumps back to back, to catch one in the middle.
+	local i
+	for i in 1 2 3 4 5 6; do
+		rdma link add rxetop type rxe netdev toptest0
+		sleep 0.$((RANDOM % 5))
+		rdma link delete rxetop
+	done
+	ip link del toptest0
+	# Snapshots go on with rxe0 only.
+	wait_for 30 bash -c "tail -n 1 '$T/stream' | jq -e '[.devices[].name] == [\"rxe0\"]' >/dev/null"
+	kill "$top"
+	wait "$top" || true
+	run cat "$T/stream.err"
+	assert_output ""
+	run jq -e -s 'all(.devices | length >= 1)' "$T/stream"
+	assert_success
 }
