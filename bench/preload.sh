@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Interceptor overhead, inside the lab: QP create+destroy and MR reg+dereg loops, and ib_send_lat, bare and
+# under `rdmactl run` in alternation; prints the medians and the ratios (run / bare).
+#   tests/lab/run -- bench/preload.sh [ROUNDS] [ITERS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -n "${LAB_GUEST:-}" ] || { echo "bench/preload.sh runs inside the lab: tests/lab/run -- bench/preload.sh" >&2; exit 1; }
+B=${BUILD:-build}
+R=$B/rdmactl
+P=$B/bench/preload
+rounds=${1:-7}
+iters=${2:-200}
+export RDMACTL_LEDGER=/dev/shm/bench.ledger
+"$R" quota init >/dev/null
+# generous limits, so every call goes through the full reserve path of the job
+lim=(--max-qp 1000 --max-mr 1000 --max-mr-bytes 1G --max-cq 100 --max-pd 100 --max-ctx 100)
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+declare -A out
+for ((r = 1; r <= rounds; r++)); do
+	# alternate which one goes first, so drift does not favour either
+	if ((r % 2)); then order="bare run"; else order="run bare"; fi
+	for m in $order; do
+		if [ "$m" = bare ]; then res=$("$P" -n "$iters"); else res=$("$R" run --job "bench$r" "${lim[@]}" -- "$P" -n "$iters"); fi
+		out[$m.qp]+="$(awk '$1 == "qp_ns" { print $2 }' <<<"$res") "
+		out[$m.mr]+="$(awk '$1 == "mr_ns" { print $2 }' <<<"$res") "
+	done
+done
+
+lat() { # lat PREFIX...: one ib_send_lat run (client under PREFIX), prints t_typical in usec
+	timeout 60 ib_send_lat -d rxe0 -x 1 -n 2000 -p 18600 >/dev/null 2>&1 &
+	local srv=$!
+	local i
+	for i in $(seq 100); do ss -Hltn 'sport = :18600' | grep -q . && break; sleep 0.1; done
+	timeout 60 "$@" ib_send_lat -d rxe0 -x 1 -n 2000 -p 18600 192.0.2.1 2>/dev/null | awk '$1 == 2 { print $5 }'
+	wait $srv || true
+}
+for ((r = 1; r <= rounds; r++)); do
+	if ((r % 2)); then order="bare run"; else order="run bare"; fi
+	for m in $order; do
+		if [ "$m" = bare ]; then v=$(lat env); else v=$(lat "$R" run --job "lat$r" "${lim[@]}" --); fi
+		out[$m.lat]+="$v "
+	done
+done
+
+printf '%-28s %12s %12s %8s\n' "median over $rounds rounds" bare "under run" ratio
+for k in qp mr lat; do
+	b=$(tr ' ' '\n' <<<"${out[bare.$k]}" | grep . | median)
+	u=$(tr ' ' '\n' <<<"${out[run.$k]}" | grep . | median)
+	case $k in
+	qp) name="QP create+destroy (ns)" ;;
+	mr) name="MR reg+dereg 64K (ns)" ;;
+	lat) name="ib_send_lat typical (usec)" ;;
+	esac
+	printf '%-28s %12s %12s %8s\n' "$name" "$b" "$u" "$(awk -v b="$b" -v u="$u" 'BEGIN { printf "%.4f", u / b }')"
+done
+echo "raw: ${out[*]@K}" | tr -s ' ' | fold -w 200 >&2
