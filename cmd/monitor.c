@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -347,6 +348,20 @@ static void print_summary(const struct mon_lost *lost)
 static struct mon *mon;
 static bool header_done;
 
+/*
+ * Like out_json() but without the flush: object events come in bursts, and a write per event costs the
+ * host more than the probe does. The main loop flushes after each burst (at least every 100 ms), always
+ * at a line boundary, so a reader never sees half an object.
+ */
+static void stream_json(struct json_object *j)
+{
+	int flags = out_pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN;
+
+	fputs(json_object_to_json_string_ext(j, flags | JSON_C_TO_STRING_NOSLASHESCAPE), stdout);
+	fputc('\n', stdout);
+	json_object_put(j);
+}
+
 static void text_header(void)
 {
 	if (header_done || opts.json || o.stats)
@@ -398,7 +413,7 @@ static int on_event(const struct mon_event *e, void *arg)
 			json_object_object_add(j, "mr_len", json_object_new_uint64(e->mr_len));
 		json_object_object_add(j, "context_pid", json_object_new_int((int)e->cur_tgid));
 		json_object_object_add(j, "hook", json_object_new_string(hooks[e->hook < 4 ? e->hook : 0]));
-		out_json(j);
+		stream_json(j);
 		return 0;
 	}
 	text_header();
@@ -415,7 +430,6 @@ static int on_event(const struct mon_event *e, void *arg)
 			 detail[0] ? " " : "", hooks[e->hook < 4 ? e->hook : 0], e->cur_tgid);
 	printf("%-15s %7u %-15.15s %-8s %-7s %-8.8s %8u  %s\n", fmt_time(rt, false, tbuf, sizeof(tbuf)), e->tgid,
 	       e->comm, op, mon_type_name(e->type), e->dev[0] ? e->dev : "-", e->id, detail);
-	fflush(stdout);
 	return 0;
 }
 
@@ -590,21 +604,33 @@ static int on_denial(const struct ledger_denial_event *ev, void *arg)
 	return 0;
 }
 
-/* The ledger may appear (quota init) or be replaced while we run: reopen it now and then. */
+/* The ledger may appear (quota init) or be replaced (init renames new files in) while we run. */
 static void poll_denials(struct ledger **l, uint64_t *since, double *next_try)
 {
-	if (!*l) {
-		if (now_mono() < *next_try)
-			return;
+	static ino_t ino;
+	struct stat st;
+
+	if (now_mono() >= *next_try) {
 		*next_try = now_mono() + 2;
-		if (ledger_open(NULL, 0, l)) {
+		if (*l && (stat(ledger_path(*l), &st) || st.st_ino != ino)) {
+			pr_debug("ledger %s was replaced: reopening", ledger_path(*l));
+			ledger_foreach_denial(*l, since, on_denial, NULL);
+			ledger_close(*l);
 			*l = NULL;
-			return;
 		}
-		*since = 0;
-		ledger_foreach_denial(*l, since, skip_denial, NULL); /* only new refusals */
-		pr_debug("reading refusals from %s", ledger_path(*l));
+		if (!*l) {
+			if (ledger_open(NULL, 0, l)) {
+				*l = NULL;
+				return;
+			}
+			ino = stat(ledger_path(*l), &st) ? 0 : st.st_ino;
+			*since = 0;
+			ledger_foreach_denial(*l, since, skip_denial, NULL); /* only new refusals */
+			pr_debug("reading refusals from %s", ledger_path(*l));
+		}
 	}
+	if (!*l)
+		return;
 	if (ledger_foreach_denial(*l, since, on_denial, NULL) < 0) {
 		ledger_close(*l);
 		*l = NULL;
@@ -953,7 +979,10 @@ static int audit_once(struct top_ctx *t, struct ledger **l)
 	size_t i;
 	int err, k;
 
-	if (!*l && ledger_open(NULL, 0, l))
+	/* Reopen every round: `quota init` replaces the files, and a mapping of the old ones would go stale. */
+	if (*l)
+		ledger_close(*l);
+	if (ledger_open(NULL, 0, l))
 		*l = NULL;
 	memset(&s, 0, sizeof(s));
 	err = top_snapshot(t, &f, &s);
@@ -1057,7 +1086,7 @@ int cmd_monitor(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct ledger *l = NULL;
 	uint64_t since = 0;
-	double next_ledger = 0, next_stats, last_stats, end;
+	double next_ledger = 0, next_stats, last_stats, end, next_prune;
 	int err, idx, ufd;
 
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
@@ -1099,6 +1128,7 @@ int cmd_monitor(int argc, char **argv)
 	if (ufd < 0)
 		pr_debug("no device events: %s", strerror(-ufd));
 	sum.start = last_stats = now_mono();
+	next_prune = sum.start + 10;
 	next_stats = o.stats ? sum.start + o.stats : 0;
 	end = o.duration ? sum.start + o.duration : 0;
 	if (o.stats)
@@ -1118,6 +1148,8 @@ int cmd_monitor(int argc, char **argv)
 			pr_err("reading events: %s", strerror(-err));
 			break;
 		}
+		if (err > 0)
+			fflush(stdout);
 		if (ufd >= 0 && (pfd[1].revents & POLLIN))
 			uevent_read(ufd);
 		poll_denials(&l, &since, &next_ledger);
@@ -1131,11 +1163,17 @@ int cmd_monitor(int argc, char **argv)
 			next_stats = t + o.stats;
 			mon_counters_prune(mon_counters_fd(mon));
 		}
+		if (now_mono() >= next_prune) {
+			/* Exited processes whose counts balance: keeps the map from filling up on a long run. */
+			mon_counters_prune(mon_counters_fd(mon));
+			next_prune = now_mono() + 10;
+		}
 		if (end && now_mono() >= end)
 			break;
 	}
 	/* Drain what is already in the ring so the summary matches the stream. */
 	mon_consume(mon);
+	fflush(stdout);
 	if (l)
 		poll_denials(&l, &since, &next_ledger);
 	mon_lost(mon, &lost);

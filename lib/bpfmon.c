@@ -178,6 +178,7 @@ static int load_attach(struct mon *m, bool fentry)
 	set_autoload(m->skel, fentry, m->commit_del);
 	if (!m->opts.events)
 		bpf_map__set_max_entries(m->skel->maps.events, 4096);
+	m->skel->rodata->wakeup_bytes = bpf_map__max_entries(m->skel->maps.events) / 4;
 	err = restrack_bpf__load(m->skel);
 	if (err)
 		return fail(err, "cannot load the BPF program (%s): %s", fentry ? "fentry" : "kprobe", strerror(-err));

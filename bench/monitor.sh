@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Cost of rdmactl monitor: a create/destroy storm with the monitor attached vs without, alternating, medians.
+#   bench/monitor.sh [ROUNDS [PROCS [ITERS]]]     (boots the lab when run outside it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-7}
+procs=${2:-2}
+iters=${3:-200}
+build=${BUILD:-$PWD/build}
+if [ -z "${LAB_GUEST:-}" ]; then
+	exec tests/lab/run --timeout 1200 -- env BUILD="$build" bench/monitor.sh "$rounds" "$procs" "$iters"
+fi
+R=$build/rdmactl
+S=$build/lab-progs/storm
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+storm() {
+	"$S" -d rxe0 -p "$procs" -n "$iters" | jq .elapsed_s
+}
+
+# with_monitor MODE ARGS...: start the monitor, wait until attached, run the storm, stop the monitor.
+with_monitor() {
+	"$R" monitor -j "$@" >"$tmp/mon" 2>&1 3>&- &
+	local m=$!
+	until grep -q '"event":"start"' "$tmp/mon"; do
+		kill -0 $m 2>/dev/null || { cat "$tmp/mon" >&2; exit 1; }
+		sleep 0.1
+	done
+	storm
+	kill -INT $m
+	wait $m
+	tail -n 1 "$tmp/mon" | jq -e '.lost.ring == 0' >/dev/null || echo "warning: events lost" >&2
+}
+
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+storm >/dev/null # warm up
+ops=$("$S" -d rxe0 -p "$procs" -n "$iters" | jq .ops)
+: >"$tmp/none"
+: >"$tmp/stream"
+: >"$tmp/stats"
+: >"$tmp/r_stream"
+: >"$tmp/r_stats"
+# The lab shares the host's CPUs with everything else, so its speed drifts: each round runs the three
+# configurations back to back (in a rotating order) and the per-round ratios are what count.
+run_cfg() {
+	case $1 in
+	none) storm ;;
+	stream) with_monitor ;;           # every event printed as JSON (to a file)
+	stats) with_monitor --stats=60 ;; # BPF probes + counters + ring buffer, events read but not printed
+	esac
+}
+cfgs=(none stream stats)
+for ((i = 0; i < rounds; i++)); do
+	declare -A t=()
+	for ((j = 0; j < 3; j++)); do
+		c=${cfgs[$(((i + j) % 3))]}
+		t[$c]=$(run_cfg "$c")
+		echo "${t[$c]}" >>"$tmp/$c"
+	done
+	echo "${t[stream]} / ${t[none]}" | bc -l >>"$tmp/r_stream"
+	echo "${t[stats]} / ${t[none]}" | bc -l >>"$tmp/r_stats"
+	unset t
+done
+n=$(median <"$tmp/none")
+s=$(median <"$tmp/stream")
+c=$(median <"$tmp/stats")
+printf 'storm: %d processes x %d iterations = %d operations, %d rounds, median seconds\n' "$procs" "$iters" "$ops" "$rounds"
+printf '  without monitor            %.4f s  (%.1f us/op)\n' "$n" "$(echo "$n * 1000000 / $ops" | bc -l)"
+printf '  monitor -j (every event)   %.4f s  median of per-round ratios %.3f\n' "$s" "$(median <"$tmp/r_stream")"
+printf '  monitor --stats (no print) %.4f s  median of per-round ratios %.3f\n' "$c" "$(median <"$tmp/r_stats")"
+# Show the spread so a reader can judge the noise.
+for f in none stream stats r_stream r_stats; do
+	printf '  samples %-8s %s\n' "$f" "$(xargs printf '%.3f ' <"$tmp/$f")"
+done
