@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # Interceptor overhead, inside the lab: QP create+destroy and MR reg+dereg loops, and ib_send_lat, bare and
-# under `rdmactl run` in alternation; prints the medians and the ratios (run / bare).
+# under `rdmactl run` in alternation; prints the medians and the ratios (run / bare). Then the same verbs
+# interleaved in one process (wrapped vs direct, alternating per call), which cancels most of TCG's noise.
 #   tests/lab/run -- bench/preload.sh [ROUNDS] [ITERS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,15 @@ for ((r = 1; r <= rounds; r++)); do
 		if [ "$m" = bare ]; then res=$("$P" -n "$iters"); else res=$("$R" run --job "bench$r" "${lim[@]}" -- "$P" -n "$iters"); fi
 		out[$m.qp]+="$(awk '$1 == "qp_ns" { print $2 }' <<<"$res") "
 		out[$m.mr]+="$(awk '$1 == "mr_ns" { print $2 }' <<<"$res") "
+	done
+done
+
+# Same process, same moment: intercepted verbs vs libibverbs' own entry points, alternating per iteration
+# (LD_AUDIT is dropped for this one: it would send the dlvsym'd "direct" pointers to the wrappers too).
+for ((r = 1; r <= rounds; r++)); do
+	res=$("$R" run --job "int$r" "${lim[@]}" -- env -u LD_AUDIT "$P" -i -n "$iters")
+	for k in qp_wrapped qp_direct mr_wrapped mr_direct; do
+		out[i.$k]+="$(awk -v k="${k}_ns" '$1 == k { print $2 }' <<<"$res") "
 	done
 done
 
@@ -55,5 +65,10 @@ for k in qp mr lat; do
 	lat) name="ib_send_lat typical (usec)" ;;
 	esac
 	printf '%-28s %12s %12s %8s\n' "$name" "$b" "$u" "$(awk -v b="$b" -v u="$u" 'BEGIN { printf "%.4f", u / b }')"
+done
+for k in qp mr; do
+	b=$(tr ' ' '\n' <<<"${out[i.${k}_direct]}" | grep . | median)
+	u=$(tr ' ' '\n' <<<"${out[i.${k}_wrapped]}" | grep . | median)
+	printf '%-28s %12s %12s %8s\n' "interleaved $k (ns)" "$b" "$u" "$(awk -v b="$b" -v u="$u" 'BEGIN { printf "%.4f", u / b }')"
 done
 echo "raw: ${out[*]@K}" | tr -s ' ' | fold -w 200 >&2

@@ -279,8 +279,17 @@ static bool own_process(void)
 	return !strcmp(base, "rdmactl");
 }
 
+/*
+ * The child has one thread: locks another thread of the parent held at fork time would never be released.
+ * The parent's object records stay (the parent's to release) but are ignored by generation.
+ */
 static void atfork_child(void)
 {
+	unsigned int i;
+
+	for (i = 0; i < NBUCKET; i++)
+		atomic_flag_clear_explicit(&buckets[i].lock, memory_order_relaxed);
+	pthread_mutex_init(&ctx_lock, NULL);
 	obj_gen++;
 	acct_atfork_child();
 }
