@@ -29,6 +29,9 @@ with_monitor() {
 		sleep 0.1
 	done
 	storm
+	# time spent in our BPF programs during this storm (kernel.bpf_stats_enabled)
+	bpftool prog show -j | jq '[.[] | select(.name | test("^(fexit|fentry|kprobe|kretprobe)_(add|del|begin_del|commit_del|abort_del)$"))
+		| {t: (.run_time_ns // 0), n: (.run_cnt // 0)}] | [(map(.t) | add), (map(.n) | add)] | @tsv' -r >>"$tmp/bpfstats"
 	kill -INT $m
 	wait $m
 	tail -n 1 "$tmp/mon" | jq -e '.lost.ring == 0' >/dev/null || echo "warning: events lost" >&2
@@ -38,6 +41,8 @@ median() {
 	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+sysctl -q -w kernel.bpf_stats_enabled=1
+: >"$tmp/bpfstats"
 storm >/dev/null # warm up
 ops=$("$S" -d rxe0 -p "$procs" -n "$iters" | jq .ops)
 : >"$tmp/none"
@@ -73,6 +78,16 @@ printf 'storm: %d processes x %d iterations = %d operations, %d rounds, median s
 printf '  without monitor            %.4f s  (%.1f us/op)\n' "$n" "$(echo "$n * 1000000 / $ops" | bc -l)"
 printf '  monitor -j (every event)   %.4f s  median of per-round ratios %.3f\n' "$s" "$(median <"$tmp/r_stream")"
 printf '  monitor --stats (no print) %.4f s  median of per-round ratios %.3f\n' "$c" "$(median <"$tmp/r_stats")"
+# The time inside the BPF programs themselves (kernel.bpf_stats_enabled), which host noise affects the same
+# way as the operations: its share of an operation's time is the probes' cost, independent of the drift.
+# Each process does its operations one after the other, all processes in parallel: one operation takes
+# n * procs / ops seconds of its process's time, and the probes run inline in it.
+awk -v ops="$ops" -v n="$n" -v procs="$procs" '{ t += $1; c += $2; r++ } END {
+	if (!r || !c) { print "  no BPF run-time statistics"; exit }
+	printf "  BPF programs: %.0f runs per storm (%.2f per operation), %.2f us per run, %.2f us per operation\n",
+		c / r, c / r / ops, t / c / 1000, t / r / ops / 1000
+	printf "  = %.2f%% of an operation (%.1f us per operation and process without monitor)\n",
+		100 * (t / r / ops / 1e9) / (n * procs / ops), n * procs / ops * 1e6 }' "$tmp/bpfstats"
 # Show the spread so a reader can judge the noise.
 for f in none stream stats r_stream r_stats; do
 	printf '  samples %-8s %s\n' "$f" "$(xargs printf '%.3f ' <"$tmp/$f")"
