@@ -172,7 +172,7 @@ check-host: all check-unit check-fuzz
 	$(Q)tests/run-bats host tests/*.bats
 
 check-lab: all
-	$(Q)LAB_VERBOSE=1 tests/lab/run --timeout 1500 -- tests/lab/check
+	$(Q)LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check
 
 demo: deps all
 	$(Q)tests/lab/run --timeout 600 -- tests/lab/demo
