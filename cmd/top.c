@@ -14,6 +14,8 @@
 
 #include <curses.h>
 
+#include "bpfmon.h"
+#include "ledger.h"
 #include "out.h"
 #include "rdmactl.h"
 #include "top.h"
@@ -32,6 +34,7 @@ static struct {
 	const char *dev;
 	const char *user;
 	const char *comm;
+	const char *ledger;	/* --ledger PATH; NULL: ledger_default_path() */
 } o = { .delay = 2.0, .key = TOP_KEY_QP };
 
 static volatile sig_atomic_t exiting;
@@ -42,7 +45,7 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
-enum { OPT_PID = 0x100, OPT_DEV, OPT_USER, OPT_COMM };
+enum { OPT_PID = 0x100, OPT_DEV, OPT_USER, OPT_COMM, OPT_LEDGER };
 
 static const struct argp_option options[] = {
 	{ "batch", 'b', NULL, 0, "Batch mode: print snapshots as text (or JSON with -j) instead of a screen", 0 },
@@ -55,6 +58,8 @@ static const struct argp_option options[] = {
 	{ "dev", OPT_DEV, "DEV", 0, "Only this RDMA device", 1 },
 	{ "user", OPT_USER, "USER", 0, "Only processes of this user (name or uid)", 1 },
 	{ "comm", OPT_COMM, "COMM", 0, "Only processes with this command name (or kernel owner name)", 1 },
+	{ "ledger", OPT_LEDGER, "PATH", 0,
+	  "Quota ledger to show use and limits from (default $RDMACTL_LEDGER, else /dev/shm/rdmactl.ledger)", 2 },
 	{ 0 },
 };
 
@@ -107,6 +112,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_COMM:
 		o.comm = arg;
 		break;
+	case OPT_LEDGER:
+		if (!*arg)
+			argp_error(state, "empty ledger PATH");
+		o.ledger = arg;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -121,14 +131,17 @@ static const struct argp argp = {
 	options, parse_opt, NULL,
 	"Per-process view of RDMA resources (contexts, PDs, CQs, QPs, SRQs, MRs and their bytes, CM IDs) "
 	"from RDMA netlink. Objects are charged to the process (thread group) whose thread created them; "
-	"kernel-owned objects are grouped by owner name.\v"
+	"kernel-owned objects are grouped by owner name. With a quota ledger, each process shows whether it is "
+	"managed and its use against the tightest applicable limit; with a running 'rdmactl monitor', "
+	"create/destroy rates.\v"
 	"Interactive keys: q quit, s/S next/previous sort key, r reverse order, any other key refreshes.\n\n"
 	"Examples:\n"
 	"  rdmactl top                          # full screen, refresh every 2 s\n"
 	"  rdmactl top -b -n 1                  # one text snapshot\n"
 	"  rdmactl top -b -n 1 -j | jq .totals  # one JSON snapshot\n"
 	"  rdmactl top -b -d 5 -j >> rdma.log   # a JSON line every 5 s\n"
-	"  rdmactl top -s mr_bytes --user alice --dev rxe0\n",
+	"  rdmactl top -s mr_bytes --user alice --dev rxe0\n"
+	"  rdmactl top -b -n 2 -d 1 -j | jq '.processes[] | {pid, quota, rates}'\n",
 	children, NULL, NULL,
 };
 
@@ -211,9 +224,72 @@ static void fmt_totals(char *buf, size_t len, const struct top_counts *c, uint32
 	}
 }
 
+/* Quota and rate column titles, present only when the snapshot has that data. */
+static void extra_header(const struct top_snap *s, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	if (s->ledger_joined)
+		off += snprintf(buf + off, len - off, " %-11s %-15s %4s", "QP-QUOTA", "MRB-QUOTA", "DENY");
+	if (s->rates_joined && off < len)
+		snprintf(buf + off, len - off, " %7s %7s %7s", "QP+/s", "QP-/s", "ALL+/s");
+}
+
+/* "used/limit" against the tightest limit (used: that scope's use), "used/-" without one. */
+static void fmt_quota(const struct top_row *r, int col, bool bytes, char *buf, size_t len)
+{
+	char a[32], b[32];
+	uint64_t used = r->quota.scope[col] >= 0 ? r->quota.scope_used[col] : r->quota.used[col];
+
+	if (bytes) {
+		fmt_size(used, a, sizeof(a));
+		if (r->quota.scope[col] >= 0)
+			fmt_size(r->quota.limit[col], b, sizeof(b));
+		else
+			snprintf(b, sizeof(b), "-");
+	} else {
+		snprintf(a, sizeof(a), "%" PRIu64, used);
+		if (r->quota.scope[col] >= 0)
+			snprintf(b, sizeof(b), "%" PRIu64, r->quota.limit[col]);
+		else
+			snprintf(b, sizeof(b), "-");
+	}
+	snprintf(buf, len, "%s/%s", a, b);
+}
+
+static void extra_cols(const struct top_snap *s, const struct top_row *r, char *buf, size_t len)
+{
+	char qp[48], mrb[72], den[24];
+	size_t off = 0;
+
+	buf[0] = '\0';
+	if (s->ledger_joined) {
+		if (r->kind != TOP_PROC || !r->quota.joined) {
+			qp[0] = mrb[0] = den[0] = '\0';
+		} else if (!r->quota.managed) {
+			snprintf(qp, sizeof(qp), "unmanaged");
+			snprintf(mrb, sizeof(mrb), "-");
+			snprintf(den, sizeof(den), "%" PRIu64, r->quota.denials);
+		} else {
+			fmt_quota(r, NL_RES_QP, false, qp, sizeof(qp));
+			fmt_quota(r, NL_RES_NTYPES, true, mrb, sizeof(mrb));
+			snprintf(den, sizeof(den), "%" PRIu64, r->quota.denials);
+		}
+		off += snprintf(buf + off, len - off, " %-11s %-15s %4s", qp, mrb, den);
+	}
+	if (s->rates_joined && off < len) {
+		if (r->kind == TOP_PROC && r->rate.joined)
+			snprintf(buf + off, len - off, " %7.1f %7.1f %7.1f", r->rate.create[NL_RES_QP],
+				 r->rate.destroy[NL_RES_QP], r->rate.create_total);
+		else
+			snprintf(buf + off, len - off, " %7s %7s %7s", "", "", "");
+	}
+}
+
 static void render(const struct top_snap *s, struct lines *l, bool screen)
 {
-	char when[32], counts[160], ports[256];
+	char when[32], counts[160], ports[256], extra[128];
 	struct tm tm;
 	unsigned int i, p;
 	uint32_t unsup = 0;
@@ -256,8 +332,9 @@ static void render(const struct top_snap *s, struct lines *l, bool screen)
 			 s->unresolved, s->unresolved == 1 ? "" : "s");
 	add_line(l, "%s", "");
 	l->header = l->n;
-	add_line(l, "%8s %-10s %-16s %6s %6s %6s %6s %6s %6s %9s %6s", "PID", "USER", "COMM", "CTX", "PD", "CQ",
-		 "QP", "SRQ", "MR", "MR-BYTES", "CM_ID");
+	extra_header(s, counts, sizeof(counts));
+	add_line(l, "%8s %-10s %-16s %6s %6s %6s %6s %6s %6s %9s %6s%s", "PID", "USER", "COMM", "CTX", "PD", "CQ",
+		 "QP", "SRQ", "MR", "MR-BYTES", "CM_ID", counts);
 	l->rows = l->n;
 	for (r = 0; r < s->nrows; r++) {
 		const struct top_row *row = &s->rows[r];
@@ -268,7 +345,8 @@ static void render(const struct top_snap *s, struct lines *l, bool screen)
 		else
 			snprintf(pid, sizeof(pid), "%s", row->kind == TOP_KERNEL ? "[kernel]" : "?");
 		fmt_counts(counts, sizeof(counts), &row->c, unsup);
-		add_line(l, "%8s %-10.10s %-16.16s%s", pid, row->user[0] ? row->user : "-", row->comm, counts);
+		extra_cols(s, row, extra, sizeof(extra));
+		add_line(l, "%8s %-10.10s %-16.16s%s%s", pid, row->user[0] ? row->user : "-", row->comm, counts, extra);
 	}
 	l->nrows = s->nrows;
 	for (i = 0; i < s->ndevs; i++) {
@@ -284,6 +362,72 @@ static void snapshot_error(struct top_ctx *t, int ret)
 	const char *ack = top_ext_ack(t);
 
 	pr_err("RDMA netlink dump failed: %s%s%s", strerror(-ret), *ack ? ": " : "", ack);
+}
+
+/* Optional sources: the quota ledger and the BPF counters of a running monitor (absent: no columns). */
+static struct {
+	struct ledger *ledger;
+	int ledger_err;		/* last error told with -v (told once per distinct error) */
+	struct top_counters prev;
+	bool have_prev;
+	int rates_err;
+} extra;
+
+static void join_ledger(struct top_snap *s, bool quiet)
+{
+	int ret = 0;
+
+	if (!extra.ledger)
+		ret = ledger_open(o.ledger, 0, &extra.ledger);
+	if (!ret) {
+		ret = top_join_ledger(s, extra.ledger);
+		if (ret && !quiet && ret != extra.ledger_err)
+			pr_debug("no quota columns: reading the ledger failed: %s", strerror(-ret));
+	} else if (!quiet && ret != extra.ledger_err) {
+		pr_debug("no quota columns: %s", ledger_error());
+	}
+	extra.ledger_err = ret;
+}
+
+static void join_rates(struct top_snap *s, bool quiet)
+{
+	struct top_counters cur;
+	int fd = -1, ret;
+
+	/* Opened anew each time: a monitor started (or restarted) meanwhile pins a new map. */
+	ret = mon_counters_open_pinned(&fd);
+	if (!ret) {
+		ret = top_counters_read(fd, &cur);
+		close(fd);
+	}
+	if (ret) {
+		if (!quiet && ret != extra.rates_err)
+			pr_debug("no rates: %s", ret == -ENOENT ?
+				 "no BPF counters pinned at " MON_PIN_COUNTERS " (start 'rdmactl monitor')" : strerror(-ret));
+		extra.rates_err = ret;
+		if (extra.have_prev)
+			top_counters_free(&extra.prev);
+		extra.have_prev = false;
+		return;
+	}
+	extra.rates_err = 0;
+	if (extra.have_prev) {
+		top_join_rates(s, &extra.prev, &cur);
+		top_counters_free(&extra.prev);
+	} else if (!quiet) {
+		pr_debug("rates from the next snapshot on (they need two reads of the BPF counters)");
+	}
+	extra.prev = cur;
+	extra.have_prev = true;
+}
+
+static void extra_free(void)
+{
+	if (extra.ledger)
+		ledger_close(extra.ledger);
+	extra.ledger = NULL;
+	top_counters_free(&extra.prev);
+	extra.have_prev = false;
 }
 
 /* One sorted snapshot; on failure s is released and the error is printed unless quiet. */
@@ -303,6 +447,8 @@ static int snapshot(struct top_ctx *t, const struct top_filter *f, struct top_sn
 		top_snap_free(s);
 		return ret;
 	}
+	join_ledger(s, quiet);
+	join_rates(s, quiet);
 	top_sort(s, o.key, o.reverse);
 	return 0;
 }
@@ -497,6 +643,7 @@ int cmd_top(int argc, char **argv)
 	}
 	if (snapshot(t, &f, &s, false)) {
 		top_close(t);
+		extra_free();
 		return EXIT_FAIL;
 	}
 	if (!s.ndevs_total || (o.dev && !s.ndevs)) {
@@ -506,6 +653,7 @@ int cmd_top(int argc, char **argv)
 			pr_err("no RDMA device '%s' (see 'rdma link show')", o.dev);
 		top_snap_free(&s);
 		top_close(t);
+		extra_free();
 		return EXIT_FAIL;
 	}
 	signal(SIGINT, on_signal);
@@ -517,5 +665,6 @@ int cmd_top(int argc, char **argv)
 		ret = batch(t, &f, &s);
 	}
 	top_close(t);
+	extra_free();
 	return ret;
 }

@@ -2,6 +2,8 @@
 /* Per-process aggregation of RDMA netlink resource dumps: the model behind rdmactl top. */
 #include "top.h"
 
+#include "ledger.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -503,6 +505,272 @@ void top_snap_free(struct top_snap *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* --- ledger join -------------------------------------------------------------------------------- */
+
+/* Ledger kind of each row column (NL_RES_NTYPES: MR bytes); -1 where the ledger has none. */
+static const int ledger_of[NL_RES_NTYPES + 1] = {
+	[NL_RES_CTX] = LEDGER_CTX, [NL_RES_PD] = LEDGER_PD, [NL_RES_CQ] = LEDGER_CQ, [NL_RES_QP] = LEDGER_QP,
+	[NL_RES_SRQ] = LEDGER_SRQ, [NL_RES_MR] = LEDGER_MR, [NL_RES_CM_ID] = -1,
+	[NL_RES_NTYPES] = LEDGER_MR_BYTES,
+};
+
+struct ljoin {
+	struct ledger_scope_stat *scopes;	/* global, cgroups, jobs */
+	size_t nscopes;
+	struct ledger_proc_stat *procs;
+	size_t nprocs;
+	pid_t *denied;				/* pid of each recent denial */
+	size_t ndenied;
+	int err;
+};
+
+static int grow(void **v, size_t n, size_t size)
+{
+	void *p;
+
+	if (n && (n < 16 || (n & (n - 1))))
+		return 0;	/* capacity: 16, then doubling at each power of two */
+	p = realloc(*v, (n < 16 ? 16 : 2 * n) * size);
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	return 0;
+}
+
+static int on_scope(const struct ledger_scope_stat *st, void *arg)
+{
+	struct ljoin *j = arg;
+
+	if (st->scope.type == LEDGER_SCOPE_PROCESS)
+		return 0;
+	if ((j->err = grow((void **)&j->scopes, j->nscopes, sizeof(*j->scopes))))
+		return 1;
+	j->scopes[j->nscopes++] = *st;
+	return 0;
+}
+
+static int on_proc(const struct ledger_proc_stat *st, void *arg)
+{
+	struct ljoin *j = arg;
+
+	if ((j->err = grow((void **)&j->procs, j->nprocs, sizeof(*j->procs))))
+		return 1;
+	j->procs[j->nprocs++] = *st;
+	return 0;
+}
+
+static int on_denial(const struct ledger_denial_event *ev, void *arg)
+{
+	struct ljoin *j = arg;
+
+	if ((j->err = grow((void **)&j->denied, j->ndenied, sizeof(*j->denied))))
+		return 1;
+	j->denied[j->ndenied++] = ev->d.pid;
+	return 0;
+}
+
+/* cgroup path c is anc or below it ("/a" contains "/a" and "/a/b", not "/ab"). */
+static bool cgroup_within(const char *c, const char *anc)
+{
+	size_t n = strlen(anc);
+
+	return !strncmp(c, anc, n) && (c[n] == '\0' || c[n] == '/');
+}
+
+/* Candidate limit: keep it when it leaves less headroom than the best so far. */
+static void consider(struct top_row *r, int col, enum ledger_scope_type type, uint64_t limit, uint64_t usage)
+{
+	uint64_t room, best;
+
+	if (limit == LEDGER_UNLIMITED)
+		return;
+	room = limit > usage ? limit - usage : 0;
+	if (r->quota.scope[col] >= 0) {
+		best = r->quota.limit[col] > r->quota.scope_used[col] ? r->quota.limit[col] - r->quota.scope_used[col]
+								       : 0;
+		if (room >= best)
+			return;
+	}
+	r->quota.limit[col] = limit;
+	r->quota.scope_used[col] = usage;
+	r->quota.scope[col] = (int)type;
+}
+
+static void join_row(struct top_row *r, const struct ljoin *j)
+{
+	const struct ledger_proc_stat *p = NULL;
+	size_t i;
+	int col, k;
+
+	memset(&r->quota, 0, sizeof(r->quota));
+	r->quota.joined = true;
+	for (col = 0; col <= NL_RES_NTYPES; col++) {
+		r->quota.limit[col] = UINT64_MAX;
+		r->quota.scope[col] = -1;
+		r->quota.has_kind[col] = ledger_of[col] >= 0;
+	}
+	for (i = 0; i < j->ndenied; i++)
+		if (j->denied[i] == r->pid)
+			r->quota.denials++;
+	for (i = 0; i < j->nprocs && !p; i++)
+		if (j->procs[i].pid == r->pid)
+			p = &j->procs[i];
+	if (!p)
+		return;
+	r->quota.managed = true;
+	snprintf(r->quota.job, sizeof(r->quota.job), "%s", p->job);
+	for (col = 0; col <= NL_RES_NTYPES; col++) {
+		k = ledger_of[col];
+		if (k < 0)
+			continue;
+		r->quota.used[col] = p->usage[k];
+		consider(r, col, LEDGER_SCOPE_PROCESS, p->limit[k], p->usage[k]);
+		for (i = 0; i < j->nscopes; i++) {
+			const struct ledger_scope_stat *st = &j->scopes[i];
+
+			if ((st->scope.type == LEDGER_SCOPE_JOB && (!p->job[0] || strcmp(st->scope.name, p->job))) ||
+			    (st->scope.type == LEDGER_SCOPE_CGROUP && !cgroup_within(p->cgroup, st->scope.name)))
+				continue;
+			consider(r, col, st->scope.type, st->limit[k], st->usage[k]);
+		}
+	}
+}
+
+int top_join_ledger(struct top_snap *s, struct ledger *l)
+{
+	struct ljoin j = { 0 };
+	uint64_t since = 0;
+	size_t r;
+	int ret;
+
+	ret = ledger_foreach_scope(l, on_scope, &j);
+	if (!ret)
+		ret = ledger_foreach_proc(l, on_proc, &j);
+	if (!ret)
+		ret = ledger_foreach_denial(l, &since, on_denial, &j);
+	if (j.err)
+		ret = j.err;
+	if (ret > 0)
+		ret = -EIO;
+	if (!ret) {
+		for (r = 0; r < s->nrows; r++)
+			if (s->rows[r].kind == TOP_PROC)
+				join_row(&s->rows[r], &j);
+		s->ledger_joined = true;
+	}
+	free(j.scopes);
+	free(j.procs);
+	free(j.denied);
+	return ret;
+}
+
+/* --- BPF counters and rates ----------------------------------------------------------------------- */
+
+static int on_counter(pid_t tgid, const struct mon_counts *c, void *arg)
+{
+	struct top_counters *tc = arg;
+	struct top_counter *v;
+
+	if (tc->n == tc->cap) {
+		v = realloc(tc->v, (tc->cap ? 2 * tc->cap : 64) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		tc->v = v;
+		tc->cap = tc->cap ? 2 * tc->cap : 64;
+	}
+	tc->v[tc->n].tgid = tgid;
+	tc->v[tc->n++].c = *c;
+	return 0;
+}
+
+static int counter_cmp(const void *a, const void *b)
+{
+	pid_t x = ((const struct top_counter *)a)->tgid, y = ((const struct top_counter *)b)->tgid;
+
+	return (x > y) - (x < y);
+}
+
+int top_counters_read(int fd, struct top_counters *out)
+{
+	struct timespec ts;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = mon_counters_foreach(fd, on_counter, out);
+	if (ret) {
+		top_counters_free(out);
+		return ret < 0 ? ret : -EIO;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	out->mono = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (out->n)
+		qsort(out->v, out->n, sizeof(*out->v), counter_cmp);
+	return 0;
+}
+
+void top_counters_free(struct top_counters *c)
+{
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+static const struct mon_counts *counter_find(const struct top_counters *tc, pid_t tgid)
+{
+	struct top_counter key = { .tgid = tgid }, *hit;
+
+	if (!tc->n)
+		return NULL;
+	hit = bsearch(&key, tc->v, tc->n, sizeof(*tc->v), counter_cmp);
+	return hit ? &hit->c : NULL;
+}
+
+/* Monitor type (enum rdma_restrack_type) -> row column; -1 for kinds top has no column for. */
+static const int nl_of_mon[MON_NTYPES] = { NL_RES_PD, NL_RES_CQ, NL_RES_QP, NL_RES_CM_ID, NL_RES_MR, NL_RES_CTX,
+					   -1, NL_RES_SRQ };
+
+static double per_s(uint64_t now, uint64_t before, double dt)
+{
+	return now > before ? (double)(now - before) / dt : 0.0;
+}
+
+void top_join_rates(struct top_snap *s, const struct top_counters *prev, const struct top_counters *cur)
+{
+	static const struct mon_counts zero;
+	double dt = cur->mono - prev->mono;
+	size_t r;
+	int t;
+
+	if (!(dt > 0))
+		return;
+	for (r = 0; r < s->nrows; r++) {
+		struct top_row *row = &s->rows[r];
+		const struct mon_counts *a, *b;
+
+		if (row->kind != TOP_PROC)
+			continue;
+		memset(&row->rate, 0, sizeof(row->rate));
+		row->rate.joined = true;
+		b = counter_find(cur, row->pid);
+		if (!b)
+			continue;
+		a = counter_find(prev, row->pid);
+		if (!a)
+			a = &zero;
+		for (t = 0; t < MON_NTYPES; t++) {
+			double c = per_s(b->create[t], a->create[t], dt), d = per_s(b->destroy[t], a->destroy[t], dt);
+
+			row->rate.create_total += c;
+			row->rate.destroy_total += d;
+			if (nl_of_mon[t] >= 0) {
+				row->rate.create[nl_of_mon[t]] = c;
+				row->rate.destroy[nl_of_mon[t]] = d;
+			}
+		}
+	}
+	s->rates_joined = true;
+	s->rate_interval = dt;
+}
+
 static enum top_key sort_key;
 static bool sort_reverse;
 
@@ -569,6 +837,71 @@ static const char *kind_name(enum top_kind k)
 	return k == TOP_PROC ? "process" : k == TOP_KERNEL ? "kernel" : "unknown";
 }
 
+static const char *col_name(int col)
+{
+	return col == NL_RES_NTYPES ? "mr_bytes" : nl_res_name(col);
+}
+
+static struct json_object *quota_json(const struct top_row *r)
+{
+	struct json_object *q, *lim, *use, *sc, *scu;
+	int col;
+
+	if (r->kind != TOP_PROC || !r->quota.joined)
+		return NULL;
+	q = json_object_new_object();
+	json_object_object_add(q, "managed", json_object_new_boolean(r->quota.managed));
+	json_object_object_add(q, "recent_denials", json_object_new_uint64(r->quota.denials));
+	if (!r->quota.managed)
+		return q;
+	lim = json_object_new_object();
+	use = json_object_new_object();
+	sc = json_object_new_object();
+	scu = json_object_new_object();
+	for (col = 0; col <= NL_RES_NTYPES; col++) {
+		if (!r->quota.has_kind[col])
+			continue;
+		json_object_object_add(use, col_name(col), json_object_new_uint64(r->quota.used[col]));
+		if (r->quota.scope[col] < 0) {
+			json_object_object_add(lim, col_name(col), NULL);
+			json_object_object_add(sc, col_name(col), NULL);
+			json_object_object_add(scu, col_name(col), NULL);
+			continue;
+		}
+		json_object_object_add(lim, col_name(col), json_object_new_uint64(r->quota.limit[col]));
+		json_object_object_add(sc, col_name(col),
+				       json_object_new_string(ledger_scope_type_name(r->quota.scope[col])));
+		json_object_object_add(scu, col_name(col), json_object_new_uint64(r->quota.scope_used[col]));
+	}
+	json_object_object_add(q, "job", r->quota.job[0] ? json_object_new_string(r->quota.job) : NULL);
+	json_object_object_add(q, "limits", lim);
+	json_object_object_add(q, "limit_scopes", sc);
+	json_object_object_add(q, "scope_usage", scu);
+	json_object_object_add(q, "ledger_usage", use);
+	return q;
+}
+
+static struct json_object *rates_json(const struct top_row *r)
+{
+	struct json_object *o, *k;
+	int t;
+
+	if (r->kind != TOP_PROC || !r->rate.joined)
+		return NULL;
+	o = json_object_new_object();
+	for (t = 0; t < NL_RES_NTYPES; t++) {
+		k = json_object_new_object();
+		json_object_object_add(k, "create", json_object_new_double(r->rate.create[t]));
+		json_object_object_add(k, "destroy", json_object_new_double(r->rate.destroy[t]));
+		json_object_object_add(o, nl_res_name(t), k);
+	}
+	k = json_object_new_object();
+	json_object_object_add(k, "create", json_object_new_double(r->rate.create_total));
+	json_object_object_add(k, "destroy", json_object_new_double(r->rate.destroy_total));
+	json_object_object_add(o, "total", k);
+	return o;
+}
+
 struct json_object *top_snap_json(const struct top_snap *s, enum top_key key)
 {
 	struct json_object *o = json_object_new_object(), *devs = json_object_new_array();
@@ -587,6 +920,8 @@ struct json_object *top_snap_json(const struct top_snap *s, enum top_key key)
 	json_object_object_add(o, "sort", json_object_new_string(top_key_names[key < TOP_NKEYS ? key : 0]));
 	json_object_object_add(o, "privileged", json_object_new_boolean(s->privileged));
 	json_object_object_add(o, "unresolved_threads", json_object_new_int(s->unresolved));
+	json_object_object_add(o, "ledger", json_object_new_boolean(s->ledger_joined));
+	json_object_object_add(o, "rate_interval_s", s->rates_joined ? json_object_new_double(s->rate_interval) : NULL);
 	for (i = 0; i < s->ndevs; i++) {
 		const struct top_dev *d = &s->devs[i];
 		struct json_object *dj = json_object_new_object(), *ports = json_object_new_array();
@@ -640,6 +975,8 @@ struct json_object *top_snap_json(const struct top_snap *s, enum top_key key)
 			if (row->devmask & (1u << i))
 				json_object_array_add(dl, json_object_new_string(s->devs[i].dev.name));
 		json_object_object_add(rj, "devices", dl);
+		json_object_object_add(rj, "quota", quota_json(row));
+		json_object_object_add(rj, "rates", rates_json(row));
 		json_object_array_add(rows, rj);
 	}
 	json_object_object_add(o, "processes", rows);

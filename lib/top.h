@@ -10,7 +10,10 @@
 
 #include <json-c/json.h>
 
+#include "bpfmon.h"
 #include "nl.h"
+
+struct ledger;
 
 struct top_counts {
 	uint64_t n[NL_RES_NTYPES];	/* objects per kind */
@@ -37,20 +40,26 @@ struct top_row {
 	struct top_counts c;
 	uint32_t devmask;		/* bit i: objects on top_snap.devs[i] */
 	/*
-	 * Quota use from the ledger (issue 4): filled by a join after top_snapshot(); a process with
-	 * kernel objects but no ledger entry is "unmanaged". Zero until that join exists.
+	 * Quota use from the ledger: filled by top_join_ledger(). Index: enum nl_res_type, plus NL_RES_NTYPES
+	 * for MR bytes. A process with kernel objects but no live ledger slot is "unmanaged".
 	 */
 	struct {
 		bool joined;		/* the ledger was read for this snapshot */
-		bool managed;		/* the process is in the ledger */
-		uint64_t used[NL_RES_NTYPES + 1];	/* + mr_bytes, in the ledger's own accounting */
-		uint64_t limit[NL_RES_NTYPES + 1];	/* UINT64_MAX: no limit */
+		bool managed;		/* the process is attached to the ledger */
+		char job[64];		/* its job ("" none) */
+		uint64_t used[NL_RES_NTYPES + 1];	/* the process's own charged usage (ledger accounting) */
+		uint64_t limit[NL_RES_NTYPES + 1];	/* tightest applicable limit; UINT64_MAX: no limit */
+		uint64_t scope_used[NL_RES_NTYPES + 1];	/* usage of the scope that sets limit[] */
+		int scope[NL_RES_NTYPES + 1];		/* enum ledger_scope_type of limit[]; -1: none */
+		bool has_kind[NL_RES_NTYPES + 1];	/* the ledger accounts this kind (not cm_id) */
+		uint64_t denials;	/* denials of this pid in the ledger's ring of recent denials */
 	} quota;
-	/* Create/destroy rates per second from the BPF per-tgid counters (issue 6); zero until joined. */
+	/* Create/destroy rates per second from the BPF per-tgid counters: filled by top_join_rates(). */
 	struct {
 		bool joined;
 		double create[NL_RES_NTYPES];
 		double destroy[NL_RES_NTYPES];
+		double create_total, destroy_total;	/* every kind the monitor counts */
 	} rate;
 };
 
@@ -77,6 +86,9 @@ struct top_snap {
 	struct top_counts totals;	/* sum over devs[].totals */
 	bool privileged;		/* euid 0: the kernel also gives MR keys (not shown by top) */
 	unsigned int unresolved;	/* threads /proc did not know (exited between dump and lookup, or hidden) */
+	bool ledger_joined;		/* top_join_ledger() ran on this snapshot */
+	bool rates_joined;		/* top_join_rates() ran on this snapshot */
+	double rate_interval;		/* seconds between the two counter reads */
 	/* tid -> row index map, valid for this snapshot only */
 	struct top_map *map;
 };
@@ -130,6 +142,29 @@ void top_sort(struct top_snap *s, enum top_key key, bool reverse);
 
 /* The snapshot as the JSON object documented in rdmactl-top(8). */
 struct json_object *top_snap_json(const struct top_snap *s, enum top_key key);
+
+/*
+ * Join the ledger's view into the process rows: managed or not, the process's usage, and per kind the
+ * tightest applicable limit (pid, job, cgroups containing its cgroup, global: least headroom wins).
+ * 0 or -errno (rows untouched on error).
+ */
+int top_join_ledger(struct top_snap *s, struct ledger *l);
+
+/* One read of the BPF per-tgid counters map, sorted by tgid. */
+struct top_counters {
+	double mono;			/* CLOCK_MONOTONIC seconds of the read */
+	size_t n, cap;
+	struct top_counter {
+		pid_t tgid;
+		struct mon_counts c;
+	} *v;
+};
+
+/* Read every tgid of the counters map fd (see mon_counters_open_pinned()). 0 or -errno. */
+int top_counters_read(int fd, struct top_counters *out);
+void top_counters_free(struct top_counters *c);
+/* Rates between two reads (prev older than cur) into the process rows; counters that went down count 0. */
+void top_join_rates(struct top_snap *s, const struct top_counters *prev, const struct top_counters *cur);
 
 /* Parse a "Tgid:"/"Uid:"/"Name:" status text (/proc/PID/status); exposed for tests. */
 int top_parse_status(const char *text, pid_t *tgid, uid_t *uid, char *comm, size_t commlen);

@@ -311,3 +311,77 @@ compare_with_rdma() {
 	run jq -e -s 'all(.devices | length >= 1)' "$T/stream"
 	assert_success
 }
+
+@test "quota: a process under rdmactl run shows its job limit and ledger use; one started without run is unmanaged" {
+	export RDMACTL_LEDGER=$T/ledger
+	"$RDMACTL" quota init >/dev/null
+	local out=$T/managed m a
+	"$RDMACTL" run --job topq --max-qp 3 -- "$HOLDRES" -q 2 -m 64K >"$out" 2>&1 3>&- &
+	pids+=("$!")
+	wait_for 60 grep -q ready "$out" || { cat "$out" >&2; return 1; }
+	m=$(pgrep -P "${pids[0]}" -x holdres)
+	[ -n "$m" ]
+	start_holdres -q 1
+	a=$hr
+	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j --comm holdres
+	assert_equal "$stderr" ""
+	echo "$output" >"$T/top.json"
+	jq -e '.ledger == true' "$T/top.json"
+	# managed: limit 3 from its job, its ledger use equals what the kernel lists for it
+	jq -e --argjson p "$m" '.processes[] | select(.pid == $p)
+		| .qp == 2 and .quota.managed == true and .quota.job == "topq"
+		  and .quota.limits.qp == 3 and .quota.limit_scopes.qp == "job" and .quota.scope_usage.qp == 2
+		  and .quota.limits.mr == null
+		  and ([.ctx, .pd, .cq, .qp, .srq, .mr, .mr_bytes]
+		       == [.quota.ledger_usage | .ctx, .pd, .cq, .qp, .srq, .mr, .mr_bytes])
+		  and .quota.ledger_usage.mr_bytes > 0' "$T/top.json"
+	jq -e --argjson p "$a" '.processes[] | select(.pid == $p)
+		| .qp == 1 and .quota.managed == false and (.quota | has("limits") | not)' "$T/top.json"
+	# a pid limit tighter than the job's wins
+	"$RDMACTL" quota set qp 2 --pid "$m" >/dev/null
+	run -0 "$RDMACTL" top -b -n1 -j --pid "$m"
+	jq -e '.processes[0].quota | .limits.qp == 2 and .limit_scopes.qp == "process"' <<<"$output"
+	# text: a quota column, used/limit for the managed one, "unmanaged" for the other
+	run -0 "$RDMACTL" top -b -n1 --comm holdres
+	assert_line --regexp "^ +PID USER +COMM .* CM_ID +QP-QUOTA +MRB-QUOTA +DENY$"
+	assert_line --regexp "^ +$m root +holdres .* 2/2 +64K/- +0$"
+	assert_line --regexp "^ +$a root +holdres .* unmanaged +- +0$"
+	# --ledger PATH wins over the environment; no ledger there: no quota, no error, -v says why
+	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j --ledger "$T/none"
+	assert_equal "$stderr" ""
+	jq -e '.ledger == false and all(.processes[]; .quota == null)' <<<"$output"
+	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j -v --ledger "$T/none"
+	[[ $stderr == *"no quota columns"* ]]
+	run -0 "$RDMACTL" top -b -n1 --ledger "$T/none"
+	refute_output --partial QP-QUOTA
+}
+
+@test "rates: with rdmactl monitor running, a QP create/destroy storm shows a QP create rate from the second snapshot" {
+	local mon=$T/mon st
+	"$RDMACTL" monitor -j --stats=60 >"$mon" 2>"$mon.err" 3>&- &
+	pids+=("$!")
+	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err" >&2; return 1; }
+	[ -e /sys/fs/bpf/rdmactl/counters ]
+	"$BUILD/lab-progs/storm" -d rxe0 -p 1 -n 100000000 -k qp >"$T/storm" 2>&1 3>&- &
+	st=$!
+	pids+=("$st")
+	# its worker holds a context while it creates and destroys QPs: a row of its own
+	wait_for 30 bash -c "'$RDMACTL' top -b -n1 -j --comm storm | jq -e '.processes | length == 1' >/dev/null"
+	run -0 --separate-stderr "$RDMACTL" top -b -n2 -d1 -j --comm storm
+	assert_equal "${#lines[@]}" 2
+	# first snapshot: no previous read of the counters, so no rates
+	jq -e '.rate_interval_s == null and all(.processes[]; .rates == null)' <<<"${lines[0]}"
+	jq -e '.rate_interval_s > 0.5 and (.processes | length == 1)
+		and (.processes[0].rates | .qp.create > 0 and .qp.destroy > 0 and .total.create >= .qp.create)' <<<"${lines[1]}"
+	jq -e '.processes[0].pid != '"$st" <<<"${lines[1]}"
+	# the text view gets rate columns too
+	run -0 "$RDMACTL" top -b -n2 -d0.5 --comm storm
+	assert_line --regexp "^ +PID USER +COMM .* CM_ID +QP\\+/s +QP-/s +ALL\\+/s$"
+	pkill -P "$st" || true
+	kill -INT "${pids[0]}"
+	wait "${pids[0]}"
+	# no monitor, no pinned counters: no rates, no error
+	run -0 --separate-stderr "$RDMACTL" top -b -n2 -d0.2 -j
+	assert_equal "$stderr" ""
+	jq -e '.rate_interval_s == null' <<<"${lines[1]}"
+}
