@@ -12,7 +12,7 @@ no_rdma_here() {
 	run -0 "$RDMACTL" top --help
 	assert_line --index 0 --regexp "^Usage: rdmactl top "
 	for o in --batch --iterations=COUNT --delay=SECONDS --sort=KEY --reverse --pid=PID --dev=DEV --user=USER \
-		--comm=COMM --json; do
+		--comm=COMM --ledger=PATH --json; do
 		assert_output --partial -- "$o"
 	done
 	assert_output --regexp "qp, mr, mr_bytes, cq, pd, ctx, srq,[[:space:]]+cm_id"
@@ -23,7 +23,7 @@ no_rdma_here() {
 @test "top usage errors exit 2 with a message on stderr" {
 	local args
 	for args in "-n 0" "-n abc" "-n -1" "-d -1" "-d abc" "-d 1e9" "-d nan" "--pid 0" "--pid abc" "-s foo" \
-		"extra" "--user no_such_user_hopefully" "--frob"; do
+		"extra" "--user no_such_user_hopefully" "--frob" "--ledger" "--ledger="; do
 		run -2 --separate-stderr "$RDMACTL" top -b $args
 		assert_equal "$output" ""
 		[ -n "$stderr" ] || { echo "no message for: $args"; false; }
@@ -68,7 +68,7 @@ complete_words() {
 	run complete_words rdmactl top --s
 	assert_output "--sort"
 	run complete_words rdmactl top -
-	for o in -b --batch -n --iterations -d --delay -s -r --reverse --pid --dev --user --comm -j --json; do
+	for o in -b --batch -n --iterations -d --delay -s -r --reverse --pid --dev --user --comm --ledger -j --json; do
 		assert_line -- "$o"
 	done
 	run complete_words rdmactl top -s mr
@@ -81,4 +81,14 @@ complete_words() {
 	assert_output ""
 	run complete_words rdmactl top --pid $$
 	assert_line "$$"
+}
+
+@test "top --ledger: completes file names; a missing ledger is no error (host: no device either way)" {
+	touch "$BATS_TEST_TMPDIR/ledger.x"
+	run complete_words rdmactl top --ledger "$BATS_TEST_TMPDIR/ledger."
+	assert_output "$BATS_TEST_TMPDIR/ledger.x"
+	# without RDMA devices the failure is about devices, never about the ledger
+	run -1 --separate-stderr "$RDMACTL" top -b -n1 -j --ledger "$BATS_TEST_TMPDIR/none"
+	assert_equal "$output" ""
+	[[ $stderr != *ledger* ]]
 }
