@@ -296,3 +296,26 @@ job_is_empty() {
 	run grep -E '^rdmactl: refused qp for pid [0-9]+: 1/1 in use, limit set by RDMACTL_MAX_QP$' <<<"$stderr"
 	assert_success
 }
+
+@test "a forked child starts from zero: its own slot, the job's budget still shared" {
+	# RDMACTL_MAX_QP=2 is per process: the parent holds 2, its child may still create 2 of its own,
+	# and the job (max 5) sees 4. The child holds its QPs while the ledger is read.
+	timeout 60 "$RDMACTL" run --job fork --max-qp 5 -- env RDMACTL_MAX_QP=2 "$EXV" -q 2 -F 3 -H 8 \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	local job=$!
+	wait_for 20 grep -q '^child' "$BATS_TEST_TMPDIR/out"
+	run grep '^child' "$BATS_TEST_TMPDIR/out"
+	assert_output --regexp '^child [0-9]+ qp created=2 refused=1 errno=ENOMEM$'
+	local child parent
+	child=$(awk '/^child/ { print $2 }' "$BATS_TEST_TMPDIR/out")
+	parent=$(pgrep -f "^$EXV" | grep -vx "$child")
+	run "$LQ" pid "$child"
+	assert_line --regexp '^qp 2 '
+	assert_line --regexp '^ctx 1 '
+	run "$LQ" pid "$parent"
+	assert_line --regexp '^qp 2 '
+	run "$LQ" job fork
+	assert_line "qp 4 5"
+	wait $job
+	job_is_empty fork
+}

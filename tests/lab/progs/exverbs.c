@@ -3,23 +3,61 @@
  * Lab program: creates resources through the inline "_ex" verbs of verbs.h only (create_cq_ex,
  * create_qp_ex with extended attributes, create_srq_ex with a CQ, alloc_mw), which call the context's op
  * pointers and never an exported create verb. Prints "<kind> created=N refused=M errno=E" per kind.
- *   exverbs [-d DEV] [-q NQP] [-c NCQ] [-s NSRQ] [-m NMW] [-w WR] [-H SECONDS]
+ *   exverbs [-d DEV] [-q NQP] [-c NCQ] [-s NSRQ] [-m NMW] [-w WR] [-H SECONDS] [-F NQP]
+ * -F: after creating (and before holding), fork a child that opens its own context and creates NQP QPs
+ * through the exported ibv_create_qp ("child <pid> qp created=..."), holds as long, and exits.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
-static int n_qp = 1, n_cq = 1, n_srq, n_mw, wr = 16, hold;
+static int n_qp = 1, n_cq = 1, n_srq, n_mw, wr = 16, hold, n_child = -1;
 static const char *dev_name = "rxe0";
 
 static void report(const char *kind, int created, int refused, int err)
 {
 	printf("%s created=%d refused=%d errno=%s\n", kind, created, refused, err ? strerrorname_np(err) : "0");
 	fflush(stdout);
+}
+
+/* In a forked child: a context of its own (the parent's is not usable here), n exported-verb QPs. */
+static int child(int n)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	int i, made = 0, refused = 0, err = 0;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+
+	for (i = 0; list && list[i] && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev_name))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx || !(pd = ibv_alloc_pd(ctx)) || !(cq = ibv_create_cq(ctx, 16, NULL, NULL, 0))) {
+		fprintf(stderr, "exverbs child: setup: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = wr, .max_recv_wr = wr, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		if (ibv_create_qp(pd, &qa))
+			made++;
+		else
+			refused++, err = errno;
+	}
+	printf("child %d qp created=%d refused=%d errno=%s\n", (int)getpid(), made, refused,
+	       err ? strerrorname_np(err) : "0");
+	fflush(stdout);
+	if (hold)
+		sleep(hold);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -33,8 +71,9 @@ int main(int argc, char **argv)
 	struct ibv_mw *mws[256];
 	int i, opt, nc = 0, nq = 0, ns = 0, nm = 0, err, refused;
 
-	while ((opt = getopt(argc, argv, "d:q:c:s:m:w:H:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:q:c:s:m:w:H:F:")) != -1) {
 		switch (opt) {
+		case 'F': n_child = atoi(optarg); break;
 		case 'd': dev_name = optarg; break;
 		case 'q': n_qp = atoi(optarg); break;
 		case 'c': n_cq = atoi(optarg); break;
@@ -123,6 +162,15 @@ int main(int argc, char **argv)
 	if (n_mw)
 		report("mw", nm, refused, err);
 
+	if (n_child >= 0) {
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		if (!pid)
+			return child(n_child);
+		waitpid(pid, NULL, 0);
+	}
 	if (hold) {
 		printf("holding\n");
 		fflush(stdout);
