@@ -118,6 +118,8 @@ setup() {
 	assert_equal "$st" 7
 	run cat "$out"
 	assert_line "got TERM"
+	# A fresh file: the first half's "ready" must not start the second signal before the trap is set.
+	out=$BATS_TEST_TMPDIR/out-int
 	"$RDMACTL" run -- bash -c "trap 'echo got INT; exit 9' INT; echo ready; while :; do sleep 0.1; done" \
 		>"$out" 3>&- &
 	pid=$!
