@@ -145,9 +145,11 @@ $(OUT)/bench/%: bench/%.c $(OUT)/librdmactl.a | $(OUT)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
 
-$(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/librdmactl.a | $(OUT)/lab-progs
+# Lab programs play the part of applications: they run under the preload, so they are built like it
+# (no ASan, whose runtime must come first in a process), against the preload's copy of lib/.
+$(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-preload.a | $(OUT)/lab-progs
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD) -ldl
+	$(Q)$(CC) $(PRELOAD_CFLAGS) $(PRELOAD_SAN) -o $@ $< $(OUT)/preload-obj/librdmactl-preload.a $(LIBS_CMD) -ldl
 
 # libFuzzer harnesses: clang, built from the sources (not the gcc archive).
 $(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz $(BPF_SKEL)
