@@ -8,17 +8,6 @@ setup() {
 	source "$TOP/completions/rdmactl"
 }
 
-# complete WORDS...: the last word is the one being completed; prints the candidates sorted.
-complete_words() {
-	COMP_WORDS=("$@")
-	COMP_CWORD=$(($# - 1))
-	COMP_LINE="$*"
-	COMP_POINT=${#COMP_LINE}
-	COMPREPLY=()
-	_rdmactl
-	printf '%s\n' "${COMPREPLY[@]}" | sort
-}
-
 @test "completion is registered for rdmactl" {
 	run complete -p rdmactl
 	assert_output "complete -F _rdmactl rdmactl"

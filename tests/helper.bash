@@ -27,3 +27,16 @@ wait_for() {
 		sleep 0.2
 	done
 }
+
+# Drive the bash completion the way readline does: complete_words rdmactl WORD... (the last word is the
+# one being completed); prints the candidates, sorted.
+complete_words() {
+	source "$TOP/completions/rdmactl"
+	COMP_WORDS=("$@")
+	COMP_CWORD=$(($# - 1))
+	COMP_LINE="$*"
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	_rdmactl
+	printf '%s\n' "${COMPREPLY[@]}" | sort
+}

@@ -156,31 +156,20 @@ setup() {
 	refute_output --partial "parse_u64"
 }
 
-# Drive the completion function as readline does; prints the candidates sorted.
-complete_run() {
-	source "$TOP/completions/rdmactl"
-	COMP_WORDS=("$@")
-	COMP_CWORD=$(($# - 1))
-	COMP_LINE="$*"
-	COMP_POINT=${#COMP_LINE}
-	COMPREPLY=()
-	_rdmactl
-	printf '%s\n' "${COMPREPLY[@]}" | sort
-}
 
 @test "completion: options, values, then CMD like a command line of its own" {
-	run complete_run rdmactl run --max-q
+	run complete_words rdmactl run --max-q
 	assert_output "--max-qp"
-	run complete_run rdmactl run --max-mr
+	run complete_words rdmactl run --max-mr
 	assert_output "$(printf '%s\n' --max-mr --max-mr-bytes)"
-	run complete_run rdmactl run --max-qp un
+	run complete_words rdmactl run --max-qp un
 	assert_output unlimited
-	run complete_run rdmactl run --fail-
+	run complete_words rdmactl run --fail-
 	assert_output "$(printf '%s\n' --fail-closed --fail-open)"
-	run complete_run rdmactl run --max-qp 2 -- ibv_devinf
+	run complete_words rdmactl run --max-qp 2 -- ibv_devinf
 	assert_output ibv_devinfo
-	run complete_run rdmactl r --job x -- bas
+	run complete_words rdmactl r --job x -- bas
 	assert_line bash
-	run complete_run rdmactl run --log "$BATS_TEST_TMPDIR/"
+	run complete_words rdmactl run --log "$BATS_TEST_TMPDIR/"
 	[ -z "$output" ] || [[ $output == "$BATS_TEST_TMPDIR/"* ]]
 }

@@ -54,16 +54,6 @@ no_rdma_here() {
 	run -1 "$RDMACTL" -j top -b
 }
 
-# complete WORDS...: what the bash completion offers for the last word, sorted.
-complete_words() {
-	source "$TOP/completions/rdmactl"
-	COMP_WORDS=("$@")
-	COMP_CWORD=$(($# - 1))
-	COMPREPLY=()
-	_rdmactl
-	printf '%s\n' "${COMPREPLY[@]}" | sort
-}
-
 @test "completion: top's options, sort keys, users" {
 	run complete_words rdmactl top --s
 	assert_output "--sort"
