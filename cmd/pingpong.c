@@ -638,12 +638,28 @@ static int open_rc(const struct choice *ch, struct pp_rc **rc)
 	return 0;
 }
 
+/* Both sides, once connected: the ping-pong itself, then its result or the diagnosis. */
+static int run_and_report(struct pp_rc *rc, const struct choice *ch, const struct pp_dest *me,
+			  const struct pp_dest *rem, bool client)
+{
+	struct pp_result res;
+	char err[512];
+	int ret;
+
+	ret = pp_rc_run(rc, client, &res, err, sizeof(err));
+	if (ret) {
+		report_fail(rc, ch, rem, ret, err, client);
+		return EXIT_FAIL;
+	}
+	print_result(ch, me, rem, &res, client);
+	return EXIT_OK;
+}
+
 static int rc_client(void)
 {
 	struct sockaddr_storage dst, src;
 	char msg[PP_MSG_LEN], err[512], ip[INET6_ADDRSTRLEN], why[128];
 	struct pp_dest me, rem;
-	struct pp_result res;
 	struct choice ch;
 	struct pp_rc *rc = NULL;
 	int ret, fd = -1, tmo = a.timeout_s * 1000, rcode = EXIT_FAIL;
@@ -709,14 +725,11 @@ static int rc_client(void)
 		goto out;
 	}
 	ret = pp_rc_connect(rc, &rem, err, sizeof(err));
-	if (!ret)
-		ret = pp_rc_run(rc, true, &res, err, sizeof(err));
 	if (ret) {
 		report_fail(rc, &ch, &rem, ret, err, true);
 		goto out;
 	}
-	print_result(&ch, &me, &rem, &res, true);
-	rcode = EXIT_OK;
+	rcode = run_and_report(rc, &ch, &me, &rem, true);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -730,7 +743,6 @@ static int rc_server(void)
 	socklen_t len = sizeof(local);
 	char msg[PP_MSG_LEN], err[512], ip[INET6_ADDRSTRLEN], pip[INET6_ADDRSTRLEN], why[160];
 	struct pp_dest me, rem;
-	struct pp_result res;
 	struct choice ch;
 	struct pp_rc *rc = NULL;
 	int ret, lfd, fd = -1, tmo = a.timeout_s * 1000, rcode = EXIT_FAIL;
@@ -804,13 +816,7 @@ static int rc_server(void)
 		pr_err("the client did not complete the exchange: %s", strerror(-ret));
 		goto out;
 	}
-	ret = pp_rc_run(rc, false, &res, err, sizeof(err));
-	if (ret) {
-		report_fail(rc, &ch, &rem, ret, err, false);
-		goto out;
-	}
-	print_result(&ch, &me, &rem, &res, false);
-	rcode = EXIT_OK;
+	rcode = run_and_report(rc, &ch, &me, &rem, false);
 out:
 	if (fd >= 0)
 		close(fd);

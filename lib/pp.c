@@ -242,18 +242,20 @@ int pp_tcp_connect(const char *host, uint16_t port, int timeout_ms, int *fd)
 	return ret;
 }
 
-ssize_t pp_read_full(int fd, void *buf, size_t len, int timeout_ms)
+/* Move len bytes in one direction before the deadline. Returns the count moved (short only on EOF). */
+static ssize_t xfer_full(int fd, void *buf, size_t len, int timeout_ms, bool out)
 {
 	uint64_t dl = deadline(timeout_ms);
-	size_t got = 0;
+	size_t done = 0;
 	ssize_t n;
 	int ret;
 
-	while (got < len) {
-		ret = wait_fd(fd, POLLIN, dl, timeout_ms < 0);
+	while (done < len) {
+		ret = wait_fd(fd, out ? POLLOUT : POLLIN, dl, timeout_ms < 0);
 		if (ret)
 			return ret;
-		n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+		n = out ? send(fd, (char *)buf + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
+			: recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -261,31 +263,23 @@ ssize_t pp_read_full(int fd, void *buf, size_t len, int timeout_ms)
 		}
 		if (!n)
 			break;
-		got += (size_t)n;
+		done += (size_t)n;
 	}
-	return (ssize_t)got;
+	return (ssize_t)done;
+}
+
+ssize_t pp_read_full(int fd, void *buf, size_t len, int timeout_ms)
+{
+	return xfer_full(fd, buf, len, timeout_ms, false);
 }
 
 int pp_write_full(int fd, const void *buf, size_t len, int timeout_ms)
 {
-	uint64_t dl = deadline(timeout_ms);
-	size_t put = 0;
-	ssize_t n;
-	int ret;
+	ssize_t n = xfer_full(fd, (void *)buf, len, timeout_ms, true);
 
-	while (put < len) {
-		ret = wait_fd(fd, POLLOUT, dl, timeout_ms < 0);
-		if (ret)
-			return ret;
-		n = send(fd, (const char *)buf + put, len - put, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		put += (size_t)n;
-	}
-	return 0;
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EPIPE;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -211,21 +211,26 @@ fake_client() {
 	assert_output --partial "the peer's GID ::ffff:192.0.2.77 is unreachable: nothing answers for 192.0.2.77"
 }
 
+# kill_mid_run RTS_PID VICTIM SURVIVOR: once RTS_PID's QP is in RTS (the exchange is over and the run under
+# way), SIGKILL VICTIM; SURVIVOR (started with --timeout 3) must exit 1 within that timeout plus slack for
+# the slow emulated machine.
+kill_mid_run() {
+	wait_for 60 qp_in_rts "$1"
+	sleep 1
+	kill -9 "$2"
+	local t0=$SECONDS rc=0
+	wait "$3" || rc=$?
+	[ $rc -eq 1 ]
+	[ $((SECONDS - t0)) -le 8 ]
+}
+
 @test "a peer killed mid-run: the client exits 1 within its --timeout" {
 	srv_start srv -n 1000000 -p 18608 --timeout 30
 	"$RDMACTL" pingpong -n 1000000 -p 18608 --timeout 3 192.0.2.1 >"$T/cl.out" 2>"$T/cl.err" 3>&- &
 	local cl=$!
 	PIDS="$PIDS $cl"
 	# Kill the server once the run is under way: the client's QP is in RTS, so the exchange is over.
-	wait_for 60 qp_in_rts $cl
-	sleep 1
-	kill -9 $SRV
-	local t0=$SECONDS
-	local rc=0
-	wait $cl || rc=$?
-	[ $rc -eq 1 ]
-	# --timeout 3 plus slack for the slow emulated machine.
-	[ $((SECONDS - t0)) -le 8 ]
+	kill_mid_run $cl $SRV $cl
 	run cat "$T/cl.err"
 	assert_output --regexp "no completion for 3 s after [0-9]+ of 1000000 iterations|completion failed after"
 	assert_output --partial "the peer stopped answering"
@@ -236,14 +241,7 @@ fake_client() {
 	ibv_rc_pingpong -d rxe0 -g 1 -n 1000000 -p 18609 192.0.2.1 >"$T/ibv.out" 2>&1 3>&- &
 	local cl=$!
 	PIDS="$PIDS $cl"
-	wait_for 60 qp_in_rts $cl
-	sleep 1
-	kill -9 $cl
-	local t0=$SECONDS
-	local rc=0
-	wait $SRV || rc=$?
-	[ $rc -eq 1 ]
-	[ $((SECONDS - t0)) -le 8 ]
+	kill_mid_run $cl $cl $SRV
 	run cat "$T/srv.err"
 	assert_output --partial "the peer stopped answering"
 }
@@ -355,18 +353,11 @@ fake_client() {
 }
 
 @test "completion: -d offers rxe0 from sysfs, -g its used GID indexes" {
-	complete_words() {
-		source "$TOP/completions/rdmactl"
-		COMP_WORDS=(rdmactl "$@")
-		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-		_rdmactl
-		printf '%s\n' "${COMPREPLY[@]}"
-	}
-	run complete_words pingpong -d ""
+	run complete_words rdmactl pingpong -d ""
 	assert_output "rxe0"
-	run complete_words pingpong -d rxe0 -g ""
+	run complete_words rdmactl pingpong -d rxe0 -g ""
 	assert_line "0"
 	assert_line "1"
-	run complete_words pingpong -d rxe0 -i ""
+	run complete_words rdmactl pingpong -d rxe0 -i ""
 	assert_output "1"
 }
