@@ -142,7 +142,7 @@ struct ledger {
 };
 
 const char *const ledger_kind_names[] = {
-	"ctx", "pd", "cq", "qp", "srq", "mr", "mr_bytes", "ah", "mw", "wr", NULL,
+	"ctx", "pd", "cq", "qp", "srq", "mr", "mr_bytes", "ah", "mw", "xrcd", "wq", "wr", NULL,
 };
 
 static __thread char errbuf[512];

@@ -77,11 +77,13 @@ enum ledger_kind {
 	LEDGER_MR_BYTES,
 	LEDGER_AH,
 	LEDGER_MW,
+	LEDGER_XRCD, /* XRC domains */
+	LEDGER_WQ,   /* work queues (ibv_create_wq) */
 	LEDGER_WR, /* per-QP WR depth cap: checked by reserve (amount = requested depth), never charged */
 	LEDGER_NKINDS,
 };
 
-/* "ctx", "pd", ..., "mr_bytes", ..., "wr"; NULL when out of range. */
+/* "ctx", "pd", ..., "mr_bytes", "ah", "mw", "xrcd", "wq", "wr"; NULL when out of range. */
 const char *ledger_kind_name(enum ledger_kind kind);
 /* The kind names in enum order, NULL-terminated (for match_word). */
 extern const char *const ledger_kind_names[];

@@ -16,9 +16,10 @@
 #include "preload.h"
 #include "util.h"
 
-const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw" };
+const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw", "xrcd", "wq" };
 static const enum ledger_kind pk_ledger[K_NR] = {
 	LEDGER_CTX, LEDGER_PD, LEDGER_CQ, LEDGER_QP, LEDGER_SRQ, LEDGER_MR, LEDGER_AH, LEDGER_MW,
+	LEDGER_XRCD, LEDGER_WQ,
 };
 
 struct pcfg pcfg = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
@@ -29,7 +30,8 @@ static _Atomic uint64_t used[L_NR];
 static uint64_t limit[L_NR];
 static const char *const limit_env[L_NR] = {
 	"RDMACTL_MAX_CTX", "RDMACTL_MAX_PD", "RDMACTL_MAX_CQ", "RDMACTL_MAX_QP", "RDMACTL_MAX_SRQ",
-	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
+	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_XRCD", "RDMACTL_MAX_WQ",
+	"RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
 };
 
 static struct ledger *ledger;

@@ -148,6 +148,10 @@ static void test_basic(void)
 	uint64_t seq = 0;
 	int i, err;
 
+	CHECK(!strcmp(ledger_kind_name(LEDGER_XRCD), "xrcd") && !strcmp(ledger_kind_name(LEDGER_WQ), "wq") &&
+		      !strcmp(ledger_kind_name(LEDGER_WR), "wr") && !ledger_kind_names[LEDGER_NKINDS] &&
+		      !ledger_kind_name(LEDGER_NKINDS),
+	      "kind names");
 	fresh_ledger();
 	l = open_rw();
 	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -ENOTCONN, "not attached");
@@ -193,16 +197,25 @@ static void test_basic(void)
 	CHECK(ledger_reserve(l, LEDGER_WR, 100, NULL) == 0, "wr is not a counter");
 	CHECK(usage_of(l, g, LEDGER_WR) == 0, "wr never charged");
 
+	/* the xrcd and wq counters are kinds like the others */
+	CHECK(ledger_set_limit(l, &g, LEDGER_XRCD, 1) == 0 && ledger_set_limit(l, &g, LEDGER_WQ, 0) == 0, "set xrcd wq");
+	CHECK(ledger_reserve(l, LEDGER_XRCD, 1, NULL) == 0 && usage_of(l, g, LEDGER_XRCD) == 1, "xrcd 1");
+	CHECK(ledger_reserve(l, LEDGER_WQ, 1, &d) == -EDQUOT && d.kind == LEDGER_WQ && d.limit == 0, "wq refused");
+	ledger_format_denial(&d, msg, sizeof(msg));
+	CHECK(strstr(msg, "refused wq for pid ") && strstr(msg, "0/0 in use"), "%s", msg);
+	CHECK(ledger_release(l, LEDGER_XRCD, 1) == 0 && usage_of(l, g, LEDGER_XRCD) == 0, "xrcd released");
+
 	/* denials recorded */
 	{
 		uint64_t total = 0, per[LEDGER_NKINDS];
 		struct ring_seen rs = { 0 };
 
 		ledger_denial_counts(l, &total, per);
-		CHECK(total == 6 && per[LEDGER_QP] == 3 && per[LEDGER_MR_BYTES] == 2 && per[LEDGER_WR] == 1,
+		CHECK(total == 7 && per[LEDGER_QP] == 3 && per[LEDGER_MR_BYTES] == 2 && per[LEDGER_WR] == 1 &&
+			      per[LEDGER_WQ] == 1,
 		      "counts %lu", (unsigned long)total);
 		ledger_foreach_denial(l, &seq, ring_cb, &rs);
-		CHECK(rs.n == 6 && seq == 6 && rs.last.d.kind == LEDGER_WR, "ring n=%d seq=%lu", rs.n,
+		CHECK(rs.n == 7 && seq == 7 && rs.last.d.kind == LEDGER_WQ, "ring n=%d seq=%lu", rs.n,
 		      (unsigned long)seq);
 		rs.n = 0;
 		ledger_foreach_denial(l, &seq, ring_cb, &rs);
