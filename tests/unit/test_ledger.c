@@ -198,7 +198,8 @@ static void test_basic(void)
 	CHECK(usage_of(l, g, LEDGER_WR) == 0, "wr never charged");
 
 	/* the xrcd and wq counters are kinds like the others */
-	CHECK(ledger_set_limit(l, &g, LEDGER_XRCD, 1) == 0 && ledger_set_limit(l, &g, LEDGER_WQ, 0) == 0, "set xrcd wq");
+	CHECK(ledger_set_limit(l, &g, LEDGER_XRCD, 1) == 0 && ledger_set_limit(l, &g, LEDGER_WQ, 0) == 0,
+	      "set xrcd wq");
 	CHECK(ledger_reserve(l, LEDGER_XRCD, 1, NULL) == 0 && usage_of(l, g, LEDGER_XRCD) == 1, "xrcd 1");
 	CHECK(ledger_reserve(l, LEDGER_WQ, 1, &d) == -EDQUOT && d.kind == LEDGER_WQ && d.limit == 0, "wq refused");
 	ledger_format_denial(&d, msg, sizeof(msg));
@@ -349,7 +350,8 @@ static void test_note_denial(void)
 	      "%s", msg);
 	CHECK(ledger_note_denial(l, LEDGER_WR, 4096, 0, 64, "RDMACTL_MAX_WR", &d) == 0, "note wr");
 	ledger_format_denial(&d, msg, sizeof(msg));
-	CHECK(strstr(msg, "refused wr depth 4096 for pid ") && strstr(msg, "above the cap of 64, set by RDMACTL_MAX_WR"),
+	CHECK(strstr(msg, "refused wr depth 4096 for pid ") &&
+		      strstr(msg, "above the cap of 64, set by RDMACTL_MAX_WR"),
 	      "%s", msg);
 	/* nothing charged anywhere, but counted and in the ring like a ledger refusal */
 	CHECK(usage_of(l, scope_job("envjob"), LEDGER_QP) == 0, "job usage");
