@@ -592,6 +592,8 @@ static int on_denial(const struct ledger_denial_event *ev, void *arg)
 		json_object_object_add(j, "amount", json_object_new_uint64(ev->d.amount));
 		json_object_object_add(j, "usage", json_object_new_uint64(ev->d.usage));
 		json_object_object_add(j, "limit", json_object_new_uint64(ev->d.limit));
+		if (ev->d.env[0])
+			json_object_object_add(j, "limit_env", json_object_new_string(ev->d.env));
 		json_object_object_add(j, "seq", json_object_new_uint64(ev->seq));
 		json_object_object_add(j, "message", json_object_new_string(text));
 		out_json(j);

@@ -214,7 +214,7 @@ static const struct argp argp = {
 	"gc\n"
 	"init",
 	"Set, unset and show RDMA resource quotas in the rdmactl ledger.\n\n"
-	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, wr (per-QP work-request depth cap). "
+	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr (per-queue work-request depth cap). "
 	"VALUE: a count, 'unlimited', or for mr_bytes a size with K, M, G, T suffixes. "
 	"Commands and kinds may be abbreviated to a unique prefix. "
 	"Changing limits needs write access to the ledger's policy file (root).\v"
@@ -291,7 +291,7 @@ static const char *fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t l
 static bool is_object_kind(int k)
 {
 	return k == LEDGER_PD || k == LEDGER_CQ || k == LEDGER_QP || k == LEDGER_SRQ || k == LEDGER_MR ||
-	       k == LEDGER_AH || k == LEDGER_MW;
+	       k == LEDGER_AH || k == LEDGER_MW || k == LEDGER_XRCD || k == LEDGER_WQ;
 }
 
 static int read_file(const char *path, char *buf, size_t len)

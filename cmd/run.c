@@ -45,6 +45,8 @@ static const struct argp_option options[] = {
 	{ "max-mr-bytes", OPT_MAX_FIRST + LEDGER_MR_BYTES, "SIZE", 0, "registered bytes (K, M, G, T suffixes)", 1 },
 	{ "max-ah", OPT_MAX_FIRST + LEDGER_AH, "N", 0, "address handles", 1 },
 	{ "max-mw", OPT_MAX_FIRST + LEDGER_MW, "N", 0, "memory windows", 1 },
+	{ "max-xrcd", OPT_MAX_FIRST + LEDGER_XRCD, "N", 0, "XRC domains", 1 },
+	{ "max-wq", OPT_MAX_FIRST + LEDGER_WQ, "N", 0, "work queues (ibv_create_wq)", 1 },
 	{ "max-wr", OPT_MAX_FIRST + LEDGER_WR, "N", 0, "work-request depth per QP or SRQ (a cap, not a count)", 1 },
 	{ NULL, 0, NULL, 0, "Job:", 2 },
 	{ "job", 'J', "NAME", 0, "job name (default: CMD's name and rdmactl's pid); "

@@ -20,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LEDGER_VERSION 1
+/* 2: denials carry the environment variable of a per-process limit; kinds xrcd and wq */
+#define LEDGER_VERSION 2
 #define POLICY_MAGIC "RDMAPOL1"
 #define USAGE_MAGIC "RDMAUSE1"
 #define USAGE_SUFFIX ".usage"
@@ -141,7 +142,7 @@ struct ledger {
 };
 
 const char *const ledger_kind_names[] = {
-	"ctx", "pd", "cq", "qp", "srq", "mr", "mr_bytes", "ah", "mw", "wr", NULL,
+	"ctx", "pd", "cq", "qp", "srq", "mr", "mr_bytes", "ah", "mw", "xrcd", "wq", "wr", NULL,
 };
 
 static __thread char errbuf[512];
@@ -916,6 +917,51 @@ static int claim_slot(struct ledger *l, uint64_t owner)
 	return -1;
 }
 
+/*
+ * Slots already owned by this pid and start time were left by the image this process exec()ed away from (an
+ * image attaches once): libibverbs opens the uverbs device O_CLOEXEC, so the exec closed it and the kernel
+ * destroyed everything that image held. Give their usage back to the job, cgroup and global totals like a
+ * dead holder's and free them. Only this process can tell: to the gc the owner is alive. A slot left in the
+ * middle of an operation (another thread killed by the exec) takes a recount, as in the gc.
+ */
+static void take_over_stale(struct ledger *l, uint64_t owner)
+{
+	struct usage *u = l->use;
+	bool locked = false, need = false;
+	int i;
+
+	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		struct slot *s = &u->slots[i];
+		uint64_t cur = owner;
+		uint32_t st;
+
+		if (ALOADR(&s->owner) != owner)
+			continue;
+		if (!locked) {
+			if (gc_lock(l, 3000))
+				return; /* a busy gc: the slot stays until this process exits */
+			locked = true;
+		}
+		st = ALOAD(&s->state);
+		if (st == ENT_LIVE) {
+			if (!ACAS(&s->state, &st, ENT_RECLAIMING))
+				continue;
+			if (__atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST))
+				need = true;
+			else
+				reclaim_slot(l, s);
+		} else if (st == ENT_RECLAIMING) {
+			need = true; /* left by a gc that died: we hold the lock */
+		} else if (ACAS(&s->owner, &cur, 0)) {
+			ASTORE(&s->state, ENT_FREE); /* the old image died in its attach */
+		}
+	}
+	if (need)
+		recount(l);
+	if (locked)
+		gc_unlock(l);
+}
+
 static int do_attach(struct ledger *l, const char *job)
 {
 	struct usage *u = l->use;
@@ -937,6 +983,7 @@ static int do_attach(struct ledger *l, const char *job)
 			return seterr(-ENOENT, "no job '%s' in the ledger", job);
 	}
 	owner = self_owner(&start);
+	take_over_stale(l, owner);
 	i = claim_slot(l, owner);
 	if (i < 0) {
 		err = ledger_gc(l, NULL);
@@ -1317,6 +1364,23 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 	return err;
 }
 
+int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount, uint64_t usage, uint64_t limit,
+		       const char *env, struct ledger_denial *out)
+{
+	struct ledger_denial local;
+	struct ledger_denial *d = out ? out : &local;
+
+	if (l->slot < 0)
+		return -ENOTCONN;
+	if ((unsigned int)kind >= LEDGER_NKINDS)
+		return -EINVAL;
+	fill_denial(l, d, kind, amount, LEDGER_SCOPE_PROCESS, 0, usage, limit);
+	if (env)
+		copy_str(d->env, env, sizeof(d->env));
+	record_denial(l, d);
+	return 0;
+}
+
 int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount)
 {
 	struct usage *u;
@@ -1375,16 +1439,18 @@ int ledger_format_denial(const struct ledger_denial *d, char *buf, size_t len)
 		snprintf(who, sizeof(who), "global limit");
 		break;
 	}
+	if (d->env[0])
+		snprintf(who, sizeof(who), "%.*s", (int)sizeof(d->env), d->env);
 	snprintf(used, sizeof(used), "%" PRIu64, d->usage);
 	snprintf(lim, sizeof(lim), "%" PRIu64, d->limit);
 	if (d->kind == LEDGER_WR)
 		return snprintf(buf, len, "refused wr depth %" PRIu64 " for pid %d%s%.*s%s: above the cap of %s, %s%s",
 				d->amount, (int)d->pid, d->job[0] ? " (job " : "", LEDGER_NAME_MAX, d->job,
-				d->job[0] ? ")" : "", lim, d->scope.type == LEDGER_SCOPE_GLOBAL ? "" : "set by ",
-				who);
+				d->job[0] ? ")" : "", lim,
+				d->scope.type == LEDGER_SCOPE_GLOBAL && !d->env[0] ? "" : "set by ", who);
 	return snprintf(buf, len, "refused %s for pid %d%s%.*s%s: %s/%s in use, %s%s", kind, (int)d->pid,
 			d->job[0] ? " (job " : "", LEDGER_NAME_MAX, d->job, d->job[0] ? ")" : "", used, lim,
-			d->scope.type == LEDGER_SCOPE_GLOBAL ? "" : "limit set by ", who);
+			d->scope.type == LEDGER_SCOPE_GLOBAL && !d->env[0] ? "" : "limit set by ", who);
 }
 
 /* ---- policy ------------------------------------------------------------------------------------- */

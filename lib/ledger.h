@@ -77,11 +77,13 @@ enum ledger_kind {
 	LEDGER_MR_BYTES,
 	LEDGER_AH,
 	LEDGER_MW,
+	LEDGER_XRCD, /* XRC domains */
+	LEDGER_WQ,   /* work queues (ibv_create_wq) */
 	LEDGER_WR, /* per-QP WR depth cap: checked by reserve (amount = requested depth), never charged */
 	LEDGER_NKINDS,
 };
 
-/* "ctx", "pd", ..., "mr_bytes", ..., "wr"; NULL when out of range. */
+/* "ctx", "pd", ..., "mr_bytes", "ah", "mw", "xrcd", "wq", "wr"; NULL when out of range. */
 const char *ledger_kind_name(enum ledger_kind kind);
 /* The kind names in enum order, NULL-terminated (for match_word). */
 extern const char *const ledger_kind_names[];
@@ -112,6 +114,7 @@ struct ledger_denial {
 	uint64_t amount;           /* requested */
 	uint64_t usage;            /* usage of that scope before the request */
 	uint64_t limit;            /* the limit that refused */
+	char env[32];              /* "" for ledger limits; else the variable that set it (RDMACTL_MAX_QP) */
 };
 
 /* A denial as recorded in the ring. */
@@ -173,7 +176,10 @@ const char *ledger_error(void);
 /*
  * Attach the calling process: take a fresh slot (pid, start time, job, cgroup from /proc/self). job NULL
  * means $RDMACTL_JOB if set, "" none. With a job name, the job must exist (-ENOENT otherwise). -ENOSPC when
- * no slot is free even after a gc. Attaching twice is -EALREADY.
+ * no slot is free even after a gc. Attaching twice is -EALREADY. One process image attaches once: a slot
+ * still owned by this pid and start time is the one of the image before an exec(), whose RDMA objects the
+ * kernel destroyed at the exec; it is freed and its usage given back to every scope before the new slot
+ * is taken.
  */
 int ledger_attach(struct ledger *l, const char *job);
 /*
@@ -197,8 +203,17 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount);
 
 /*
+ * Record a refusal decided outside the ledger, by a per-process limit from the environment variable env
+ * (the preload's RDMACTL_MAX_*): a process-scope denial of the attached process, counted and put in the ring
+ * like those of ledger_reserve(). *out (may be NULL) gets the denial. -ENOTCONN if not attached.
+ */
+int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount, uint64_t usage, uint64_t limit,
+		       const char *env, struct ledger_denial *out);
+
+/*
  * "refused qp for pid 1234 (job train): 5/5 in use, limit set by job train" (no prefix, no newline).
- * Scope words: "pid 1234", "job NAME", "cgroup /a/b", "global limit".
+ * Scope words: "pid 1234", "job NAME", "cgroup /a/b", "global limit"; a denial with env set says
+ * "limit set by RDMACTL_MAX_QP".
  */
 int ledger_format_denial(const struct ledger_denial *d, char *buf, size_t len);
 

@@ -16,9 +16,10 @@
 #include "preload.h"
 #include "util.h"
 
-const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw" };
+const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw", "xrcd", "wq" };
 static const enum ledger_kind pk_ledger[K_NR] = {
 	LEDGER_CTX, LEDGER_PD, LEDGER_CQ, LEDGER_QP, LEDGER_SRQ, LEDGER_MR, LEDGER_AH, LEDGER_MW,
+	LEDGER_XRCD, LEDGER_WQ,
 };
 
 struct pcfg pcfg = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
@@ -29,7 +30,8 @@ static _Atomic uint64_t used[L_NR];
 static uint64_t limit[L_NR];
 static const char *const limit_env[L_NR] = {
 	"RDMACTL_MAX_CTX", "RDMACTL_MAX_PD", "RDMACTL_MAX_CQ", "RDMACTL_MAX_QP", "RDMACTL_MAX_SRQ",
-	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
+	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_XRCD", "RDMACTL_MAX_WQ",
+	"RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
 };
 
 static struct ledger *ledger;
@@ -224,6 +226,18 @@ static const char *job_part(char *buf, size_t len)
 	return buf;
 }
 
+static enum ledger_kind local_kind(int i)
+{
+	return i == L_BYTES ? LEDGER_MR_BYTES : i == L_WR ? LEDGER_WR : pk_ledger[i];
+}
+
+/* A refusal by an RDMACTL_MAX_* limit: into the ledger's denial ring too, so monitor and top see it. */
+static void note_local_denial(int i, uint64_t n, uint64_t cur)
+{
+	if (ledger && ledger_attached(ledger))
+		ledger_note_denial(ledger, local_kind(i), n, cur, limit[i], limit_env[i], NULL);
+}
+
 /* Local (RDMACTL_MAX_*) counter i: add n, or refuse and log. */
 static int local_charge(int i, uint64_t n)
 {
@@ -236,6 +250,7 @@ static int local_charge(int i, uint64_t n)
 		if (cur + n < cur || cur + n > limit[i]) {
 			log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s",
 				    kind_word(i), (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
+			note_local_denial(i, n, cur);
 			return -pcfg.err;
 		}
 	} while (!atomic_compare_exchange_weak_explicit(&used[i], &cur, cur + n, memory_order_relaxed,
@@ -363,6 +378,7 @@ int acct_check_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 		log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64
 			    " set by RDMACTL_MAX_WR",
 			    pk_name[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[L_WR]);
+		note_local_denial(L_WR, depth, 0);
 		return -pcfg.err;
 	}
 	return ledger_charge(LEDGER_WR, depth);

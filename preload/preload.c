@@ -169,6 +169,10 @@ struct ctx_ops {
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int);
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *, enum ibv_mw_type);
 	int (*dealloc_mw)(struct ibv_mw *);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *, struct ibv_xrcd_init_attr *);
+	int (*close_xrcd)(struct ibv_xrcd *);
+	struct ibv_wq *(*create_wq)(struct ibv_context *, struct ibv_wq_init_attr *);
+	int (*destroy_wq)(struct ibv_wq *);
 };
 
 #define NCTX 256
@@ -203,6 +207,10 @@ static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *);
 static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int);
 static struct ibv_mw *w_alloc_mw(struct ibv_pd *, enum ibv_mw_type);
 static int w_dealloc_mw(struct ibv_mw *);
+static struct ibv_xrcd *w_open_xrcd(struct ibv_context *, struct ibv_xrcd_init_attr *);
+static int w_close_xrcd(struct ibv_xrcd *);
+static struct ibv_wq *w_create_wq(struct ibv_context *, struct ibv_wq_init_attr *);
+static int w_destroy_wq(struct ibv_wq *);
 
 #define WRAP_VOP(v, e, name)                                                                   \
 	do {                                                                                   \
@@ -235,6 +243,10 @@ static void ctx_wrap(struct ibv_context *ctx, bool imported)
 	WRAP_VOP(v, e, open_qp);
 	WRAP_VOP(v, e, alloc_null_mr);
 	WRAP_VOP(v, e, reg_dm_mr);
+	WRAP_VOP(v, e, open_xrcd);
+	WRAP_VOP(v, e, close_xrcd);
+	WRAP_VOP(v, e, create_wq);
+	WRAP_VOP(v, e, destroy_wq);
 	if (ctx->ops.alloc_mw && ctx->ops.dealloc_mw) {
 		e->ops.alloc_mw = ctx->ops.alloc_mw;
 		e->ops.dealloc_mw = ctx->ops.dealloc_mw;
@@ -854,6 +866,53 @@ static int w_dealloc_mw(struct ibv_mw *mw)
 	if (!ops || !ops->dealloc_mw)
 		return EOPNOTSUPP;
 	DESTROY(mw, ops->dealloc_mw(mw));
+}
+
+static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
+{
+	OPS_OR_FAIL(ops, ctx, open_xrcd);
+	CREATE(struct ibv_xrcd *, K_XRCD, 0, ops->open_xrcd(ctx, attr), r->context);
+}
+
+static int w_close_xrcd(struct ibv_xrcd *xrcd)
+{
+	const struct ctx_ops *ops = xrcd ? ctx_ops_of(xrcd->context) : NULL;
+
+	if (!ops || !ops->close_xrcd)
+		return EOPNOTSUPP;
+	DESTROY(xrcd, ops->close_xrcd(xrcd));
+}
+
+static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
+{
+	OPS_OR_FAIL(ops, ctx, create_wq);
+	struct ibv_wq *wq;
+	struct track t;
+
+	if (!enter()) {
+		wq = ops->create_wq(ctx, attr);
+		leave();
+		return wq;
+	}
+	if (attr)
+		CHECK_WR(K_WQ, 0, attr->max_wr);
+	if (pre_create(&t, K_WQ, 0)) {
+		leave();
+		return NULL;
+	}
+	wq = ops->create_wq(ctx, attr);
+	post_create(&t, wq, wq ? wq->context : NULL);
+	leave();
+	return wq;
+}
+
+static int w_destroy_wq(struct ibv_wq *wq)
+{
+	const struct ctx_ops *ops = wq ? ctx_ops_of(wq->context) : NULL;
+
+	if (!ops || !ops->destroy_wq)
+		return EOPNOTSUPP;
+	DESTROY(wq, ops->destroy_wq(wq));
 }
 
 /* ---- the table the audit redirection uses --------------------------------------------------------- */

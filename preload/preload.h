@@ -18,6 +18,8 @@ enum pk {
 	K_MR,
 	K_AH,
 	K_MW,
+	K_XRCD,
+	K_WQ,
 	K_NR,
 };
 

@@ -297,7 +297,7 @@ showq() {
 
 @test "quota --help describes kinds, scopes and has examples" {
 	run -0 "$RDMACTL" quota --help
-	assert_output --partial "KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, wr"
+	assert_output --partial "KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr"
 	assert_output --partial "--cgroup=PATH"
 	assert_output --partial "--kernel"
 	assert_output --partial "Examples:"
@@ -319,12 +319,14 @@ showq() {
 	assert_output "set show"
 	run cw rdmactl quota se m
 	assert_output "mr mr_bytes mw"
+	run cw rdmactl quota se w
+	assert_output "wq wr"
 	run cw rdmactl quota set qp ""
 	assert_output "unlimited"
 	run cw rdmactl quota set qp 5 ""
 	assert_output "--cgroup --global --job --pid"
 	run cw rdmactl quota unset ""
-	assert_output "ah cq ctx mr mr_bytes mw pd qp srq wr"
+	assert_output "ah cq ctx mr mr_bytes mw pd qp srq wq wr xrcd"
 	run cw rdmactl quota set qp 5 --pid "$$"
 	[[ " $output " == *" $$ "* ]] || fail "pid $$ not offered: $output"
 	run cw rdmactl quota show --ker

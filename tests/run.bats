@@ -16,7 +16,7 @@ setup() {
 @test "--help: options, EXAMPLES, CMD placeholder" {
 	run -0 "$RDMACTL" run --help
 	assert_line --index 0 "Usage: rdmactl run [OPTION...] -- CMD [ARGS...]"
-	for o in ctx pd cq qp srq mr mr-bytes ah mw wr; do
+	for o in ctx pd cq qp srq mr mr-bytes ah mw xrcd wq wr; do
 		assert_output --partial "--max-$o="
 	done
 	assert_output --partial "--job=NAME"

@@ -43,10 +43,10 @@ in_cg() {
 	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" "$@"
 }
 
-# Set ctx pd cq qp srq mr ah mw limits on $CG (relative path form) with --kernel.
+# Set ctx pd cq qp srq mr ah mw xrcd wq limits on $CG (relative path form) with --kernel.
 set_object_limits() {
 	local kind
-	for kind in ctx pd cq qp srq mr ah mw; do
+	for kind in ctx pd cq qp srq mr ah mw xrcd wq; do
 		"$RDMACTL" quota set "$kind" "$1" --cgroup "${CG##*/}" --kernel --dev rxe0 || return 1
 		shift
 	done
@@ -63,7 +63,7 @@ rdma_max() {
 	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CG" --kernel --dev rxe0
 	run -0 rdma_max
 	assert_output "rxe0 hca_handle=max hca_object=max"
-	run -0 set_object_limits 1 1 1 3 0 0 0 0
+	run -0 set_object_limits 1 1 1 3 0 0 0 0 0 0
 	run -0 rdma_max
 	assert_output "rxe0 hca_handle=1 hca_object=5"
 	run -0 "$RDMACTL" quota show --cgroup "$CG"
@@ -71,6 +71,13 @@ rdma_max() {
 	assert_line "  rdma.current rxe0 hca_handle=0 hca_object=0"
 	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
 	run -0 jq -e '.scopes[0] | .rdma_max.rxe0 == {"hca_handle": 1, "hca_object": 5} and .rdma_current.rxe0.hca_object == 0 and .kinds.qp.limit == 3' <<<"$output"
+	# XRC domains and WQs are kernel objects too: one of them unlimited -> max; its limit counts in the sum
+	run -0 "$RDMACTL" quota unset wq --cgroup "$CG" --kernel --dev rxe0
+	run -0 rdma_max
+	assert_output "rxe0 hca_handle=1 hca_object=max"
+	run -0 "$RDMACTL" quota set wq 2 --cgroup "$CG" --kernel --dev rxe0
+	run -0 rdma_max
+	assert_output "rxe0 hca_handle=1 hca_object=7"
 	# without --dev: every device listed in rdma.max
 	run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
 	run -0 rdma_max
@@ -78,7 +85,7 @@ rdma_max() {
 }
 
 @test "a process in the cgroup fails at the kernel limit without the preload; outside it does not" {
-	run -0 set_object_limits 1 1 1 3 0 0 0 0
+	run -0 set_object_limits 1 1 1 3 0 0 0 0 0 0
 	# PD + CQ + 3 QPs = 5 objects: the 4th QP is refused by the kernel
 	run -3 in_cg timeout 60 "$MKOBJS" -d rxe0 -n 10
 	assert_line "pd ok"
@@ -96,7 +103,7 @@ rdma_max() {
 }
 
 @test "rdma.current shows what a process in the cgroup holds" {
-	run -0 set_object_limits 1 1 1 3 0 0 0 0
+	run -0 set_object_limits 1 1 1 3 0 0 0 0 0 0
 	local out=$BATS_TEST_TMPDIR/pp
 	in_cg timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -p 18650 -n 10 >"$out" 2>&1 3>&- &
 	local srv=$!
@@ -108,7 +115,7 @@ rdma_max() {
 }
 
 @test "an unprivileged user cannot change limits, with or without --kernel" {
-	run -0 set_object_limits 1 1 1 3 0 0 0 0
+	run -0 set_object_limits 1 1 1 3 0 0 0 0 0 0
 	local before
 	before=$("$RDMACTL" -j quota show)
 	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)

@@ -319,3 +319,105 @@ job_is_empty() {
 	wait $job
 	job_is_empty fork
 }
+
+@test "an RDMACTL_MAX_QP refusal under run is a ledger denial: monitor streams it, quota show counts it" {
+	local mon=$BATS_TEST_TMPDIR/mon
+	"$RDMACTL" monitor -j --type qp >"$mon" 2>"$mon.err" 3>&- &
+	local m=$!
+	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err"; kill $m; false; }
+	run --separate-stderr timeout 30 "$RDMACTL" run --job envq -- env RDMACTL_MAX_QP=1 "$EXV" -q 2
+	assert_success
+	assert_line "qp created=1 refused=1 errno=ENOMEM"
+	run grep -E '^rdmactl: refused qp for pid [0-9]+ \(job envq\): 1/1 in use, limit set by RDMACTL_MAX_QP$' <<<"$stderr"
+	assert_success
+	sleep 0.5
+	kill -INT $m
+	wait $m
+	run -0 jq -s -e '[.[] | select(.event == "denied" and .type == "qp" and .scope == "process" and .job == "envq"
+		and .limit_env == "RDMACTL_MAX_QP" and .usage == 1 and .limit == 1
+		and (.message | endswith("1/1 in use, limit set by RDMACTL_MAX_QP")))] | length == 1' "$mon"
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '.denials == 1' <<<"$output"
+}
+
+@test "exec: the new program takes over the slot of the old one; the ledger holds what the kernel holds" {
+	local out=$BATS_TEST_TMPDIR/out
+	# 3 QPs, then exec (with everything still open) a program that creates 1 and holds it
+	timeout 60 "$RDMACTL" run --job exec -- "$EXV" -q 3 -E -- "$EXV" -q 1 -H 30 >"$out" 2>&1 3>&- &
+	local job=$!
+	wait_for 30 grep -q '^holding' "$out" || { cat "$out"; false; }
+	run grep '^qp created' "$out"
+	assert_line --index 0 "qp created=3 refused=0 errno=0"
+	assert_line --index 1 "qp created=1 refused=0 errno=0"
+	local pid
+	pid=$(pgrep -f "^$EXV -q 1 -H 30")
+	run -0 "$LQ" slots "$pid"
+	assert_output 1
+	check_same_as_kernel "$pid"
+	[ "$(kernel_count "$pid" qp)" -eq 1 ]
+	run "$LQ" job exec
+	assert_line "qp 1 -"
+	assert_line "cq 1 -"
+	assert_line "ctx 1 -"
+	kill "$pid"
+	wait $job || true
+	job_is_empty exec
+}
+
+@test "xrcd and wq: limit 0 refuses before the provider; above 0 rxe's EOPNOTSUPP gives the charge back" {
+	# bare: rxe has neither XRC domains nor WQs
+	run -0 timeout 30 "$EXV" -x 1 -W 1
+	assert_line "xrcd created=0 refused=1 errno=EOPNOTSUPP"
+	assert_line "wq created=0 refused=1 errno=EOPNOTSUPP"
+	# limit 0: refused by the ledger (ENOMEM, one line), rxe is never asked
+	run --separate-stderr -0 timeout 30 "$RDMACTL" run --job xr0 --max-xrcd 0 -- "$EXV" -x 1
+	assert_line "xrcd created=0 refused=1 errno=ENOMEM"
+	run grep -E '^rdmactl: refused xrcd for pid [0-9]+ \(job xr0\): 0/0 in use, limit set by job xr0$' <<<"$stderr"
+	assert_success
+	run --separate-stderr -0 timeout 30 "$RDMACTL" run --job wq0 --max-wq 0 -- "$EXV" -W 1
+	assert_line "wq created=0 refused=1 errno=ENOMEM"
+	run grep -E '^rdmactl: refused wq for pid [0-9]+ \(job wq0\): 0/0 in use, limit set by job wq0$' <<<"$stderr"
+	assert_success
+	run --separate-stderr -0 timeout 30 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_WQ=0 "$EXV" -W 1
+	assert_line "wq created=0 refused=1 errno=ENOMEM"
+	run grep -E '^rdmactl: refused wq for pid [0-9]+: 0/0 in use, limit set by RDMACTL_MAX_WQ$' <<<"$stderr"
+	assert_success
+	# limit 1: charged, passed to rxe, which fails; the charge is given back while the process lives on
+	local out=$BATS_TEST_TMPDIR/out
+	timeout 60 "$RDMACTL" run --job xw1 --max-xrcd 1 --max-wq 1 -- env RDMACTL_LOG_LEVEL=2 "$EXV" -x 1 -W 1 -H 30 \
+		>"$out" 2>&1 3>&- &
+	local job=$!
+	wait_for 30 grep -q '^holding' "$out" || { cat "$out"; false; }
+	grep -q "^xrcd created=0 refused=1 errno=EOPNOTSUPP$" "$out"
+	grep -q "^wq created=0 refused=1 errno=EOPNOTSUPP$" "$out"
+	grep -q "^rdmactl: charged xrcd" "$out"
+	grep -q "^rdmactl: released xrcd for pid" "$out"
+	grep -q "^rdmactl: charged wq" "$out"
+	grep -q "^rdmactl: released wq for pid" "$out"
+	! grep -q "^rdmactl: refused" "$out"
+	run "$LQ" job xw1
+	assert_line "xrcd 0 1"
+	assert_line "wq 0 1"
+	assert_line "qp 1 -"
+	pkill -f "^$EXV -x 1 -W 1 -H 30"
+	wait $job || true
+	job_is_empty xw1
+}
+
+@test "rdmactl's own processes are never intercepted: pingpong passes under the preload with zero limits" {
+	local env=(env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=0 RDMACTL_MAX_CTX=0)
+	local srv=$BATS_TEST_TMPDIR/srv
+	timeout 60 "${env[@]}" "$RDMACTL" pingpong -n 20 -p 18640 --timeout 20 >"$srv" 2>&1 3>&- &
+	local s=$!
+	wait_for 20 grep -q "waiting for a" "$srv" || { cat "$srv"; false; }
+	run timeout 60 "${env[@]}" "$RDMACTL" pingpong -n 20 -p 18640 --timeout 20 192.0.2.1
+	assert_success
+	refute_output --partial "rdmactl: refused"
+	wait $s
+	! grep -q "refused" "$srv"
+	# the same environment refuses a verbs program its first context, cleanly
+	run --separate-stderr timeout 30 "${env[@]}" ibv_rc_pingpong -d rxe0 -g 1 -p 18641 192.0.2.1
+	failed_cleanly
+	run grep -E '^rdmactl: refused ctx for pid [0-9]+: 0/0 in use, limit set by RDMACTL_MAX_CTX$' <<<"$stderr"
+	assert_success
+}

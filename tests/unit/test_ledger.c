@@ -148,6 +148,10 @@ static void test_basic(void)
 	uint64_t seq = 0;
 	int i, err;
 
+	CHECK(!strcmp(ledger_kind_name(LEDGER_XRCD), "xrcd") && !strcmp(ledger_kind_name(LEDGER_WQ), "wq") &&
+		      !strcmp(ledger_kind_name(LEDGER_WR), "wr") && !ledger_kind_names[LEDGER_NKINDS] &&
+		      !ledger_kind_name(LEDGER_NKINDS),
+	      "kind names");
 	fresh_ledger();
 	l = open_rw();
 	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -ENOTCONN, "not attached");
@@ -193,16 +197,26 @@ static void test_basic(void)
 	CHECK(ledger_reserve(l, LEDGER_WR, 100, NULL) == 0, "wr is not a counter");
 	CHECK(usage_of(l, g, LEDGER_WR) == 0, "wr never charged");
 
+	/* the xrcd and wq counters are kinds like the others */
+	CHECK(ledger_set_limit(l, &g, LEDGER_XRCD, 1) == 0 && ledger_set_limit(l, &g, LEDGER_WQ, 0) == 0,
+	      "set xrcd wq");
+	CHECK(ledger_reserve(l, LEDGER_XRCD, 1, NULL) == 0 && usage_of(l, g, LEDGER_XRCD) == 1, "xrcd 1");
+	CHECK(ledger_reserve(l, LEDGER_WQ, 1, &d) == -EDQUOT && d.kind == LEDGER_WQ && d.limit == 0, "wq refused");
+	ledger_format_denial(&d, msg, sizeof(msg));
+	CHECK(strstr(msg, "refused wq for pid ") && strstr(msg, "0/0 in use"), "%s", msg);
+	CHECK(ledger_release(l, LEDGER_XRCD, 1) == 0 && usage_of(l, g, LEDGER_XRCD) == 0, "xrcd released");
+
 	/* denials recorded */
 	{
 		uint64_t total = 0, per[LEDGER_NKINDS];
 		struct ring_seen rs = { 0 };
 
 		ledger_denial_counts(l, &total, per);
-		CHECK(total == 6 && per[LEDGER_QP] == 3 && per[LEDGER_MR_BYTES] == 2 && per[LEDGER_WR] == 1,
+		CHECK(total == 7 && per[LEDGER_QP] == 3 && per[LEDGER_MR_BYTES] == 2 && per[LEDGER_WR] == 1 &&
+			      per[LEDGER_WQ] == 1,
 		      "counts %lu", (unsigned long)total);
 		ledger_foreach_denial(l, &seq, ring_cb, &rs);
-		CHECK(rs.n == 6 && seq == 6 && rs.last.d.kind == LEDGER_WR, "ring n=%d seq=%lu", rs.n,
+		CHECK(rs.n == 7 && seq == 7 && rs.last.d.kind == LEDGER_WQ, "ring n=%d seq=%lu", rs.n,
 		      (unsigned long)seq);
 		rs.n = 0;
 		ledger_foreach_denial(l, &seq, ring_cb, &rs);
@@ -308,6 +322,133 @@ static void test_fork_child_zero(void)
 	CHECK(usage_of(l, g, LEDGER_MR) == 3, "global %lu", (unsigned long)usage_of(l, g, LEDGER_MR));
 	ledger_detach(l);
 	ledger_close(l);
+}
+
+/* A refusal by the preload's own RDMACTL_MAX_* limit, recorded without a reserve. */
+static void test_note_denial(void)
+{
+	struct ledger *l;
+	struct ledger_denial d;
+	struct ring_seen rs = { 0 };
+	uint64_t total = 0, per[LEDGER_NKINDS], seq = 0;
+	char msg[512], want[64];
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(ledger_job_create(l, "envjob", NULL) == 0, "job");
+	CHECK(ledger_note_denial(l, LEDGER_QP, 1, 1, 1, "RDMACTL_MAX_QP", &d) == -ENOTCONN, "not attached");
+	CHECK(ledger_attach(l, "envjob") == 0, "attach: %s", ledger_error());
+	CHECK(ledger_note_denial(l, LEDGER_NKINDS, 1, 1, 1, "X", NULL) == -EINVAL, "bad kind");
+	CHECK(ledger_note_denial(l, LEDGER_QP, 1, 1, 1, "RDMACTL_MAX_QP", &d) == 0, "note qp");
+	CHECK(d.scope.type == LEDGER_SCOPE_PROCESS && d.pid == getpid() && d.usage == 1 && d.limit == 1 &&
+		      !strcmp(d.env, "RDMACTL_MAX_QP") && !strcmp(d.job, "envjob"),
+	      "denial %d %s", d.scope.type, d.env);
+	ledger_format_denial(&d, msg, sizeof(msg));
+	snprintf(want, sizeof(want), "refused qp for pid %d (job envjob): 1/1 in use, ", (int)getpid());
+	CHECK(!strncmp(msg, want, strlen(want)) && strstr(msg, "limit set by RDMACTL_MAX_QP") &&
+		      !strstr(msg, "limit set by pid"),
+	      "%s", msg);
+	CHECK(ledger_note_denial(l, LEDGER_WR, 4096, 0, 64, "RDMACTL_MAX_WR", &d) == 0, "note wr");
+	ledger_format_denial(&d, msg, sizeof(msg));
+	CHECK(strstr(msg, "refused wr depth 4096 for pid ") &&
+		      strstr(msg, "above the cap of 64, set by RDMACTL_MAX_WR"),
+	      "%s", msg);
+	/* nothing charged anywhere, but counted and in the ring like a ledger refusal */
+	CHECK(usage_of(l, scope_job("envjob"), LEDGER_QP) == 0, "job usage");
+	ledger_denial_counts(l, &total, per);
+	CHECK(total == 2 && per[LEDGER_QP] == 1 && per[LEDGER_WR] == 1, "counts %lu", (unsigned long)total);
+	ledger_foreach_denial(l, &seq, ring_cb, &rs);
+	CHECK(rs.n == 2 && rs.last.d.kind == LEDGER_WR && !strcmp(rs.last.d.env, "RDMACTL_MAX_WR"), "ring n=%d", rs.n);
+	/* a ledger refusal still names its scope, not a variable */
+	CHECK(ledger_set_limit(l, &(struct ledger_scope){ .type = LEDGER_SCOPE_GLOBAL }, LEDGER_PD, 0) == 0, "set");
+	CHECK(ledger_reserve(l, LEDGER_PD, 1, &d) == -EDQUOT && !d.env[0], "ledger denial has no env");
+	ledger_detach(l);
+	ledger_close(l);
+}
+
+static int count_pid_cb(const struct ledger_proc_stat *ps, void *arg)
+{
+	if (ps->pid == getpid())
+		(*(int *)arg)++;
+	return 0;
+}
+
+static int slots_of_self(struct ledger *l)
+{
+	int n = 0;
+
+	ledger_foreach_proc(l, count_pid_cb, &n);
+	return n;
+}
+
+/*
+ * After exec() the new image attaches again with the same pid and start time: the old image's slot (its
+ * objects died with its uverbs fds) is taken over and its usage leaves every total. Two handles in one
+ * process stand for the two images; the second case leaves the old slot mid-operation (a thread killed by
+ * the exec) after charging the job but not the slot.
+ */
+static void test_exec_takeover(void)
+{
+	struct ledger *a, *b, *c, *other;
+	struct ledger_scope g = scope_global(), j = scope_job("exec");
+	struct sum sm = { .jobname = "exec" };
+	int status;
+	pid_t pid;
+
+	fresh_ledger();
+	a = open_rw();
+	CHECK(ledger_job_create(a, "exec", NULL) == 0, "job");
+	CHECK(ledger_attach(a, "exec") == 0, "attach: %s", ledger_error());
+	CHECK(ledger_reserve(a, LEDGER_QP, 3, NULL) == 0 && ledger_reserve(a, LEDGER_MR_BYTES, 4096, NULL) == 0,
+	      "old image charges");
+	/* another process of the job keeps its usage through our exec */
+	pid = fork();
+	if (pid == 0) {
+		if (ledger_open(lpath, 0, &other) || ledger_attach(other, "exec") ||
+		    ledger_reserve(other, LEDGER_QP, 2, NULL))
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	for (int i = 0; i < 5000 && usage_of(a, g, LEDGER_QP) != 5; i++)
+		usleep(1000);
+	CHECK(usage_of(a, g, LEDGER_QP) == 5, "other process charged");
+	CHECK(slots_of_self(a) == 1, "one slot before exec");
+
+	b = open_rw();
+	CHECK(ledger_attach(b, "exec") == 0, "attach after exec: %s", ledger_error());
+	CHECK(slots_of_self(b) == 1, "one slot after exec: %d", slots_of_self(b));
+	CHECK(b->slot >= 0 && ALOAD(&b->use->slots[b->slot].usage[LEDGER_QP]) == 0, "new image starts at zero");
+	CHECK(usage_of(b, g, LEDGER_QP) == 2 && usage_of(b, j, LEDGER_QP) == 2, "old usage released: global %lu",
+	      (unsigned long)usage_of(b, g, LEDGER_QP));
+	CHECK(usage_of(b, g, LEDGER_MR_BYTES) == 0 && usage_of(b, j, LEDGER_MR_BYTES) == 0, "old bytes released");
+	CHECK(ledger_reserve(b, LEDGER_QP, 1, NULL) == 0, "new image charges");
+	CHECK(usage_of(b, g, LEDGER_QP) == 3 && usage_of(b, j, LEDGER_QP) == 3, "totals");
+
+	/* exec while another thread was inside an operation: the takeover recounts */
+	__atomic_fetch_add(&b->use->slots[b->slot].inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&b->use->jobs[b->job].total[LEDGER_QP], 7, __ATOMIC_SEQ_CST);
+	c = open_rw();
+	CHECK(ledger_attach(c, "exec") == 0, "attach after 2nd exec: %s", ledger_error());
+	CHECK(slots_of_self(c) == 1, "one slot after 2nd exec");
+	CHECK(usage_of(c, g, LEDGER_QP) == 2 && usage_of(c, j, LEDGER_QP) == 2, "recounted: job %lu",
+	      (unsigned long)usage_of(c, j, LEDGER_QP));
+	CHECK(__atomic_load_n(&c->use->frozen, __ATOMIC_SEQ_CST) == 0, "unfrozen");
+	ledger_foreach_proc(c, sum_cb, &sm);
+	CHECK(sm.all[LEDGER_QP] == usage_of(c, g, LEDGER_QP) && sm.job[LEDGER_QP] == usage_of(c, j, LEDGER_QP),
+	      "totals are the sum of live slots");
+	/* the gc leaves the live slots alone */
+	{
+		unsigned int n = 9;
+
+		CHECK(ledger_gc(c, &n) == 0 && n == 0, "gc reclaimed %u", n);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	CHECK(ledger_detach(c) == 0, "detach");
+	ledger_close(a); /* the old images' handles: unmapped, never detached (their slots are not theirs) */
+	ledger_close(b);
+	ledger_close(c);
 }
 
 /* ---- (a) concurrency ---------------------------------------------------------------------------- */
@@ -982,6 +1123,8 @@ int main(void)
 	RUN(test_basic);
 	RUN(test_scopes);
 	RUN(test_fork_child_zero);
+	RUN(test_note_denial);
+	RUN(test_exec_takeover);
 	RUN(test_concurrency);
 	RUN(test_sigkill);
 	RUN(test_death_mid_operation);

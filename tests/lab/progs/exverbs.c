@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Lab program: creates resources through the inline "_ex" verbs of verbs.h only (create_cq_ex,
- * create_qp_ex with extended attributes, create_srq_ex with a CQ, alloc_mw), which call the context's op
- * pointers and never an exported create verb. Prints "<kind> created=N refused=M errno=E" per kind.
- *   exverbs [-d DEV] [-q NQP] [-c NCQ] [-s NSRQ] [-m NMW] [-w WR] [-H SECONDS] [-F NQP]
+ * create_qp_ex with extended attributes, create_srq_ex with a CQ, alloc_mw, open_xrcd, create_wq), which
+ * call the context's op pointers and never an exported create verb. Prints "<kind> created=N refused=M
+ * errno=E" per kind.
+ *   exverbs [-d DEV] [-q NQP] [-c NCQ] [-s NSRQ] [-m NMW] [-x NXRCD] [-W NWQ] [-w WR] [-H SECONDS] [-F NQP]
+ *           [-E -- PROG ARGS...]
  * -F: after creating (and before holding), fork a child that opens its own context and creates NQP QPs
  * through the exported ibv_create_qp ("child <pid> qp created=..."), holds as long, and exits.
+ * -E: after holding, exec PROG ARGS... with everything still open (instead of destroying and exiting).
  */
+#include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +20,7 @@
 
 #include <infiniband/verbs.h>
 
-static int n_qp = 1, n_cq = 1, n_srq, n_mw, wr = 16, hold, n_child = -1;
+static int n_qp = 1, n_cq = 1, n_srq, n_mw, n_xrcd, n_wq, wr = 16, hold, n_child = -1, do_exec;
 static const char *dev_name = "rxe0";
 
 static void report(const char *kind, int created, int refused, int err)
@@ -69,10 +73,15 @@ int main(int argc, char **argv)
 	struct ibv_qp *qps[256];
 	struct ibv_srq *srqs[256];
 	struct ibv_mw *mws[256];
-	int i, opt, nc = 0, nq = 0, ns = 0, nm = 0, err, refused;
+	struct ibv_xrcd *xrcds[256];
+	struct ibv_wq *wqs[256];
+	int i, opt, nc = 0, nq = 0, ns = 0, nm = 0, nx = 0, nw = 0, err, refused;
 
-	while ((opt = getopt(argc, argv, "d:q:c:s:m:w:H:F:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:q:c:s:m:x:W:w:H:F:E")) != -1) {
 		switch (opt) {
+		case 'x': n_xrcd = atoi(optarg); break;
+		case 'W': n_wq = atoi(optarg); break;
+		case 'E': do_exec = 1; break;
 		case 'F': n_child = atoi(optarg); break;
 		case 'd': dev_name = optarg; break;
 		case 'q': n_qp = atoi(optarg); break;
@@ -84,7 +93,8 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
-	if (n_qp > 256 || n_cq > 256 || n_srq > 256 || n_mw > 256 || n_cq < 1)
+	if (n_qp > 256 || n_cq > 256 || n_srq > 256 || n_mw > 256 || n_xrcd > 256 || n_wq > 256 || n_cq < 1 ||
+	    (do_exec && optind >= argc))
 		return 2;
 	list = ibv_get_device_list(NULL);
 	for (i = 0; list && list[i]; i++)
@@ -162,6 +172,36 @@ int main(int argc, char **argv)
 	if (n_mw)
 		report("mw", nm, refused, err);
 
+	err = refused = 0;
+	for (i = 0; i < n_xrcd; i++) {
+		struct ibv_xrcd_init_attr xa = {
+			.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1, .oflags = O_CREAT,
+		};
+
+		xrcds[nx] = ibv_open_xrcd(ctx, &xa);
+		if (xrcds[nx])
+			nx++;
+		else
+			refused++, err = errno;
+	}
+	if (n_xrcd)
+		report("xrcd", nx, refused, err);
+
+	err = refused = 0;
+	for (i = 0; i < n_wq; i++) {
+		struct ibv_wq_init_attr wa = {
+			.wq_type = IBV_WQT_RQ, .max_wr = wr, .max_sge = 1, .pd = pd, .cq = ibv_cq_ex_to_cq(cq0),
+		};
+
+		wqs[nw] = ibv_create_wq(ctx, &wa);
+		if (wqs[nw])
+			nw++;
+		else
+			refused++, err = errno;
+	}
+	if (n_wq)
+		report("wq", nw, refused, err);
+
 	if (n_child >= 0) {
 		pid_t pid;
 
@@ -176,6 +216,16 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		sleep(hold);
 	}
+	if (do_exec) {
+		fflush(stdout);
+		execvp(argv[optind], argv + optind);
+		fprintf(stderr, "exverbs: exec %s: %s\n", argv[optind], strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < nw; i++)
+		ibv_destroy_wq(wqs[i]);
+	for (i = 0; i < nx; i++)
+		ibv_close_xrcd(xrcds[i]);
 	for (i = 0; i < nm; i++)
 		ibv_dealloc_mw(mws[i]);
 	for (i = 0; i < ns; i++)

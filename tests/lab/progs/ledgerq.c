@@ -3,6 +3,7 @@
  * Test helper: print one ledger scope as "KIND USAGE LIMIT" lines (limit "-" when unlimited), through
  * lib/ledger's read API, independently of the quota CLI.
  *   ledgerq job NAME | ledgerq pid PID        exit 0, or 3 when the scope has no entry / no live process
+ *   ledgerq slots PID                         the number of live slots of process PID (0 or more)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +28,13 @@ static void print(const uint64_t *usage, const uint64_t *limit)
 
 static pid_t want;
 
+static int slot_cb(const struct ledger_proc_stat *st, void *arg)
+{
+	if (st->pid == want)
+		(*(int *)arg)++;
+	return 0;
+}
+
 static int proc_cb(const struct ledger_proc_stat *st, void *arg)
 {
 	(void)arg;
@@ -43,14 +51,23 @@ int main(int argc, char **argv)
 	struct ledger *l;
 	int ret;
 
-	if (argc != 3 || (strcmp(argv[1], "job") && strcmp(argv[1], "pid"))) {
-		fprintf(stderr, "usage: ledgerq job NAME | ledgerq pid PID\n");
+	if (argc != 3 || (strcmp(argv[1], "job") && strcmp(argv[1], "pid") && strcmp(argv[1], "slots"))) {
+		fprintf(stderr, "usage: ledgerq job NAME | ledgerq pid PID | ledgerq slots PID\n");
 		return 2;
 	}
 	ret = ledger_open(NULL, 0, &l);
 	if (ret) {
 		fprintf(stderr, "ledgerq: %s\n", ledger_error());
 		return 1;
+	}
+	if (!strcmp(argv[1], "slots")) {
+		int n = 0;
+
+		want = atoi(argv[2]);
+		ret = ledger_foreach_proc(l, slot_cb, &n);
+		ledger_close(l);
+		printf("%d\n", n);
+		return ret ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "pid")) {
 		want = atoi(argv[2]);
