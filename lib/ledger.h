@@ -195,6 +195,17 @@ bool ledger_attached(const struct ledger *l);
 int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why);
 /* Give amount back. -EINVAL if more than the process holds (nothing changed). LEDGER_WR: no-op. */
 int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount);
+/*
+ * Several kinds in one operation (an MR's count and bytes, a QP's WR depth check and count): all charged or
+ * none, checked in the order given (a refusal describes the first kind that does not fit, and nothing stays
+ * charged), with one in-flight bracket and one policy check instead of one per kind. n is 1..LEDGER_NKINDS,
+ * each kind at most once (-EINVAL otherwise). Same results as ledger_reserve() for each kind in turn, with
+ * the earlier ones released again when a later one is refused.
+ */
+int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
+		     struct ledger_denial *why);
+/* ledger_release() of each kind in one operation; -EINVAL if any was more than held (that one unchanged). */
+int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n);
 
 /*
  * "refused qp for pid 1234 (job train): 5/5 in use, limit set by job train" (no prefix, no newline).

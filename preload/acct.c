@@ -17,26 +17,27 @@
 #include "util.h"
 
 const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw" };
-static const enum ledger_kind pk_ledger[K_NR] = {
+static const enum ledger_kind pk_ledger[K_NR] HOT_CONST = {
 	LEDGER_CTX, LEDGER_PD, LEDGER_CQ, LEDGER_QP, LEDGER_SRQ, LEDGER_MR, LEDGER_AH, LEDGER_MW,
 };
 
-struct pcfg pcfg = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
+struct pcfg pcfg HOT_DATA = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
 
 /* Process-local usage and the RDMACTL_MAX_* limits that apply to this process alone. */
 enum { L_BYTES = K_NR, L_WR, L_NR };
-static _Atomic uint64_t used[L_NR];
-static uint64_t limit[L_NR];
+static _Atomic uint64_t used[L_NR] HOT_DATA;
+/* UINT64_MAX: no such limit, and used[] is not kept (set once, before the first charge) */
+static uint64_t limit[L_NR] HOT_DATA;
 static const char *const limit_env[L_NR] = {
 	"RDMACTL_MAX_CTX", "RDMACTL_MAX_PD", "RDMACTL_MAX_CQ", "RDMACTL_MAX_QP", "RDMACTL_MAX_SRQ",
 	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
 };
 
-static struct ledger *ledger;
+static struct ledger *ledger HOT_DATA;
 /* The ledger was asked for (job or path given) but is unusable and RDMACTL_FAIL=closed: refuse all. */
-static bool refuse_all;
+static bool refuse_all HOT_DATA;
 /* Set in a forked child: attach a fresh slot on the next charge. */
-static _Atomic bool reattach;
+static _Atomic bool reattach HOT_DATA;
 static pid_t my_pid;
 static char my_job[LEDGER_NAME_MAX];
 
@@ -47,8 +48,8 @@ static _Atomic unsigned int suppressed;
 
 static void vlog(const char *fmt, va_list ap)
 {
+	int n, saved = errno;
 	char buf[512];
-	int n;
 
 	n = snprintf(buf, sizeof(buf), "rdmactl: ");
 	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
@@ -57,10 +58,11 @@ static void vlog(const char *fmt, va_list ap)
 	buf[n++] = '\n';
 	/* One write: lines from concurrent threads and processes do not interleave. */
 	if (write(pcfg.log_fd, buf, n) < 0)
-		return;
+		n = 0;
+	errno = saved;
 }
 
-void plog(int level, const char *fmt, ...)
+void plog_line(int level, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -72,7 +74,7 @@ void plog(int level, const char *fmt, ...)
 }
 
 /* Refusals: at most one line per second per process; the next line says how many were not shown. */
-static void log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2))) COLD_FN;
 static void log_refusal(const char *fmt, ...)
 {
 	struct timespec ts;
@@ -196,16 +198,20 @@ void acct_atfork_child(void)
 	atomic_store(&reattach, true);
 }
 
-static void ensure_attached(void)
+static COLD_FN void attach_child(void)
 {
-	if (!atomic_load_explicit(&reattach, memory_order_relaxed))
-		return;
 	if (atomic_exchange(&reattach, false) && ledger) {
 		int ret = ledger_attach_child(ledger);
 
 		if (ret)
 			plog(1, "ledger: forked child %d cannot attach: %s", (int)getpid(), strerror(-ret));
 	}
+}
+
+static inline void ensure_attached(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&reattach, memory_order_relaxed), 0))
+		attach_child();
 }
 
 /* ---- charging ----------------------------------------------------------------------------------- */
@@ -224,43 +230,41 @@ static const char *job_part(char *buf, size_t len)
 	return buf;
 }
 
-/* Local (RDMACTL_MAX_*) counter i: add n, or refuse and log. */
-static int local_charge(int i, uint64_t n)
+static COLD_FN int local_refused(int i, uint64_t cur)
 {
-	uint64_t cur = atomic_load_explicit(&used[i], memory_order_relaxed);
 	char jb[LEDGER_NAME_MAX + 8];
 
+	log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s", kind_word(i),
+		    (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
+	return -pcfg.err;
+}
+
+/* Local (RDMACTL_MAX_*) counter i: add n, or refuse and log. Nothing to count without such a limit. */
+static inline int local_charge(int i, uint64_t n)
+{
+	uint64_t cur;
+
+	if (limit[i] == UINT64_MAX)
+		return 0;
+	cur = atomic_load_explicit(&used[i], memory_order_relaxed);
 	do {
-		if (limit[i] == UINT64_MAX)
-			break;
-		if (cur + n < cur || cur + n > limit[i]) {
-			log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s",
-				    kind_word(i), (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
-			return -pcfg.err;
-		}
+		if (cur + n < cur || cur + n > limit[i])
+			return local_refused(i, cur);
 	} while (!atomic_compare_exchange_weak_explicit(&used[i], &cur, cur + n, memory_order_relaxed,
 						       memory_order_relaxed));
-	if (limit[i] == UINT64_MAX)
-		atomic_fetch_add_explicit(&used[i], n, memory_order_relaxed);
 	return 0;
 }
 
-static void local_release(int i, uint64_t n)
+static inline void local_release(int i, uint64_t n)
 {
-	atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
+	if (limit[i] != UINT64_MAX)
+		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
 }
 
-static int ledger_charge(enum ledger_kind k, uint64_t n)
+static COLD_FN int ledger_refused(int ret, enum ledger_kind k, const struct ledger_denial *why)
 {
-	struct ledger_denial why;
 	char msg[300];
-	int ret;
 
-	if (!ledger)
-		return 0;
-	ret = ledger_reserve(ledger, k, n, &why);
-	if (!ret)
-		return 0;
 	if (ret != -EDQUOT) {
 		/* Not a quota decision (e.g. the slot is gone): follow the fail mode. */
 		if (!pcfg.fail_closed)
@@ -269,9 +273,28 @@ static int ledger_charge(enum ledger_kind k, uint64_t n)
 			    (int)my_pid, strerror(-ret));
 		return -pcfg.err;
 	}
-	ledger_format_denial(&why, msg, sizeof(msg));
+	ledger_format_denial(why, msg, sizeof(msg));
 	log_refusal("%s", msg);
 	return -pcfg.err;
+}
+
+/* Reserve nk kinds in the ledger (all or none), or refuse and log. */
+static HOT_FN int ledger_charge_n(const enum ledger_kind *k, const uint64_t *n, unsigned int nk)
+{
+	struct ledger_denial why;
+	int ret;
+
+	if (!ledger)
+		return 0;
+	ret = ledger_reserve_n(ledger, k, n, nk, &why);
+	if (__builtin_expect(!ret, 1))
+		return 0;
+	return ledger_refused(ret, k[0], &why);
+}
+
+static int ledger_charge(enum ledger_kind k, uint64_t n)
+{
+	return ledger_charge_n(&k, &n, 1);
 }
 
 static void ledger_uncharge(enum ledger_kind k, uint64_t n)
@@ -280,14 +303,17 @@ static void ledger_uncharge(enum ledger_kind k, uint64_t n)
 		ledger_release(ledger, k, n);
 }
 
-static int refuse_closed(const char *what)
+static COLD_FN int refuse_closed(const char *what)
 {
 	log_refusal("refused %s for pid %d: ledger unusable and RDMACTL_FAIL=closed", what, (int)my_pid);
 	return -pcfg.err;
 }
 
-int acct_charge(enum pk kind, uint64_t bytes)
+HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
 {
+	/* an MR's count and bytes in one ledger operation */
+	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
+	uint64_t n[2] = { 1, bytes };
 	int ret;
 
 	if (refuse_all)
@@ -300,12 +326,7 @@ int acct_charge(enum pk kind, uint64_t bytes)
 		local_release(kind, 1);
 		return ret;
 	}
-	ret = ledger_charge(pk_ledger[kind], 1);
-	if (!ret && kind == K_MR && bytes) {
-		ret = ledger_charge(LEDGER_MR_BYTES, bytes);
-		if (ret)
-			ledger_uncharge(LEDGER_MR, 1);
-	}
+	ret = ledger_charge_n(k, n, kind == K_MR && bytes ? 2 : 1);
 	if (ret) {
 		local_release(kind, 1);
 		if (kind == K_MR)
@@ -317,16 +338,18 @@ int acct_charge(enum pk kind, uint64_t bytes)
 	return 0;
 }
 
-void acct_release(enum pk kind, uint64_t bytes)
+HOT_FN void acct_release(enum pk kind, uint64_t bytes)
 {
+	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
+	uint64_t n[2] = { 1, bytes };
+
 	if (refuse_all)
 		return;
 	local_release(kind, 1);
-	ledger_uncharge(pk_ledger[kind], 1);
-	if (kind == K_MR) {
+	if (kind == K_MR)
 		local_release(L_BYTES, bytes);
-		ledger_uncharge(LEDGER_MR_BYTES, bytes);
-	}
+	if (ledger)
+		ledger_release_n(ledger, k, n, kind == K_MR && bytes ? 2 : 1);
 	plog(2, "released %s for pid %d", pk_name[kind], (int)my_pid);
 }
 
@@ -351,21 +374,50 @@ int acct_mr_bytes(int64_t delta)
 	return ret;
 }
 
+static COLD_FN int local_wr_refused(enum pk kind, uint32_t depth)
+{
+	char jb[LEDGER_NAME_MAX + 8];
+
+	log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64 " set by RDMACTL_MAX_WR",
+		    pk_name[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[L_WR]);
+	return -pcfg.err;
+}
+
 int acct_check_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 {
 	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
-	char jb[LEDGER_NAME_MAX + 8];
 
 	if (refuse_all)
 		return refuse_closed(pk_name[kind]);
 	ensure_attached();
-	if (limit[L_WR] != UINT64_MAX && depth > limit[L_WR]) {
-		log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64
-			    " set by RDMACTL_MAX_WR",
-			    pk_name[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[L_WR]);
-		return -pcfg.err;
-	}
+	if (limit[L_WR] != UINT64_MAX && depth > limit[L_WR])
+		return local_wr_refused(kind, depth);
 	return ledger_charge(LEDGER_WR, depth);
+}
+
+HOT_FN int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+{
+	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
+	/* the ledger checks the depth against its WR caps first, then counts the queue */
+	enum ledger_kind k[2] = { LEDGER_WR, pk_ledger[kind] };
+	uint64_t n[2] = { depth, 1 };
+	int ret;
+
+	if (refuse_all)
+		return refuse_closed(pk_name[kind]);
+	ensure_attached();
+	if (limit[L_WR] != UINT64_MAX && depth > limit[L_WR])
+		return local_wr_refused(kind, depth);
+	ret = local_charge(kind, 1);
+	if (ret)
+		return ret;
+	ret = ledger_charge_n(k, n, 2);
+	if (ret) {
+		local_release(kind, 1);
+		return ret;
+	}
+	plog(2, "charged %s 1 (depth %" PRIu32 ") for pid %d", pk_name[kind], depth, (int)my_pid);
+	return 0;
 }
 
 /* A clean exit gives the slot back at once; a killed process is reclaimed by the ledger's gc. */

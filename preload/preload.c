@@ -43,11 +43,13 @@ static struct {
 	struct ibv_ah *(*create_ah)(struct ibv_pd *, struct ibv_ah_attr *);
 	struct ibv_ah *(*create_ah_from_wc)(struct ibv_pd *, struct ibv_wc *, struct ibv_grh *, uint8_t);
 	int (*destroy_ah)(struct ibv_ah *);
-} real;
+} real HOT_DATA;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* do_init() is done: the fast path skips pthread_once() (a call into libc on every verb). */
+static bool inited HOT_DATA;
 /* False in rdmactl's own processes and when libibverbs could not be found: then everything passes through. */
-static bool active;
+static bool active HOT_DATA;
 
 /*
  * Set while this thread is inside an intercepted verb: libibverbs calls some of its own exported verbs
@@ -73,9 +75,20 @@ static struct bucket {
 	struct obj *head;
 } buckets[NBUCKET];
 /* Bumped in a forked child: the parent's objects are not the child's to release. */
-static unsigned int obj_gen;
+static unsigned int obj_gen HOT_DATA;
 
-static struct bucket *bucket_of(const void *key)
+/*
+ * Records of destroyed objects are kept for the next create (up to OBJ_CACHE), so that the verbs path does
+ * not go through malloc/free.
+ */
+#define OBJ_CACHE 1024u
+static struct {
+	atomic_flag lock;
+	unsigned int n;
+	struct obj *head;
+} spare HOT_DATA;
+
+static inline struct bucket *bucket_of(const void *key)
 {
 	uintptr_t k = (uintptr_t)key;
 
@@ -84,18 +97,65 @@ static struct bucket *bucket_of(const void *key)
 	return &buckets[(k >> 40) % NBUCKET];
 }
 
-static void bucket_lock(struct bucket *b)
+static inline void spin_lock(atomic_flag *f)
 {
-	while (atomic_flag_test_and_set_explicit(&b->lock, memory_order_acquire))
+	while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
 		__builtin_ia32_pause();
 }
 
-static void bucket_unlock(struct bucket *b)
+static inline void spin_unlock(atomic_flag *f)
 {
-	atomic_flag_clear_explicit(&b->lock, memory_order_release);
+	atomic_flag_clear_explicit(f, memory_order_release);
 }
 
-static void obj_insert(struct obj *o)
+static inline void bucket_lock(struct bucket *b)
+{
+	spin_lock(&b->lock);
+}
+
+static inline void bucket_unlock(struct bucket *b)
+{
+	spin_unlock(&b->lock);
+}
+
+static HOT_FN struct obj *obj_alloc(void)
+{
+	struct obj *o;
+
+	spin_lock(&spare.lock);
+	o = spare.head;
+	if (o) {
+		spare.head = o->next;
+		spare.n--;
+	}
+	spin_unlock(&spare.lock);
+	return o ? o : malloc(sizeof(*o));
+}
+
+static COLD_FN void obj_free_mem(struct obj *o)
+{
+	int saved = errno;
+
+	free(o);
+	errno = saved;
+}
+
+/* errno is preserved. */
+static HOT_FN void obj_free(struct obj *o)
+{
+	spin_lock(&spare.lock);
+	if (spare.n < OBJ_CACHE) {
+		o->next = spare.head;
+		spare.head = o;
+		spare.n++;
+		o = NULL;
+	}
+	spin_unlock(&spare.lock);
+	if (o)
+		obj_free_mem(o);
+}
+
+static HOT_FN void obj_insert(struct obj *o)
 {
 	struct bucket *b = bucket_of(o->key);
 
@@ -107,7 +167,7 @@ static void obj_insert(struct obj *o)
 }
 
 /* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
-static struct obj *obj_take(const void *key)
+static HOT_FN struct obj *obj_take(const void *key)
 {
 	struct bucket *b = bucket_of(key);
 	struct obj **pp, *o;
@@ -121,7 +181,7 @@ static struct obj *obj_take(const void *key)
 	}
 	bucket_unlock(b);
 	if (o && o->gen != obj_gen) {
-		free(o); /* the parent's object, seen in a forked child: not charged here */
+		obj_free(o); /* the parent's object, seen in a forked child: not charged here */
 		return NULL;
 	}
 	return o;
@@ -153,7 +213,7 @@ static void obj_drop_ctx(struct ibv_context *ctx)
 			gone = o->next;
 			if (o->gen == obj_gen)
 				acct_release(o->kind, o->bytes);
-			free(o);
+			obj_free(o);
 		}
 	}
 }
@@ -289,6 +349,7 @@ static void atfork_child(void)
 
 	for (i = 0; i < NBUCKET; i++)
 		atomic_flag_clear_explicit(&buckets[i].lock, memory_order_relaxed);
+	atomic_flag_clear_explicit(&spare.lock, memory_order_relaxed);
 	pthread_mutex_init(&ctx_lock, NULL);
 	obj_gen++;
 	acct_atfork_child();
@@ -340,6 +401,19 @@ static void do_init(void)
 	active = true;
 }
 
+static void init_once_fn(void)
+{
+	do_init();
+	__atomic_store_n(&inited, true, __ATOMIC_RELEASE);
+}
+
+/* Resolve the real table (first call may come before any enter(), e.g. a nested pass-through). */
+static inline void need_real(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&inited, __ATOMIC_ACQUIRE), 0))
+		pthread_once(&init_once, init_once_fn);
+}
+
 /* ---- the charge/track protocol around each create and destroy ----------------------------------- */
 
 struct track {
@@ -350,48 +424,58 @@ struct track {
 };
 
 /* Enter a wrapper. Returns false when this call is nested or rdmactl is inactive: pass through. */
-static bool enter(void)
+static inline bool enter(void)
 {
 	if (guard++)
 		return false;
-	pthread_once(&init_once, do_init);
+	need_real();
 	return active;
 }
 
-static void leave(void)
+static inline void leave(void)
 {
 	guard--;
 }
 
-/* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
-static int pre_create(struct track *t, enum pk kind, uint64_t bytes)
+static COLD_FN int pre_create_failed(int ret)
 {
-	int ret;
+	errno = -ret;
+	return -1;
+}
 
+/* After the charge: the record the object will be tracked by. 0, or -1 with nothing charged. */
+static HOT_FN int pre_create_rec(struct track *t, enum pk kind, uint64_t bytes, int ret)
+{
 	t->kind = kind;
 	t->bytes = bytes;
 	t->counted = false;
 	t->o = NULL;
-	ret = acct_charge(kind, bytes);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	t->o = malloc(sizeof(*t->o));
+	if (ret)
+		return pre_create_failed(ret);
+	t->o = obj_alloc();
 	if (!t->o) {
 		acct_release(kind, bytes);
-		errno = ENOMEM;
-		return -1;
+		return pre_create_failed(-ENOMEM);
 	}
 	t->counted = true;
 	return 0;
 }
 
-/* After the real create: keep the charge with the object, or give it back. errno is preserved. */
-static void post_create(struct track *t, const void *obj, struct ibv_context *ctx)
+/* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
+static HOT_FN int pre_create(struct track *t, enum pk kind, uint64_t bytes)
 {
-	int saved = errno;
+	return pre_create_rec(t, kind, bytes, acct_charge(kind, bytes));
+}
 
+/* Same for a queue: its depth against the WR caps, and its count, in one charge. */
+static HOT_FN int pre_create_wr(struct track *t, enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+{
+	return pre_create_rec(t, kind, 0, acct_charge_wr(kind, send_wr, recv_wr));
+}
+
+/* After the real create: keep the charge with the object, or give it back. errno is preserved. */
+static HOT_FN void post_create(struct track *t, const void *obj, struct ibv_context *ctx)
+{
 	if (!t->counted)
 		return;
 	if (obj) {
@@ -401,26 +485,26 @@ static void post_create(struct track *t, const void *obj, struct ibv_context *ct
 		t->o->bytes = t->bytes;
 		obj_insert(t->o);
 	} else {
+		int saved = errno;
+
 		acct_release(t->kind, t->bytes);
-		free(t->o);
+		obj_free(t->o);
+		errno = saved;
 	}
-	errno = saved;
 }
 
 /* After the real destroy of obj whose record was taken by obj_take(): release, or put it back. */
-static void post_destroy(struct obj *o, int ret)
+static HOT_FN void post_destroy(struct obj *o, int ret)
 {
-	int saved = errno;
-
 	if (!o)
 		return;
+	/* neither touches errno (the ledger makes no system calls, plog() and obj_free() preserve it) */
 	if (ret) {
 		obj_insert(o);
 	} else {
 		acct_release(o->kind, o->bytes);
-		free(o);
+		obj_free(o);
 	}
-	errno = saved;
 }
 
 #define NOSYS_NULL(fn)                    \
@@ -477,12 +561,6 @@ static void post_destroy(struct obj *o, int ret)
 		leave();                                          \
 		return ret;                                       \
 	} while (0)
-
-/* Resolve the real table (first call may come before any enter(), e.g. a nested pass-through). */
-static inline void need_real(void)
-{
-	pthread_once(&init_once, do_init);
-}
 
 /* ---- exported verbs ------------------------------------------------------------------------------ */
 
@@ -565,14 +643,14 @@ PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
 	DESTROY(pd, real.dealloc_pd(pd));
 }
 
-PRELOAD_API struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	need_real();
 	NOSYS_NULL(real.reg_mr);
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr(pd, addr, length, access), r->context);
 }
 
-PRELOAD_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 					   int access)
 {
 	need_real();
@@ -580,7 +658,7 @@ PRELOAD_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
 }
 
-PRELOAD_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 					    unsigned int access)
 {
 	need_real();
@@ -588,7 +666,7 @@ PRELOAD_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
 }
 
-PRELOAD_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
 					     int fd, int access)
 {
 	need_real();
@@ -643,14 +721,14 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	return ret;
 }
 
-PRELOAD_API int ibv_dereg_mr(struct ibv_mr *mr)
+PRELOAD_API HOT_FN int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	need_real();
 	NOSYS_INT(real.dereg_mr);
 	DESTROY(mr, real.dereg_mr(mr));
 }
 
-PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+PRELOAD_API HOT_FN struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					 struct ibv_comp_channel *channel, int comp_vector)
 {
 	need_real();
@@ -659,7 +737,7 @@ PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, v
 	       r->context);
 }
 
-PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
+PRELOAD_API HOT_FN int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	need_real();
 	NOSYS_INT(real.destroy_cq);
@@ -677,7 +755,7 @@ PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 		}                                          \
 	} while (0)
 
-PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+PRELOAD_API HOT_FN struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct ibv_srq *srq;
 	struct track t;
@@ -689,9 +767,7 @@ PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 		leave();
 		return srq;
 	}
-	if (attr)
-		CHECK_WR(K_SRQ, 0, attr->attr.max_wr);
-	if (pre_create(&t, K_SRQ, 0)) {
+	if (pre_create_wr(&t, K_SRQ, 0, attr ? attr->attr.max_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -701,14 +777,14 @@ PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	return srq;
 }
 
-PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
+PRELOAD_API HOT_FN int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	need_real();
 	NOSYS_INT(real.destroy_srq);
 	DESTROY(srq, real.destroy_srq(srq));
 }
 
-PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+PRELOAD_API HOT_FN struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct ibv_qp *qp;
 	struct track t;
@@ -720,9 +796,8 @@ PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 		leave();
 		return qp;
 	}
-	if (attr)
-		CHECK_WR(K_QP, attr->cap.max_send_wr, attr->srq ? 0 : attr->cap.max_recv_wr);
-	if (pre_create(&t, K_QP, 0)) {
+	if (pre_create_wr(&t, K_QP, attr ? attr->cap.max_send_wr : 0,
+			  attr && !attr->srq ? attr->cap.max_recv_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -732,21 +807,21 @@ PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 	return qp;
 }
 
-PRELOAD_API int ibv_destroy_qp(struct ibv_qp *qp)
+PRELOAD_API HOT_FN int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	need_real();
 	NOSYS_INT(real.destroy_qp);
 	DESTROY(qp, real.destroy_qp(qp));
 }
 
-PRELOAD_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+PRELOAD_API HOT_FN struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	need_real();
 	NOSYS_NULL(real.create_ah);
 	CREATE(struct ibv_ah *, K_AH, 0, real.create_ah(pd, attr), r->context);
 }
 
-PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+PRELOAD_API HOT_FN struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
 						 uint8_t port_num)
 {
 	need_real();
@@ -754,7 +829,7 @@ PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_w
 	CREATE(struct ibv_ah *, K_AH, 0, real.create_ah_from_wc(pd, wc, grh, port_num), r->context);
 }
 
-PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
+PRELOAD_API HOT_FN int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	need_real();
 	NOSYS_INT(real.destroy_ah);
@@ -770,7 +845,7 @@ PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 		return NULL;                                 \
 	}
 
-static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+static HOT_FN struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_qp_ex);
 	struct ibv_qp *qp;
@@ -781,9 +856,8 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 		leave();
 		return qp;
 	}
-	if (attr)
-		CHECK_WR(K_QP, attr->cap.max_send_wr, attr->srq ? 0 : attr->cap.max_recv_wr);
-	if (pre_create(&t, K_QP, 0)) {
+	if (pre_create_wr(&t, K_QP, attr ? attr->cap.max_send_wr : 0,
+			  attr && !attr->srq ? attr->cap.max_recv_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -793,13 +867,13 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 	return qp;
 }
 
-static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
+static HOT_FN struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_cq_ex);
 	CREATE(struct ibv_cq_ex *, K_CQ, 0, ops->create_cq_ex(ctx, attr), r->context);
 }
 
-static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
+static HOT_FN struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_srq_ex);
 	struct ibv_srq *srq;
@@ -810,9 +884,7 @@ static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_i
 		leave();
 		return srq;
 	}
-	if (attr)
-		CHECK_WR(K_SRQ, 0, attr->attr.max_wr);
-	if (pre_create(&t, K_SRQ, 0)) {
+	if (pre_create_wr(&t, K_SRQ, 0, attr ? attr->attr.max_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -822,32 +894,32 @@ static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_i
 	return srq;
 }
 
-static struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
+static HOT_FN struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, open_qp);
 	CREATE(struct ibv_qp *, K_QP, 0, ops->open_qp(ctx, attr), r->context);
 }
 
-static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
+static HOT_FN struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_null_mr);
 	CREATE(struct ibv_mr *, K_MR, 0, ops->alloc_null_mr(pd), r->context);
 }
 
-static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
+static HOT_FN struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
 				  unsigned int access)
 {
 	OPS_OR_FAIL(ops, pd->context, reg_dm_mr);
 	CREATE(struct ibv_mr *, K_MR, len, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
 }
 
-static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+static HOT_FN struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_mw);
 	CREATE(struct ibv_mw *, K_MW, 0, ops->alloc_mw(pd, type), r->context);
 }
 
-static int w_dealloc_mw(struct ibv_mw *mw)
+static HOT_FN int w_dealloc_mw(struct ibv_mw *mw)
 {
 	const struct ctx_ops *ops = mw ? ctx_ops_of(mw->context) : NULL;
 
