@@ -1384,7 +1384,7 @@ HOT_FN int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, con
 	return reserve_refused(l, s, kinds, amounts, n, d);
 }
 
-HOT_FN int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why)
+int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why)
 {
 	return ledger_reserve_n(l, &kind, &amount, 1, why);
 }
@@ -1410,7 +1410,7 @@ HOT_FN int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, con
 	return err;
 }
 
-HOT_FN int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount)
+int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount)
 {
 	return ledger_release_n(l, &kind, &amount, 1);
 }

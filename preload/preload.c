@@ -79,22 +79,45 @@ static unsigned int obj_gen HOT_DATA;
 
 /*
  * Records of destroyed objects are kept for the next create (up to OBJ_CACHE), so that the verbs path does
- * not go through malloc/free.
+ * not go through malloc/free; the first ones live next to the other hot variables, so that a program with
+ * few objects at a time touches no page for them.
  */
 #define OBJ_CACHE 1024u
+#define OBJ_STATIC 16u
+static struct obj obj_static[OBJ_STATIC] HOT_DATA;
 static struct {
 	atomic_flag lock;
 	unsigned int n;
 	struct obj *head;
 } spare HOT_DATA;
+/*
+ * A small table in front of the buckets, also next to the hot variables: a record goes there when its
+ * slot is free, else into its bucket. A program with few objects at a time then never touches the
+ * buckets' pages.
+ */
+#define NRECENT 64u
+static struct {
+	atomic_flag lock;
+	struct obj *slot[NRECENT];
+} recent HOT_DATA;
 
-static inline struct bucket *bucket_of(const void *key)
+static inline uint64_t hash_of(const void *key)
 {
-	uintptr_t k = (uintptr_t)key;
+	uint64_t k = (uintptr_t)key;
 
 	k ^= k >> 17;
 	k *= 0x9e3779b97f4a7c15ull;
-	return &buckets[(k >> 40) % NBUCKET];
+	return k >> 40;
+}
+
+static inline struct bucket *bucket_of(const void *key)
+{
+	return &buckets[hash_of(key) % NBUCKET];
+}
+
+static inline struct obj **recent_of(const void *key)
+{
+	return &recent.slot[hash_of(key) % NRECENT];
 }
 
 static inline void spin_lock(atomic_flag *f)
@@ -143,8 +166,10 @@ static COLD_FN void obj_free_mem(struct obj *o)
 /* errno is preserved. */
 static HOT_FN void obj_free(struct obj *o)
 {
+	bool fixed = o >= obj_static && o < obj_static + OBJ_STATIC;
+
 	spin_lock(&spare.lock);
-	if (spare.n < OBJ_CACHE) {
+	if (spare.n < OBJ_CACHE || fixed) {
 		o->next = spare.head;
 		spare.head = o;
 		spare.n++;
@@ -157,21 +182,40 @@ static HOT_FN void obj_free(struct obj *o)
 
 static HOT_FN void obj_insert(struct obj *o)
 {
-	struct bucket *b = bucket_of(o->key);
+	struct obj **r = recent_of(o->key);
+	struct bucket *b;
 
 	o->gen = obj_gen;
+	spin_lock(&recent.lock);
+	if (!*r) {
+		*r = o;
+		o = NULL;
+	}
+	spin_unlock(&recent.lock);
+	if (!o)
+		return;
+	b = bucket_of(o->key);
 	bucket_lock(b);
 	o->next = b->head;
 	b->head = o;
 	bucket_unlock(b);
 }
 
-/* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
-static HOT_FN struct obj *obj_take(const void *key)
+/* Unlink a record of key from the recent table or its bucket; NULL if none. */
+static HOT_FN struct obj *obj_unlink(const void *key)
 {
-	struct bucket *b = bucket_of(key);
-	struct obj **pp, *o;
+	struct obj **r = recent_of(key), **pp, *o = NULL;
+	struct bucket *b;
 
+	spin_lock(&recent.lock);
+	if (*r && (*r)->key == key) {
+		o = *r;
+		*r = NULL;
+	}
+	spin_unlock(&recent.lock);
+	if (o)
+		return o;
+	b = bucket_of(key);
 	bucket_lock(b);
 	for (pp = &b->head; (o = *pp); pp = &o->next) {
 		if (o->key == key) {
@@ -180,18 +224,41 @@ static HOT_FN struct obj *obj_take(const void *key)
 		}
 	}
 	bucket_unlock(b);
-	if (o && o->gen != obj_gen) {
-		obj_free(o); /* the parent's object, seen in a forked child: not charged here */
-		return NULL;
-	}
+	return o;
+}
+
+/* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
+static HOT_FN struct obj *obj_take(const void *key)
+{
+	struct obj *o;
+
+	/* the parent's objects, seen in a forked child, are not charged here: drop them, look further */
+	while ((o = obj_unlink(key)) && o->gen != obj_gen)
+		obj_free(o);
 	return o;
 }
 
 /* The kernel destroys whatever a closed context still holds: give back its charges too. */
 static void obj_drop_ctx(struct ibv_context *ctx)
 {
+	struct obj *r, *dropped = NULL;
 	unsigned int i;
 
+	spin_lock(&recent.lock);
+	for (i = 0; i < NRECENT; i++) {
+		if ((r = recent.slot[i]) && r->ctx == ctx) {
+			recent.slot[i] = NULL;
+			r->next = dropped;
+			dropped = r;
+		}
+	}
+	spin_unlock(&recent.lock);
+	while ((r = dropped)) {
+		dropped = r->next;
+		if (r->gen == obj_gen)
+			acct_release(r->kind, r->bytes);
+		obj_free(r);
+	}
 	for (i = 0; i < NBUCKET; i++) {
 		struct bucket *b = &buckets[i];
 		struct obj **pp, *o, *gone = NULL;
@@ -350,6 +417,7 @@ static void atfork_child(void)
 	for (i = 0; i < NBUCKET; i++)
 		atomic_flag_clear_explicit(&buckets[i].lock, memory_order_relaxed);
 	atomic_flag_clear_explicit(&spare.lock, memory_order_relaxed);
+	atomic_flag_clear_explicit(&recent.lock, memory_order_relaxed);
 	pthread_mutex_init(&ctx_lock, NULL);
 	obj_gen++;
 	acct_atfork_child();
@@ -369,6 +437,7 @@ static void do_init(void)
 	 * RTLD_NEXT cannot see it: that is the loader case the audit redirection brings here).
 	 */
 	void *h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	unsigned int i;
 
 #define R(field, name, ver) real.field = (__typeof__(real.field))lookup(h, name, ver)
 	R(open_device, "ibv_open_device", "IBVERBS_1.1");
@@ -397,6 +466,8 @@ static void do_init(void)
 	if (own_process())
 		return;
 	acct_init();
+	for (i = 0; i < OBJ_STATIC; i++)
+		obj_free(&obj_static[OBJ_STATIC - 1 - i]);
 	pthread_atfork(NULL, NULL, atfork_child);
 	active = true;
 }
@@ -643,14 +714,14 @@ PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
 	DESTROY(pd, real.dealloc_pd(pd));
 }
 
-PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+PRELOAD_API struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	need_real();
 	NOSYS_NULL(real.reg_mr);
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr(pd, addr, length, access), r->context);
 }
 
-PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+PRELOAD_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 					   int access)
 {
 	need_real();
@@ -658,7 +729,7 @@ PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
 }
 
-PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+PRELOAD_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 					    unsigned int access)
 {
 	need_real();
@@ -666,7 +737,7 @@ PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
 }
 
-PRELOAD_API HOT_FN struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+PRELOAD_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
 					     int fd, int access)
 {
 	need_real();
@@ -721,14 +792,14 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	return ret;
 }
 
-PRELOAD_API HOT_FN int ibv_dereg_mr(struct ibv_mr *mr)
+PRELOAD_API int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	need_real();
 	NOSYS_INT(real.dereg_mr);
 	DESTROY(mr, real.dereg_mr(mr));
 }
 
-PRELOAD_API HOT_FN struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					 struct ibv_comp_channel *channel, int comp_vector)
 {
 	need_real();
@@ -737,7 +808,7 @@ PRELOAD_API HOT_FN struct ibv_cq *ibv_create_cq(struct ibv_context *context, int
 	       r->context);
 }
 
-PRELOAD_API HOT_FN int ibv_destroy_cq(struct ibv_cq *cq)
+PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	need_real();
 	NOSYS_INT(real.destroy_cq);
@@ -755,7 +826,7 @@ PRELOAD_API HOT_FN int ibv_destroy_cq(struct ibv_cq *cq)
 		}                                          \
 	} while (0)
 
-PRELOAD_API HOT_FN struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct ibv_srq *srq;
 	struct track t;
@@ -777,14 +848,14 @@ PRELOAD_API HOT_FN struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_
 	return srq;
 }
 
-PRELOAD_API HOT_FN int ibv_destroy_srq(struct ibv_srq *srq)
+PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	need_real();
 	NOSYS_INT(real.destroy_srq);
 	DESTROY(srq, real.destroy_srq(srq));
 }
 
-PRELOAD_API HOT_FN struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct ibv_qp *qp;
 	struct track t;
@@ -807,21 +878,21 @@ PRELOAD_API HOT_FN struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp
 	return qp;
 }
 
-PRELOAD_API HOT_FN int ibv_destroy_qp(struct ibv_qp *qp)
+PRELOAD_API int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	need_real();
 	NOSYS_INT(real.destroy_qp);
 	DESTROY(qp, real.destroy_qp(qp));
 }
 
-PRELOAD_API HOT_FN struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+PRELOAD_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	need_real();
 	NOSYS_NULL(real.create_ah);
 	CREATE(struct ibv_ah *, K_AH, 0, real.create_ah(pd, attr), r->context);
 }
 
-PRELOAD_API HOT_FN struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
 						 uint8_t port_num)
 {
 	need_real();
@@ -829,7 +900,7 @@ PRELOAD_API HOT_FN struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struc
 	CREATE(struct ibv_ah *, K_AH, 0, real.create_ah_from_wc(pd, wc, grh, port_num), r->context);
 }
 
-PRELOAD_API HOT_FN int ibv_destroy_ah(struct ibv_ah *ah)
+PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	need_real();
 	NOSYS_INT(real.destroy_ah);
@@ -845,7 +916,7 @@ PRELOAD_API HOT_FN int ibv_destroy_ah(struct ibv_ah *ah)
 		return NULL;                                 \
 	}
 
-static HOT_FN struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_qp_ex);
 	struct ibv_qp *qp;
@@ -867,13 +938,13 @@ static HOT_FN struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_
 	return qp;
 }
 
-static HOT_FN struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
+static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_cq_ex);
 	CREATE(struct ibv_cq_ex *, K_CQ, 0, ops->create_cq_ex(ctx, attr), r->context);
 }
 
-static HOT_FN struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
+static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_srq_ex);
 	struct ibv_srq *srq;
@@ -894,32 +965,32 @@ static HOT_FN struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ib
 	return srq;
 }
 
-static HOT_FN struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
+static struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, open_qp);
 	CREATE(struct ibv_qp *, K_QP, 0, ops->open_qp(ctx, attr), r->context);
 }
 
-static HOT_FN struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
+static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_null_mr);
 	CREATE(struct ibv_mr *, K_MR, 0, ops->alloc_null_mr(pd), r->context);
 }
 
-static HOT_FN struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
+static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
 				  unsigned int access)
 {
 	OPS_OR_FAIL(ops, pd->context, reg_dm_mr);
 	CREATE(struct ibv_mr *, K_MR, len, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
 }
 
-static HOT_FN struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_mw);
 	CREATE(struct ibv_mw *, K_MW, 0, ops->alloc_mw(pd, type), r->context);
 }
 
-static HOT_FN int w_dealloc_mw(struct ibv_mw *mw)
+static int w_dealloc_mw(struct ibv_mw *mw)
 {
 	const struct ctx_ops *ops = mw ? ctx_ops_of(mw->context) : NULL;
 

@@ -363,8 +363,8 @@ static void test_reserve_n(void)
 	CHECK(ledger_release_n(l, mr, n, 2) == 0, "release the rest");
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		if (k != LEDGER_QP)
-			CHECK(usage_of(l, g, k) == 0 && usage_of(l, j, k) == 0 && usage_of(l, c, k) == 0, "kind %d zero",
-			      k);
+			CHECK(usage_of(l, g, k) == 0 && usage_of(l, j, k) == 0 && usage_of(l, c, k) == 0,
+			      "kind %d zero", k);
 	{
 		uint64_t total = 0, per[LEDGER_NKINDS];
 
