@@ -139,8 +139,11 @@ struct ledger {
 	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
 	uint64_t stuck_check;
 
-	char path[PATH_MAX]; /* last: the fields the hot path reads share a page */
+	char *path;
+	bool own; /* allocated by ledger_open() (not ledger_open_in()): freed by ledger_close() */
 };
+
+_Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");
 
 const char *const ledger_kind_names[] = {
 	"ctx", "pd", "cq", "qp", "srq", "mr", "mr_bytes", "ah", "mw", "wr", NULL,
@@ -559,7 +562,7 @@ int ledger_init(const char *path)
 	return write_new(path, POLICY_MAGIC, sizeof(struct policy), 0644, id, created, fill_policy);
 }
 
-int ledger_open(const char *path, unsigned int flags, struct ledger **out)
+static int open_at(void *mem, const char *path, unsigned int flags, struct ledger **out)
 {
 	char upath[PATH_MAX];
 	struct ledger *l;
@@ -580,10 +583,16 @@ int ledger_open(const char *path, unsigned int flags, struct ledger **out)
 		if (err)
 			return err;
 	}
-	l = calloc(1, sizeof(*l));
+	l = mem ? memset(mem, 0, sizeof(*l)) : calloc(1, sizeof(*l));
 	if (!l)
 		return seterr(-ENOMEM, "out of memory");
-	snprintf(l->path, sizeof(l->path), "%s", path);
+	l->own = !mem;
+	l->path = strdup(path);
+	if (!l->path) {
+		if (l->own)
+			free(l);
+		return seterr(-ENOMEM, "out of memory");
+	}
 	pthread_mutex_init(&l->mtx, NULL);
 	l->slot = -1;
 	l->job = -1;
@@ -614,8 +623,22 @@ err_pol:
 	munmap(l->pol, sizeof(struct policy));
 err_free:
 	pthread_mutex_destroy(&l->mtx);
-	free(l);
+	free(l->path);
+	if (l->own)
+		free(l);
 	return err;
+}
+
+int ledger_open(const char *path, unsigned int flags, struct ledger **out)
+{
+	return open_at(NULL, path, flags, out);
+}
+
+int ledger_open_in(void *mem, const char *path, unsigned int flags, struct ledger **out)
+{
+	if (!mem || (uintptr_t)mem % 16)
+		return seterr(-EINVAL, "ledger handle memory missing or misaligned");
+	return open_at(mem, path, flags, out);
 }
 
 void ledger_close(struct ledger *l)
@@ -625,7 +648,9 @@ void ledger_close(struct ledger *l)
 	munmap(l->use, sizeof(struct usage));
 	munmap(l->pol, sizeof(struct policy));
 	pthread_mutex_destroy(&l->mtx);
-	free(l);
+	free(l->path);
+	if (l->own)
+		free(l);
 }
 
 /* ---- gc lock, freeze, recount ------------------------------------------------------------------- */

@@ -156,6 +156,13 @@ const char *ledger_default_path(void);
  * bad checksum / inconsistent sizes, -EPROTO other format version. Never crashes on any file content.
  */
 int ledger_open(const char *path, unsigned int flags, struct ledger **out);
+/*
+ * ledger_open() into memory the caller provides (LEDGER_HANDLE_SIZE bytes, 16-byte aligned), which
+ * ledger_close() leaves alone: the preload keeps the handle in the same page as its other per-call
+ * variables. -EINVAL without such memory.
+ */
+#define LEDGER_HANDLE_SIZE 1024
+int ledger_open_in(void *mem, const char *path, unsigned int flags, struct ledger **out);
 /* Unmap; does not detach (a process's slot lives until it exits and is reclaimed, or ledger_detach). */
 void ledger_close(struct ledger *l);
 /* Path of the policy file of an open ledger. */

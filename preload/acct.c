@@ -34,6 +34,8 @@ static const char *const limit_env[L_NR] = {
 };
 
 static struct ledger *ledger HOT_DATA;
+/* The handle itself: every reserve and release reads it. */
+static unsigned char ledger_mem[LEDGER_HANDLE_SIZE] HOT_DATA __attribute__((aligned(64)));
 /* The ledger was asked for (job or path given) but is unusable and RDMACTL_FAIL=closed: refuse all. */
 static bool refuse_all HOT_DATA;
 /* Set in a forked child: attach a fresh slot on the next charge. */
@@ -159,7 +161,7 @@ static void open_ledger(void)
 
 	if (job)
 		snprintf(my_job, sizeof(my_job), "%s", job);
-	ret = ledger_open(NULL, 0, &l);
+	ret = ledger_open_in(ledger_mem, NULL, 0, &l);
 	if (!ret) {
 		ret = ledger_attach(l, NULL);
 		if (!ret) {

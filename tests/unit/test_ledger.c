@@ -378,6 +378,30 @@ static void test_reserve_n(void)
 	ledger_close(l);
 }
 
+/* A handle in the caller's memory works like an allocated one, and ledger_close() leaves the memory alone. */
+static void test_open_in(void)
+{
+	static unsigned char mem[LEDGER_HANDLE_SIZE + 16] __attribute__((aligned(64)));
+	struct ledger_scope g = scope_global();
+	struct ledger *l = NULL, *rw;
+
+	fresh_ledger();
+	rw = open_rw();
+	CHECK(ledger_open_in(NULL, lpath, 0, &l) == -EINVAL, "no memory");
+	CHECK(ledger_open_in(mem + 8, lpath, 0, &l) == -EINVAL, "misaligned");
+	CHECK(ledger_open_in(mem, "/nonexistent/ledger", 0, &l) == -ENOENT, "missing ledger");
+	CHECK(ledger_open_in(mem, lpath, 0, &l) == 0 && l == (struct ledger *)mem, "open in place: %s",
+	      ledger_error());
+	CHECK(!strcmp(ledger_path(l), lpath), "path %s", ledger_path(l));
+	CHECK(ledger_attach(l, "") == 0, "attach");
+	CHECK(ledger_reserve(l, LEDGER_CQ, 3, NULL) == 0, "reserve");
+	CHECK(usage_of(rw, g, LEDGER_CQ) == 3, "seen by another handle");
+	CHECK(ledger_detach(l) == 0, "detach");
+	ledger_close(l);
+	CHECK(usage_of(rw, g, LEDGER_CQ) == 0, "given back");
+	ledger_close(rw);
+}
+
 static void test_fork_child_zero(void)
 {
 	struct ledger *l;
@@ -1086,6 +1110,7 @@ int main(void)
 	RUN(test_basic);
 	RUN(test_scopes);
 	RUN(test_reserve_n);
+	RUN(test_open_in);
 	RUN(test_fork_child_zero);
 	RUN(test_concurrency);
 	RUN(test_sigkill);
