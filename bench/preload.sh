@@ -77,4 +77,7 @@ for k in qp mr; do
 		awk '{ print $1 - $2 }' | median)
 	printf '%-28s %12s %12s %8.4f  (+%.0f ns per pair)\n' "interleaved $k (ns)" "$b" "$u" "$r" "$d"
 done
+# The accounting path alone (no verb), TLB warm and flushed: under TCG the verb's system call flushes the
+# emulated TLB, and the interleaved difference above is mostly the refills of the pages the path touches.
+"$R" run --job acct "${lim[@]}" -- "$B/bench/acct" -n 2000
 echo "raw: ${out[*]@K}" | tr -s ' ' | fold -w 200 >&2
