@@ -157,6 +157,12 @@ $(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz $(BPF_SKEL)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -I$(OUT) -fsanitize=fuzzer,address,undefined \
 		-o $@ $< $(LIB_SRC) $(LIBS_CMD)
 
+# The accounting path of the interceptor, outside any verb: linked with the preload's objects.
+$(OUT)/bench/acct: bench/acct.c $(OUT)/preload-obj/preload/acct.o $(OUT)/preload-obj/librdmactl-preload.a | $(OUT)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(PRELOAD_CFLAGS) -Ipreload -o $@ $< $(OUT)/preload-obj/preload/acct.o \
+		$(OUT)/preload-obj/librdmactl-preload.a $(LIBS_PRELOAD)
+
 bench: $(BENCH_BIN) all
 
 # --- tests ------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The shared-memory ledger: file format, validation, attach/reserve/release, gc and recount, read side. */
 #include "ledger.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,7 +119,6 @@ struct usage {
 };
 
 struct ledger {
-	char path[PATH_MAX];
 	struct policy *pol;
 	struct usage *use;
 	bool policy_rw, usage_rw;
@@ -139,7 +139,12 @@ struct ledger {
 	int view_pidlim;
 	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
 	uint64_t stuck_check;
+
+	char *path;
+	bool own; /* allocated by ledger_open() (not ledger_open_in()): freed by ledger_close() */
 };
+
+_Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");
 
 const char *const ledger_kind_names[] = {
 	"ctx", "pd", "cq", "qp", "srq", "mr", "mr_bytes", "ah", "mw", "xrcd", "wq", "wr", NULL,
@@ -558,7 +563,7 @@ int ledger_init(const char *path)
 	return write_new(path, POLICY_MAGIC, sizeof(struct policy), 0644, id, created, fill_policy);
 }
 
-int ledger_open(const char *path, unsigned int flags, struct ledger **out)
+static int open_at(void *mem, const char *path, unsigned int flags, struct ledger **out)
 {
 	char upath[PATH_MAX];
 	struct ledger *l;
@@ -579,10 +584,16 @@ int ledger_open(const char *path, unsigned int flags, struct ledger **out)
 		if (err)
 			return err;
 	}
-	l = calloc(1, sizeof(*l));
+	l = mem ? memset(mem, 0, sizeof(*l)) : calloc(1, sizeof(*l));
 	if (!l)
 		return seterr(-ENOMEM, "out of memory");
-	snprintf(l->path, sizeof(l->path), "%s", path);
+	l->own = !mem;
+	l->path = strdup(path);
+	if (!l->path) {
+		if (l->own)
+			free(l);
+		return seterr(-ENOMEM, "out of memory");
+	}
 	pthread_mutex_init(&l->mtx, NULL);
 	l->slot = -1;
 	l->job = -1;
@@ -613,8 +624,22 @@ err_pol:
 	munmap(l->pol, sizeof(struct policy));
 err_free:
 	pthread_mutex_destroy(&l->mtx);
-	free(l);
+	free(l->path);
+	if (l->own)
+		free(l);
 	return err;
+}
+
+int ledger_open(const char *path, unsigned int flags, struct ledger **out)
+{
+	return open_at(NULL, path, flags, out);
+}
+
+int ledger_open_in(void *mem, const char *path, unsigned int flags, struct ledger **out)
+{
+	if (!mem || (uintptr_t)mem % 16)
+		return seterr(-EINVAL, "ledger handle memory missing or misaligned");
+	return open_at(mem, path, flags, out);
 }
 
 void ledger_close(struct ledger *l)
@@ -624,7 +649,9 @@ void ledger_close(struct ledger *l)
 	munmap(l->use, sizeof(struct usage));
 	munmap(l->pol, sizeof(struct policy));
 	pthread_mutex_destroy(&l->mtx);
-	free(l);
+	free(l->path);
+	if (l->own)
+		free(l);
 }
 
 /* ---- gc lock, freeze, recount ------------------------------------------------------------------- */
@@ -663,7 +690,7 @@ static void gc_unlock(struct ledger *l)
 }
 
 /* Subtract without going below zero (a total can only be short after a crash mid-recount). */
-static void sub_clamp(uint64_t *p, uint64_t n)
+static HOT_FN void sub_clamp(uint64_t *p, uint64_t n)
 {
 	uint64_t cur = ALOADR(p);
 
@@ -1063,7 +1090,7 @@ int ledger_detach(struct ledger *l)
 
 /* ---- hot path ----------------------------------------------------------------------------------- */
 
-static void refresh_view(struct ledger *l)
+static COLD_FN void refresh_view(struct ledger *l)
 {
 	const struct policy *pol = l->pol;
 	int idx[MAX_CG_PER_PROC], n, i, p = -1;
@@ -1091,7 +1118,7 @@ static void refresh_view(struct ledger *l)
  * (a live gc stuck, or a hostile writer of the usage file) is ignored: returns false and the operation
  * goes ahead, so that nothing can block an application forever.
  */
-static bool wait_unfrozen(struct ledger *l)
+static COLD_FN bool wait_unfrozen(struct ledger *l)
 {
 	uint64_t start = 0, first = 0;
 	unsigned int spins = 0;
@@ -1119,7 +1146,7 @@ static bool wait_unfrozen(struct ledger *l)
 }
 
 /* Ignoring a stuck freeze: every 100 ms, see whether its holder died and the recount can be finished. */
-static void stuck_repair(struct ledger *l)
+static COLD_FN void stuck_repair(struct ledger *l)
 {
 	uint64_t now = mono_ns();
 
@@ -1184,7 +1211,7 @@ static inline void op_leave(struct slot *s)
 	__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
 }
 
-static void fill_denial(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+static COLD_FN void fill_denial(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
 			enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
 {
 	memset(d, 0, sizeof(*d));
@@ -1211,7 +1238,7 @@ static void fill_denial(struct ledger *l, struct ledger_denial *d, enum ledger_k
 	}
 }
 
-static void record_denial(struct ledger *l, const struct ledger_denial *d)
+static COLD_FN void record_denial(struct ledger *l, const struct ledger_denial *d)
 {
 	struct usage *u = l->use;
 	struct ring_ent *e;
@@ -1229,107 +1256,189 @@ static void record_denial(struct ledger *l, const struct ledger_denial *d)
 	__atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
 }
 
-/* One attempt. Returns 0, or -EDQUOT with *d filled. */
-static int try_reserve(struct ledger *l, struct slot *s, enum ledger_kind k, uint64_t n, struct ledger_denial *d)
+/* The scopes of this process, read once per operation (after op_enter(): current). */
+struct view {
+	int pidlim; /* index into pol->pid, -1 none */
+	int ncg;
+	int cg[MAX_CG_PER_PROC];
+};
+
+static inline void view_load(const struct ledger *l, struct view *v)
+{
+	int i, p = __atomic_load_n(&l->view_pidlim, __ATOMIC_RELAXED);
+
+	v->pidlim = p >= 0 && p < LEDGER_MAX_PIDLIMITS ? p : -1;
+	v->ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
+	if ((unsigned int)v->ncg > MAX_CG_PER_PROC)
+		v->ncg = 0;
+	for (i = 0; i < v->ncg; i++) {
+		v->cg[i] = __atomic_load_n(&l->view_cg[i], __ATOMIC_RELAXED);
+		if ((unsigned int)v->cg[i] >= LEDGER_MAX_CGROUPS)
+			v->cg[i] = 0;
+	}
+}
+
+static COLD_FN int deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+			enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
+{
+	fill_denial(l, d, kind, amount, type, idx, usage, limit);
+	return -EDQUOT;
+}
+
+/* LEDGER_WR: the requested depth against every scope's cap (checked, never charged). */
+static HOT_FN int check_wr(struct ledger *l, const struct view *v, uint64_t n, struct ledger_denial *d)
+{
+	const struct policy *pol = l->pol;
+	uint64_t lim;
+	int i;
+
+	lim = v->pidlim >= 0 ? ALOADR(&pol->pid[v->pidlim].limit[LEDGER_WR]) : LEDGER_UNLIMITED;
+	if (n > lim)
+		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_PROCESS, 0, 0, lim);
+	if (l->job >= 0) {
+		lim = ALOADR(&l->use->jobs[l->job].limit[LEDGER_WR]);
+		if (n > lim)
+			return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_JOB, l->job, 0, lim);
+	}
+	for (i = 0; i < v->ncg; i++) {
+		lim = ALOADR(&pol->cg[v->cg[i]].limit[LEDGER_WR]);
+		if (n > lim)
+			return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_CGROUP, v->cg[i], 0, lim);
+	}
+	lim = ALOADR(&pol->global_limit[LEDGER_WR]);
+	if (n > lim)
+		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_GLOBAL, 0, 0, lim);
+	return 0;
+}
+
+/* Charge n of kind k to the process and to every scope, or nothing: -EDQUOT with *d filled. */
+static HOT_FN int reserve_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n,
+			       struct ledger_denial *d)
 {
 	struct usage *u = l->use;
 	const struct policy *pol = l->pol;
-	int ncg, cg[MAX_CG_PER_PROC], i, p;
 	uint64_t lim, cur;
-	int j = l->job;
+	int i = 0, j = l->job, err;
 
-	op_enter(l, s);
-	p = __atomic_load_n(&l->view_pidlim, __ATOMIC_RELAXED);
-	ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
-	if ((unsigned int)ncg > MAX_CG_PER_PROC)
-		ncg = 0;
-	for (i = 0; i < ncg; i++) {
-		cg[i] = __atomic_load_n(&l->view_cg[i], __ATOMIC_RELAXED);
-		if ((unsigned int)cg[i] >= LEDGER_MAX_CGROUPS)
-			cg[i] = 0;
-	}
-
-	lim = p >= 0 && p < LEDGER_MAX_PIDLIMITS ? ALOADR(&pol->pid[p].limit[k]) : LEDGER_UNLIMITED;
-	if (!cas_add(&s->usage[k], n, lim, &cur)) {
-		fill_denial(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, cur, lim);
-		goto out;
-	}
+	lim = v->pidlim >= 0 ? ALOADR(&pol->pid[v->pidlim].limit[k]) : LEDGER_UNLIMITED;
+	if (!cas_add(&s->usage[k], n, lim, &cur))
+		return deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, cur, lim);
 	if (j >= 0) {
 		lim = ALOADR(&u->jobs[j].limit[k]);
 		if (!cas_add(&u->jobs[j].total[k], n, lim, &cur)) {
-			fill_denial(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
+			err = deny(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
 			goto undo_proc;
 		}
 	}
-	for (i = 0; i < ncg; i++) {
-		lim = ALOADR(&pol->cg[cg[i]].limit[k]);
-		if (!cas_add(&u->cg_total[cg[i]][k], n, lim, &cur)) {
-			fill_denial(l, d, k, n, LEDGER_SCOPE_CGROUP, cg[i], cur, lim);
+	for (i = 0; i < v->ncg; i++) {
+		lim = ALOADR(&pol->cg[v->cg[i]].limit[k]);
+		if (!cas_add(&u->cg_total[v->cg[i]][k], n, lim, &cur)) {
+			err = deny(l, d, k, n, LEDGER_SCOPE_CGROUP, v->cg[i], cur, lim);
 			goto undo_cg;
 		}
 	}
 	lim = ALOADR(&pol->global_limit[k]);
 	if (!cas_add(&u->global_total[k], n, lim, &cur)) {
-		fill_denial(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
+		err = deny(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
 		goto undo_cg;
 	}
-	op_leave(s);
 	return 0;
 
 undo_cg:
 	while (i--)
-		sub_clamp(&u->cg_total[cg[i]][k], n);
+		sub_clamp(&u->cg_total[v->cg[i]][k], n);
 	if (j >= 0)
 		sub_clamp(&u->jobs[j].total[k], n);
 undo_proc:
 	sub_clamp(&s->usage[k], n);
-out:
-	op_leave(s);
-	return -EDQUOT;
+	return err;
 }
 
-/* LEDGER_WR: the requested depth against every scope's cap. */
-static int check_wr(struct ledger *l, uint64_t n, struct ledger_denial *d)
+/* Give n of kind k back to the process and every scope; -EINVAL if the process holds less (nothing changed). */
+static HOT_FN int release_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k,
+			       uint64_t n)
 {
-	const struct policy *pol = l->pol;
-	int ncg, cg[MAX_CG_PER_PROC], i, p;
-	uint64_t lim;
+	struct usage *u = l->use;
+	uint64_t cur = ALOADR(&s->usage[k]);
+	int i;
 
-	if (ALOAD(&pol->gen) != __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE))
-		refresh_view(l);
-	p = __atomic_load_n(&l->view_pidlim, __ATOMIC_RELAXED);
-	lim = p >= 0 && p < LEDGER_MAX_PIDLIMITS ? ALOADR(&pol->pid[p].limit[LEDGER_WR]) : LEDGER_UNLIMITED;
-	if (n > lim) {
-		fill_denial(l, d, LEDGER_WR, n, LEDGER_SCOPE_PROCESS, 0, 0, lim);
-		return -EDQUOT;
-	}
-	if (l->job >= 0) {
-		lim = ALOADR(&l->use->jobs[l->job].limit[LEDGER_WR]);
-		if (n > lim) {
-			fill_denial(l, d, LEDGER_WR, n, LEDGER_SCOPE_JOB, l->job, 0, lim);
-			return -EDQUOT;
-		}
-	}
-	ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
-	for (i = 0; i < ncg && i < MAX_CG_PER_PROC; i++) {
-		cg[i] = __atomic_load_n(&l->view_cg[i], __ATOMIC_RELAXED);
-		if ((unsigned int)cg[i] >= LEDGER_MAX_CGROUPS)
-			continue;
-		lim = ALOADR(&pol->cg[cg[i]].limit[LEDGER_WR]);
-		if (n > lim) {
-			fill_denial(l, d, LEDGER_WR, n, LEDGER_SCOPE_CGROUP, cg[i], 0, lim);
-			return -EDQUOT;
-		}
-	}
-	lim = ALOADR(&pol->global_limit[LEDGER_WR]);
-	if (n > lim) {
-		fill_denial(l, d, LEDGER_WR, n, LEDGER_SCOPE_GLOBAL, 0, 0, lim);
-		return -EDQUOT;
-	}
+	do {
+		if (cur < n)
+			return -EINVAL;
+	} while (!__atomic_compare_exchange_n(&s->usage[k], &cur, cur - n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	if (l->job >= 0)
+		sub_clamp(&u->jobs[l->job].total[k], n);
+	for (i = 0; i < v->ncg; i++)
+		sub_clamp(&u->cg_total[v->cg[i]][k], n);
+	sub_clamp(&u->global_total[k], n);
 	return 0;
 }
 
-int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why)
+/* One attempt at every kind, all or nothing. Returns 0, or -EDQUOT with *d filled. */
+static HOT_FN int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+			      const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
+{
+	struct view v;
+	unsigned int i;
+	int err = 0;
+
+	op_enter(l, s);
+	view_load(l, &v);
+	for (i = 0; i < n; i++) {
+		if (kinds[i] == LEDGER_WR)
+			err = check_wr(l, &v, amounts[i], d);
+		else
+			err = reserve_kind(l, s, &v, kinds[i], amounts[i], d);
+		if (err)
+			break;
+	}
+	/* kinds[i] was refused: give back the ones before it */
+	while (err && i--)
+		if (kinds[i] != LEDGER_WR)
+			release_kind(l, s, &v, kinds[i], amounts[i]);
+	op_leave(s);
+	return err;
+}
+
+_Static_assert(LEDGER_NKINDS <= 32, "kinds_valid() keeps a bit per kind");
+
+static inline bool kinds_valid(const enum ledger_kind *kinds, unsigned int n)
+{
+	uint32_t seen = 0;
+	unsigned int i;
+
+	if (n - 1 >= LEDGER_NKINDS)
+		return false;
+	for (i = 0; i < n; i++) {
+		if ((unsigned int)kinds[i] >= LEDGER_NKINDS || seen & 1u << kinds[i])
+			return false;
+		seen |= 1u << kinds[i];
+	}
+	return true;
+}
+
+/* Cold: a dead holder may be what blocks us. gc at most every 100 ms, never waiting for the lock. */
+static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+				   const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
+{
+	int err = -EDQUOT;
+
+	/* a WR depth above a cap stays above it whoever dies */
+	if (d->kind != LEDGER_WR && mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
+		unsigned int freed = 0;
+
+		gc_locked(l, false, &freed);
+		gc_unlock(l);
+		if (freed)
+			err = try_reserve(l, s, kinds, amounts, n, d);
+	}
+	if (err)
+		record_denial(l, d);
+	return err;
+}
+
+HOT_FN int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
+			    struct ledger_denial *why)
 {
 	struct ledger_denial local;
 	struct ledger_denial *d = why ? why : &local;
@@ -1338,29 +1447,38 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 
 	if (l->slot < 0)
 		return -ENOTCONN;
-	if ((unsigned int)kind >= LEDGER_NKINDS)
+	if (!kinds_valid(kinds, n))
 		return -EINVAL;
-	if (kind == LEDGER_WR) {
-		err = check_wr(l, amount, d);
-		if (err)
-			record_denial(l, d);
-		return err;
-	}
 	s = &l->use->slots[l->slot];
-	err = try_reserve(l, s, kind, amount, d);
+	err = try_reserve(l, s, kinds, amounts, n, d);
 	if (__builtin_expect(!err, 1))
 		return 0;
-	/* Cold: a dead holder may be what blocks us. gc at most every 100 ms, never waiting for the lock. */
-	if (mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
-		unsigned int freed = 0;
+	return reserve_refused(l, s, kinds, amounts, n, d);
+}
 
-		gc_locked(l, false, &freed);
-		gc_unlock(l);
-		if (freed)
-			err = try_reserve(l, s, kind, amount, d);
-	}
-	if (err)
-		record_denial(l, d);
+int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why)
+{
+	return ledger_reserve_n(l, &kind, &amount, 1, why);
+}
+
+HOT_FN int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n)
+{
+	struct view v;
+	struct slot *s;
+	unsigned int i;
+	int err = 0;
+
+	if (l->slot < 0)
+		return -ENOTCONN;
+	if (!kinds_valid(kinds, n))
+		return -EINVAL;
+	s = &l->use->slots[l->slot];
+	op_enter(l, s);
+	view_load(l, &v);
+	for (i = 0; i < n; i++)
+		if (kinds[i] != LEDGER_WR && release_kind(l, s, &v, kinds[i], amounts[i]))
+			err = -EINVAL;
+	op_leave(s);
 	return err;
 }
 
@@ -1383,39 +1501,7 @@ int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount,
 
 int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount)
 {
-	struct usage *u;
-	struct slot *s;
-	int ncg, i, c, j = l->job;
-	uint64_t cur;
-
-	if (l->slot < 0)
-		return -ENOTCONN;
-	if ((unsigned int)kind >= LEDGER_NKINDS)
-		return -EINVAL;
-	if (kind == LEDGER_WR)
-		return 0;
-	u = l->use;
-	s = &u->slots[l->slot];
-	op_enter(l, s);
-	cur = ALOADR(&s->usage[kind]);
-	do {
-		if (cur < amount) {
-			op_leave(s);
-			return -EINVAL;
-		}
-	} while (!__atomic_compare_exchange_n(&s->usage[kind], &cur, cur - amount, true, __ATOMIC_SEQ_CST,
-					      __ATOMIC_RELAXED));
-	if (j >= 0)
-		sub_clamp(&u->jobs[j].total[kind], amount);
-	ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
-	for (i = 0; i < ncg && i < MAX_CG_PER_PROC; i++) {
-		c = __atomic_load_n(&l->view_cg[i], __ATOMIC_RELAXED);
-		if ((unsigned int)c < LEDGER_MAX_CGROUPS)
-			sub_clamp(&u->cg_total[c][kind], amount);
-	}
-	sub_clamp(&u->global_total[kind], amount);
-	op_leave(s);
-	return 0;
+	return ledger_release_n(l, &kind, &amount, 1);
 }
 
 int ledger_format_denial(const struct ledger_denial *d, char *buf, size_t len)

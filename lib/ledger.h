@@ -159,6 +159,13 @@ const char *ledger_default_path(void);
  * bad checksum / inconsistent sizes, -EPROTO other format version. Never crashes on any file content.
  */
 int ledger_open(const char *path, unsigned int flags, struct ledger **out);
+/*
+ * ledger_open() into memory the caller provides (LEDGER_HANDLE_SIZE bytes, 16-byte aligned), which
+ * ledger_close() leaves alone: the preload keeps the handle in the same page as its other per-call
+ * variables. -EINVAL without such memory.
+ */
+#define LEDGER_HANDLE_SIZE 1024
+int ledger_open_in(void *mem, const char *path, unsigned int flags, struct ledger **out);
 /* Unmap; does not detach (a process's slot lives until it exits and is reclaimed, or ledger_detach). */
 void ledger_close(struct ledger *l);
 /* Path of the policy file of an open ledger. */
@@ -201,6 +208,17 @@ bool ledger_attached(const struct ledger *l);
 int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why);
 /* Give amount back. -EINVAL if more than the process holds (nothing changed). LEDGER_WR: no-op. */
 int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount);
+/*
+ * Several kinds in one operation (an MR's count and bytes, a QP's WR depth check and count): all charged or
+ * none, checked in the order given (a refusal describes the first kind that does not fit, and nothing stays
+ * charged), with one in-flight bracket and one policy check instead of one per kind. n is 1..LEDGER_NKINDS,
+ * each kind at most once (-EINVAL otherwise). Same results as ledger_reserve() for each kind in turn, with
+ * the earlier ones released again when a later one is refused.
+ */
+int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
+		     struct ledger_denial *why);
+/* ledger_release() of each kind in one operation; -EINVAL if any was more than held (that one unchanged). */
+int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n);
 
 /*
  * Record a refusal decided outside the ledger, by a per-process limit from the environment variable env

@@ -17,28 +17,31 @@
 #include "util.h"
 
 const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw", "xrcd", "wq" };
-static const enum ledger_kind pk_ledger[K_NR] = {
+static const enum ledger_kind pk_ledger[K_NR] HOT_CONST = {
 	LEDGER_CTX, LEDGER_PD, LEDGER_CQ, LEDGER_QP, LEDGER_SRQ, LEDGER_MR, LEDGER_AH, LEDGER_MW,
 	LEDGER_XRCD, LEDGER_WQ,
 };
 
-struct pcfg pcfg = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
+struct pcfg pcfg HOT_DATA = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
 
 /* Process-local usage and the RDMACTL_MAX_* limits that apply to this process alone. */
 enum { L_BYTES = K_NR, L_WR, L_NR };
-static _Atomic uint64_t used[L_NR];
-static uint64_t limit[L_NR];
+static _Atomic uint64_t used[L_NR] HOT_DATA;
+/* UINT64_MAX: no such limit, and used[] is not kept (set once, before the first charge) */
+static uint64_t limit[L_NR] HOT_DATA;
 static const char *const limit_env[L_NR] = {
 	"RDMACTL_MAX_CTX", "RDMACTL_MAX_PD", "RDMACTL_MAX_CQ", "RDMACTL_MAX_QP", "RDMACTL_MAX_SRQ",
 	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_XRCD", "RDMACTL_MAX_WQ",
 	"RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
 };
 
-static struct ledger *ledger;
+static struct ledger *ledger HOT_DATA;
+/* The handle itself: every reserve and release reads it. */
+static unsigned char ledger_mem[LEDGER_HANDLE_SIZE] HOT_DATA __attribute__((aligned(64)));
 /* The ledger was asked for (job or path given) but is unusable and RDMACTL_FAIL=closed: refuse all. */
-static bool refuse_all;
+static bool refuse_all HOT_DATA;
 /* Set in a forked child: attach a fresh slot on the next charge. */
-static _Atomic bool reattach;
+static _Atomic bool reattach HOT_DATA;
 static pid_t my_pid;
 static char my_job[LEDGER_NAME_MAX];
 
@@ -49,8 +52,8 @@ static _Atomic unsigned int suppressed;
 
 static void vlog(const char *fmt, va_list ap)
 {
+	int n, saved = errno;
 	char buf[512];
-	int n;
 
 	n = snprintf(buf, sizeof(buf), "rdmactl: ");
 	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
@@ -59,10 +62,11 @@ static void vlog(const char *fmt, va_list ap)
 	buf[n++] = '\n';
 	/* One write: lines from concurrent threads and processes do not interleave. */
 	if (write(pcfg.log_fd, buf, n) < 0)
-		return;
+		n = 0;
+	errno = saved;
 }
 
-void plog(int level, const char *fmt, ...)
+void plog_line(int level, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -74,7 +78,7 @@ void plog(int level, const char *fmt, ...)
 }
 
 /* Refusals: at most one line per second per process; the next line says how many were not shown. */
-static void log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2))) COLD_FN;
 static void log_refusal(const char *fmt, ...)
 {
 	struct timespec ts;
@@ -159,7 +163,7 @@ static void open_ledger(void)
 
 	if (job)
 		snprintf(my_job, sizeof(my_job), "%s", job);
-	ret = ledger_open(NULL, 0, &l);
+	ret = ledger_open_in(ledger_mem, NULL, 0, &l);
 	if (!ret) {
 		ret = ledger_attach(l, NULL);
 		if (!ret) {
@@ -198,16 +202,20 @@ void acct_atfork_child(void)
 	atomic_store(&reattach, true);
 }
 
-static void ensure_attached(void)
+static COLD_FN void attach_child(void)
 {
-	if (!atomic_load_explicit(&reattach, memory_order_relaxed))
-		return;
 	if (atomic_exchange(&reattach, false) && ledger) {
 		int ret = ledger_attach_child(ledger);
 
 		if (ret)
 			plog(1, "ledger: forked child %d cannot attach: %s", (int)getpid(), strerror(-ret));
 	}
+}
+
+static inline void ensure_attached(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&reattach, memory_order_relaxed), 0))
+		attach_child();
 }
 
 /* ---- charging ----------------------------------------------------------------------------------- */
@@ -226,56 +234,54 @@ static const char *job_part(char *buf, size_t len)
 	return buf;
 }
 
-static enum ledger_kind local_kind(int i)
+static COLD_FN enum ledger_kind local_kind(int i)
 {
 	return i == L_BYTES ? LEDGER_MR_BYTES : i == L_WR ? LEDGER_WR : pk_ledger[i];
 }
 
 /* A refusal by an RDMACTL_MAX_* limit: into the ledger's denial ring too, so monitor and top see it. */
-static void note_local_denial(int i, uint64_t n, uint64_t cur)
+static COLD_FN void note_local_denial(int i, uint64_t n, uint64_t cur)
 {
 	if (ledger && ledger_attached(ledger))
 		ledger_note_denial(ledger, local_kind(i), n, cur, limit[i], limit_env[i], NULL);
 }
 
-/* Local (RDMACTL_MAX_*) counter i: add n, or refuse and log. */
-static int local_charge(int i, uint64_t n)
+static COLD_FN int local_refused(int i, uint64_t n, uint64_t cur)
 {
-	uint64_t cur = atomic_load_explicit(&used[i], memory_order_relaxed);
 	char jb[LEDGER_NAME_MAX + 8];
 
+	log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s", kind_word(i),
+		    (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
+	note_local_denial(i, n, cur);
+	return -pcfg.err;
+}
+
+/* Local (RDMACTL_MAX_*) counter i: add n, or refuse and log. Nothing to count without such a limit. */
+static inline int local_charge(int i, uint64_t n)
+{
+	uint64_t cur;
+
+	if (limit[i] == UINT64_MAX)
+		return 0;
+	cur = atomic_load_explicit(&used[i], memory_order_relaxed);
 	do {
-		if (limit[i] == UINT64_MAX)
-			break;
-		if (cur + n < cur || cur + n > limit[i]) {
-			log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s",
-				    kind_word(i), (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
-			note_local_denial(i, n, cur);
-			return -pcfg.err;
-		}
+		if (cur + n < cur || cur + n > limit[i])
+			return local_refused(i, n, cur);
 	} while (!atomic_compare_exchange_weak_explicit(&used[i], &cur, cur + n, memory_order_relaxed,
 						       memory_order_relaxed));
-	if (limit[i] == UINT64_MAX)
-		atomic_fetch_add_explicit(&used[i], n, memory_order_relaxed);
 	return 0;
 }
 
-static void local_release(int i, uint64_t n)
+static inline void local_release(int i, uint64_t n)
 {
-	atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
+	if (limit[i] != UINT64_MAX)
+		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
 }
 
-static int ledger_charge(enum ledger_kind k, uint64_t n)
+static COLD_FN int ledger_refused(int ret, enum ledger_kind k, const struct ledger_denial *why)
 {
-	struct ledger_denial why;
 	char msg[300];
-	int ret;
 
-	if (!ledger)
-		return 0;
-	ret = ledger_reserve(ledger, k, n, &why);
-	if (!ret)
-		return 0;
 	if (ret != -EDQUOT) {
 		/* Not a quota decision (e.g. the slot is gone): follow the fail mode. */
 		if (!pcfg.fail_closed)
@@ -284,9 +290,32 @@ static int ledger_charge(enum ledger_kind k, uint64_t n)
 			    (int)my_pid, strerror(-ret));
 		return -pcfg.err;
 	}
-	ledger_format_denial(&why, msg, sizeof(msg));
+	ledger_format_denial(why, msg, sizeof(msg));
 	log_refusal("%s", msg);
 	return -pcfg.err;
+}
+
+/*
+ * Reserve nk kinds in the ledger (all or none), or refuse and log. The first function of the hot block
+ * (acct.o is linked first): aligned, so that the block (about 4 KiB) starts a page.
+ */
+static HOT_FN __attribute__((aligned(4096))) int ledger_charge_n(const enum ledger_kind *k, const uint64_t *n,
+								 unsigned int nk)
+{
+	struct ledger_denial why;
+	int ret;
+
+	if (!ledger)
+		return 0;
+	ret = ledger_reserve_n(ledger, k, n, nk, &why);
+	if (__builtin_expect(!ret, 1))
+		return 0;
+	return ledger_refused(ret, k[0], &why);
+}
+
+static int ledger_charge(enum ledger_kind k, uint64_t n)
+{
+	return ledger_charge_n(&k, &n, 1);
 }
 
 static void ledger_uncharge(enum ledger_kind k, uint64_t n)
@@ -295,14 +324,17 @@ static void ledger_uncharge(enum ledger_kind k, uint64_t n)
 		ledger_release(ledger, k, n);
 }
 
-static int refuse_closed(const char *what)
+static COLD_FN int refuse_closed(const char *what)
 {
 	log_refusal("refused %s for pid %d: ledger unusable and RDMACTL_FAIL=closed", what, (int)my_pid);
 	return -pcfg.err;
 }
 
-int acct_charge(enum pk kind, uint64_t bytes)
+HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
 {
+	/* an MR's count and bytes in one ledger operation */
+	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
+	uint64_t n[2] = { 1, bytes };
 	int ret;
 
 	if (refuse_all)
@@ -315,12 +347,7 @@ int acct_charge(enum pk kind, uint64_t bytes)
 		local_release(kind, 1);
 		return ret;
 	}
-	ret = ledger_charge(pk_ledger[kind], 1);
-	if (!ret && kind == K_MR && bytes) {
-		ret = ledger_charge(LEDGER_MR_BYTES, bytes);
-		if (ret)
-			ledger_uncharge(LEDGER_MR, 1);
-	}
+	ret = ledger_charge_n(k, n, kind == K_MR && bytes ? 2 : 1);
 	if (ret) {
 		local_release(kind, 1);
 		if (kind == K_MR)
@@ -332,16 +359,18 @@ int acct_charge(enum pk kind, uint64_t bytes)
 	return 0;
 }
 
-void acct_release(enum pk kind, uint64_t bytes)
+HOT_FN void acct_release(enum pk kind, uint64_t bytes)
 {
+	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
+	uint64_t n[2] = { 1, bytes };
+
 	if (refuse_all)
 		return;
 	local_release(kind, 1);
-	ledger_uncharge(pk_ledger[kind], 1);
-	if (kind == K_MR) {
+	if (kind == K_MR)
 		local_release(L_BYTES, bytes);
-		ledger_uncharge(LEDGER_MR_BYTES, bytes);
-	}
+	if (ledger)
+		ledger_release_n(ledger, k, n, kind == K_MR && bytes ? 2 : 1);
 	plog(2, "released %s for pid %d", pk_name[kind], (int)my_pid);
 }
 
@@ -366,22 +395,39 @@ int acct_mr_bytes(int64_t delta)
 	return ret;
 }
 
-int acct_check_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+static COLD_FN int local_wr_refused(enum pk kind, uint32_t depth)
+{
+	char jb[LEDGER_NAME_MAX + 8];
+
+	log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64 " set by RDMACTL_MAX_WR",
+		    pk_name[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[L_WR]);
+	note_local_denial(L_WR, depth, 0);
+	return -pcfg.err;
+}
+
+HOT_FN int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 {
 	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
-	char jb[LEDGER_NAME_MAX + 8];
+	/* the ledger checks the depth against its WR caps first, then counts the queue */
+	enum ledger_kind k[2] = { LEDGER_WR, pk_ledger[kind] };
+	uint64_t n[2] = { depth, 1 };
+	int ret;
 
 	if (refuse_all)
 		return refuse_closed(pk_name[kind]);
 	ensure_attached();
-	if (limit[L_WR] != UINT64_MAX && depth > limit[L_WR]) {
-		log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64
-			    " set by RDMACTL_MAX_WR",
-			    pk_name[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[L_WR]);
-		note_local_denial(L_WR, depth, 0);
-		return -pcfg.err;
+	if (limit[L_WR] != UINT64_MAX && depth > limit[L_WR])
+		return local_wr_refused(kind, depth);
+	ret = local_charge(kind, 1);
+	if (ret)
+		return ret;
+	ret = ledger_charge_n(k, n, 2);
+	if (ret) {
+		local_release(kind, 1);
+		return ret;
 	}
-	return ledger_charge(LEDGER_WR, depth);
+	plog(2, "charged %s 1 (depth %" PRIu32 ") for pid %d", pk_name[kind], depth, (int)my_pid);
+	return 0;
 }
 
 /* A clean exit gives the slot back at once; a killed process is reclaimed by the ledger's gc. */

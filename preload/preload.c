@@ -43,11 +43,13 @@ static struct {
 	struct ibv_ah *(*create_ah)(struct ibv_pd *, struct ibv_ah_attr *);
 	struct ibv_ah *(*create_ah_from_wc)(struct ibv_pd *, struct ibv_wc *, struct ibv_grh *, uint8_t);
 	int (*destroy_ah)(struct ibv_ah *);
-} real;
+} real HOT_DATA;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* do_init() is done: the fast path skips pthread_once() (a call into libc on every verb). */
+static bool inited HOT_DATA;
 /* False in rdmactl's own processes and when libibverbs could not be found: then everything passes through. */
-static bool active;
+static bool active HOT_DATA;
 
 /*
  * Set while this thread is inside an intercepted verb: libibverbs calls some of its own exported verbs
@@ -73,45 +75,147 @@ static struct bucket {
 	struct obj *head;
 } buckets[NBUCKET];
 /* Bumped in a forked child: the parent's objects are not the child's to release. */
-static unsigned int obj_gen;
+static unsigned int obj_gen HOT_DATA;
 
-static struct bucket *bucket_of(const void *key)
+/*
+ * Records of destroyed objects are kept for the next create (up to OBJ_CACHE), so that the verbs path does
+ * not go through malloc/free; the first ones live next to the other hot variables, so that a program with
+ * few objects at a time touches no page for them.
+ */
+#define OBJ_CACHE 1024u
+#define OBJ_STATIC 16u
+static struct obj obj_static[OBJ_STATIC] HOT_DATA;
+static struct {
+	atomic_flag lock;
+	unsigned int n;
+	struct obj *head;
+} spare HOT_DATA;
+/*
+ * A small table in front of the buckets, also next to the hot variables: a record goes there when its
+ * slot is free, else into its bucket. A program with few objects at a time then never touches the
+ * buckets' pages.
+ */
+#define NRECENT 64u
+static struct {
+	atomic_flag lock;
+	struct obj *slot[NRECENT];
+} recent HOT_DATA;
+
+static inline uint64_t hash_of(const void *key)
 {
-	uintptr_t k = (uintptr_t)key;
+	uint64_t k = (uintptr_t)key;
 
 	k ^= k >> 17;
 	k *= 0x9e3779b97f4a7c15ull;
-	return &buckets[(k >> 40) % NBUCKET];
+	return k >> 40;
 }
 
-static void bucket_lock(struct bucket *b)
+static inline struct bucket *bucket_of(const void *key)
 {
-	while (atomic_flag_test_and_set_explicit(&b->lock, memory_order_acquire))
+	return &buckets[hash_of(key) % NBUCKET];
+}
+
+static inline struct obj **recent_of(const void *key)
+{
+	return &recent.slot[hash_of(key) % NRECENT];
+}
+
+static inline void spin_lock(atomic_flag *f)
+{
+	while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
 		__builtin_ia32_pause();
 }
 
-static void bucket_unlock(struct bucket *b)
+static inline void spin_unlock(atomic_flag *f)
 {
-	atomic_flag_clear_explicit(&b->lock, memory_order_release);
+	atomic_flag_clear_explicit(f, memory_order_release);
 }
 
-static void obj_insert(struct obj *o)
+static inline void bucket_lock(struct bucket *b)
 {
-	struct bucket *b = bucket_of(o->key);
+	spin_lock(&b->lock);
+}
+
+static inline void bucket_unlock(struct bucket *b)
+{
+	spin_unlock(&b->lock);
+}
+
+static HOT_FN struct obj *obj_alloc(void)
+{
+	struct obj *o;
+
+	spin_lock(&spare.lock);
+	o = spare.head;
+	if (o) {
+		spare.head = o->next;
+		spare.n--;
+	}
+	spin_unlock(&spare.lock);
+	return o ? o : malloc(sizeof(*o));
+}
+
+static COLD_FN void obj_free_mem(struct obj *o)
+{
+	int saved = errno;
+
+	free(o);
+	errno = saved;
+}
+
+/* errno is preserved. */
+static HOT_FN void obj_free(struct obj *o)
+{
+	bool fixed = o >= obj_static && o < obj_static + OBJ_STATIC;
+
+	spin_lock(&spare.lock);
+	if (spare.n < OBJ_CACHE || fixed) {
+		o->next = spare.head;
+		spare.head = o;
+		spare.n++;
+		o = NULL;
+	}
+	spin_unlock(&spare.lock);
+	if (o)
+		obj_free_mem(o);
+}
+
+static HOT_FN void obj_insert(struct obj *o)
+{
+	struct obj **r = recent_of(o->key);
+	struct bucket *b;
 
 	o->gen = obj_gen;
+	spin_lock(&recent.lock);
+	if (!*r) {
+		*r = o;
+		o = NULL;
+	}
+	spin_unlock(&recent.lock);
+	if (!o)
+		return;
+	b = bucket_of(o->key);
 	bucket_lock(b);
 	o->next = b->head;
 	b->head = o;
 	bucket_unlock(b);
 }
 
-/* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
-static struct obj *obj_take(const void *key)
+/* Unlink a record of key from the recent table or its bucket; NULL if none. */
+static HOT_FN struct obj *obj_unlink(const void *key)
 {
-	struct bucket *b = bucket_of(key);
-	struct obj **pp, *o;
+	struct obj **r = recent_of(key), **pp, *o = NULL;
+	struct bucket *b;
 
+	spin_lock(&recent.lock);
+	if (*r && (*r)->key == key) {
+		o = *r;
+		*r = NULL;
+	}
+	spin_unlock(&recent.lock);
+	if (o)
+		return o;
+	b = bucket_of(key);
 	bucket_lock(b);
 	for (pp = &b->head; (o = *pp); pp = &o->next) {
 		if (o->key == key) {
@@ -120,18 +224,41 @@ static struct obj *obj_take(const void *key)
 		}
 	}
 	bucket_unlock(b);
-	if (o && o->gen != obj_gen) {
-		free(o); /* the parent's object, seen in a forked child: not charged here */
-		return NULL;
-	}
+	return o;
+}
+
+/* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
+static HOT_FN struct obj *obj_take(const void *key)
+{
+	struct obj *o;
+
+	/* the parent's objects, seen in a forked child, are not charged here: drop them, look further */
+	while ((o = obj_unlink(key)) && o->gen != obj_gen)
+		obj_free(o);
 	return o;
 }
 
 /* The kernel destroys whatever a closed context still holds: give back its charges too. */
 static void obj_drop_ctx(struct ibv_context *ctx)
 {
+	struct obj *r, *dropped = NULL;
 	unsigned int i;
 
+	spin_lock(&recent.lock);
+	for (i = 0; i < NRECENT; i++) {
+		if ((r = recent.slot[i]) && r->ctx == ctx) {
+			recent.slot[i] = NULL;
+			r->next = dropped;
+			dropped = r;
+		}
+	}
+	spin_unlock(&recent.lock);
+	while ((r = dropped)) {
+		dropped = r->next;
+		if (r->gen == obj_gen)
+			acct_release(r->kind, r->bytes);
+		obj_free(r);
+	}
 	for (i = 0; i < NBUCKET; i++) {
 		struct bucket *b = &buckets[i];
 		struct obj **pp, *o, *gone = NULL;
@@ -153,7 +280,7 @@ static void obj_drop_ctx(struct ibv_context *ctx)
 			gone = o->next;
 			if (o->gen == obj_gen)
 				acct_release(o->kind, o->bytes);
-			free(o);
+			obj_free(o);
 		}
 	}
 }
@@ -301,6 +428,8 @@ static void atfork_child(void)
 
 	for (i = 0; i < NBUCKET; i++)
 		atomic_flag_clear_explicit(&buckets[i].lock, memory_order_relaxed);
+	atomic_flag_clear_explicit(&spare.lock, memory_order_relaxed);
+	atomic_flag_clear_explicit(&recent.lock, memory_order_relaxed);
 	pthread_mutex_init(&ctx_lock, NULL);
 	obj_gen++;
 	acct_atfork_child();
@@ -320,6 +449,7 @@ static void do_init(void)
 	 * RTLD_NEXT cannot see it: that is the loader case the audit redirection brings here).
 	 */
 	void *h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	unsigned int i;
 
 #define R(field, name, ver) real.field = (__typeof__(real.field))lookup(h, name, ver)
 	R(open_device, "ibv_open_device", "IBVERBS_1.1");
@@ -348,8 +478,23 @@ static void do_init(void)
 	if (own_process())
 		return;
 	acct_init();
+	for (i = 0; i < OBJ_STATIC; i++)
+		obj_free(&obj_static[OBJ_STATIC - 1 - i]);
 	pthread_atfork(NULL, NULL, atfork_child);
 	active = true;
+}
+
+static void init_once_fn(void)
+{
+	do_init();
+	__atomic_store_n(&inited, true, __ATOMIC_RELEASE);
+}
+
+/* Resolve the real table (first call may come before any enter(), e.g. a nested pass-through). */
+static inline void need_real(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&inited, __ATOMIC_ACQUIRE), 0))
+		pthread_once(&init_once, init_once_fn);
 }
 
 /* ---- the charge/track protocol around each create and destroy ----------------------------------- */
@@ -362,48 +507,58 @@ struct track {
 };
 
 /* Enter a wrapper. Returns false when this call is nested or rdmactl is inactive: pass through. */
-static bool enter(void)
+static inline bool enter(void)
 {
 	if (guard++)
 		return false;
-	pthread_once(&init_once, do_init);
+	need_real();
 	return active;
 }
 
-static void leave(void)
+static inline void leave(void)
 {
 	guard--;
 }
 
-/* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
-static int pre_create(struct track *t, enum pk kind, uint64_t bytes)
+static COLD_FN int pre_create_failed(int ret)
 {
-	int ret;
+	errno = -ret;
+	return -1;
+}
 
+/* After the charge: the record the object will be tracked by. 0, or -1 with nothing charged. */
+static HOT_FN int pre_create_rec(struct track *t, enum pk kind, uint64_t bytes, int ret)
+{
 	t->kind = kind;
 	t->bytes = bytes;
 	t->counted = false;
 	t->o = NULL;
-	ret = acct_charge(kind, bytes);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	t->o = malloc(sizeof(*t->o));
+	if (ret)
+		return pre_create_failed(ret);
+	t->o = obj_alloc();
 	if (!t->o) {
 		acct_release(kind, bytes);
-		errno = ENOMEM;
-		return -1;
+		return pre_create_failed(-ENOMEM);
 	}
 	t->counted = true;
 	return 0;
 }
 
-/* After the real create: keep the charge with the object, or give it back. errno is preserved. */
-static void post_create(struct track *t, const void *obj, struct ibv_context *ctx)
+/* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
+static HOT_FN int pre_create(struct track *t, enum pk kind, uint64_t bytes)
 {
-	int saved = errno;
+	return pre_create_rec(t, kind, bytes, acct_charge(kind, bytes));
+}
 
+/* Same for a queue: its depth against the WR caps, and its count, in one charge. */
+static HOT_FN int pre_create_wr(struct track *t, enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+{
+	return pre_create_rec(t, kind, 0, acct_charge_wr(kind, send_wr, recv_wr));
+}
+
+/* After the real create: keep the charge with the object, or give it back. errno is preserved. */
+static HOT_FN void post_create(struct track *t, const void *obj, struct ibv_context *ctx)
+{
 	if (!t->counted)
 		return;
 	if (obj) {
@@ -413,26 +568,26 @@ static void post_create(struct track *t, const void *obj, struct ibv_context *ct
 		t->o->bytes = t->bytes;
 		obj_insert(t->o);
 	} else {
+		int saved = errno;
+
 		acct_release(t->kind, t->bytes);
-		free(t->o);
+		obj_free(t->o);
+		errno = saved;
 	}
-	errno = saved;
 }
 
 /* After the real destroy of obj whose record was taken by obj_take(): release, or put it back. */
-static void post_destroy(struct obj *o, int ret)
+static HOT_FN void post_destroy(struct obj *o, int ret)
 {
-	int saved = errno;
-
 	if (!o)
 		return;
+	/* neither touches errno (the ledger makes no system calls, plog() and obj_free() preserve it) */
 	if (ret) {
 		obj_insert(o);
 	} else {
 		acct_release(o->kind, o->bytes);
-		free(o);
+		obj_free(o);
 	}
-	errno = saved;
 }
 
 #define NOSYS_NULL(fn)                    \
@@ -489,12 +644,6 @@ static void post_destroy(struct obj *o, int ret)
 		leave();                                          \
 		return ret;                                       \
 	} while (0)
-
-/* Resolve the real table (first call may come before any enter(), e.g. a nested pass-through). */
-static inline void need_real(void)
-{
-	pthread_once(&init_once, do_init);
-}
 
 /* ---- exported verbs ------------------------------------------------------------------------------ */
 
@@ -678,17 +827,6 @@ PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 	DESTROY(cq, real.destroy_cq(cq));
 }
 
-/* Refuse a queue deeper than the WR cap before charging anything. */
-#define CHECK_WR(kind, s, r)                               \
-	do {                                               \
-		int e_ = acct_check_wr(kind, s, r);        \
-		if (e_) {                                  \
-			leave();                           \
-			errno = -e_;                       \
-			return NULL;                       \
-		}                                          \
-	} while (0)
-
 PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct ibv_srq *srq;
@@ -701,9 +839,7 @@ PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 		leave();
 		return srq;
 	}
-	if (attr)
-		CHECK_WR(K_SRQ, 0, attr->attr.max_wr);
-	if (pre_create(&t, K_SRQ, 0)) {
+	if (pre_create_wr(&t, K_SRQ, 0, attr ? attr->attr.max_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -732,9 +868,8 @@ PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 		leave();
 		return qp;
 	}
-	if (attr)
-		CHECK_WR(K_QP, attr->cap.max_send_wr, attr->srq ? 0 : attr->cap.max_recv_wr);
-	if (pre_create(&t, K_QP, 0)) {
+	if (pre_create_wr(&t, K_QP, attr ? attr->cap.max_send_wr : 0,
+			  attr && !attr->srq ? attr->cap.max_recv_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -793,9 +928,8 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 		leave();
 		return qp;
 	}
-	if (attr)
-		CHECK_WR(K_QP, attr->cap.max_send_wr, attr->srq ? 0 : attr->cap.max_recv_wr);
-	if (pre_create(&t, K_QP, 0)) {
+	if (pre_create_wr(&t, K_QP, attr ? attr->cap.max_send_wr : 0,
+			  attr && !attr->srq ? attr->cap.max_recv_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -822,9 +956,7 @@ static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_i
 		leave();
 		return srq;
 	}
-	if (attr)
-		CHECK_WR(K_SRQ, 0, attr->attr.max_wr);
-	if (pre_create(&t, K_SRQ, 0)) {
+	if (pre_create_wr(&t, K_SRQ, 0, attr ? attr->attr.max_wr : 0)) {
 		leave();
 		return NULL;
 	}
@@ -894,9 +1026,7 @@ static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_at
 		leave();
 		return wq;
 	}
-	if (attr)
-		CHECK_WR(K_WQ, 0, attr->max_wr);
-	if (pre_create(&t, K_WQ, 0)) {
+	if (pre_create_wr(&t, K_WQ, 0, attr ? attr->max_wr : 0)) {
 		leave();
 		return NULL;
 	}

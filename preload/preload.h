@@ -43,14 +43,25 @@ int acct_charge(enum pk kind, uint64_t bytes);
 void acct_release(enum pk kind, uint64_t bytes);
 /* Change the bytes of a live MR by delta (rereg). Growing may be refused like acct_charge. */
 int acct_mr_bytes(int64_t delta);
-/* Refuse a QP/SRQ whose requested depth is above the work-request cap. 0 or -errno. */
-int acct_check_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr);
+/*
+ * A queue (QP, SRQ, WQ): its requested depth against every work-request cap, then acct_charge(kind, 0), in
+ * one ledger operation. 0 or -errno.
+ */
+int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr);
 /* One-time setup (settings, ledger); called under the init once. */
 void acct_init(void);
 /* In a forked child: start from zero. */
 void acct_atfork_child(void);
-/* Log a line (level 1 = refusal, 2 = debug), rate-limited for refusals. */
-void plog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * Log a line (level 1 = refusal, 2 = debug), rate-limited for refusals. The arguments are only evaluated
+ * when the level is on; errno is preserved.
+ */
+void plog_line(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define plog(level, ...)                                       \
+	do {                                                   \
+		if ((level) <= pcfg.log_level)                 \
+			plog_line((level), __VA_ARGS__);       \
+	} while (0)
 
 /* Exported wrappers by name, for the rtld-audit redirection of dlvsym() lookups. */
 struct wrap_sym {

@@ -288,6 +288,134 @@ static void test_scopes(void)
 	ledger_close(l);
 }
 
+/* Several kinds in one operation: all or nothing, in order, every scope undone on a refusal. */
+static void test_reserve_n(void)
+{
+	struct ledger *l;
+	struct ledger_denial d;
+	struct ledger_scope g = scope_global(), j = scope_job("multi"), c = scope_cg("/tenant"), me;
+	enum ledger_kind qp[2] = { LEDGER_WR, LEDGER_QP }, mr[2] = { LEDGER_MR, LEDGER_MR_BYTES };
+	enum ledger_kind dup[2] = { LEDGER_MR, LEDGER_MR }, bad[1] = { LEDGER_NKINDS };
+	enum ledger_kind all[LEDGER_NKINDS + 1];
+	uint64_t n[LEDGER_NKINDS + 1], lim[LEDGER_NKINDS];
+	int k;
+
+	fresh_ledger();
+	l = open_rw();
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		lim[k] = LEDGER_UNLIMITED;
+	lim[LEDGER_MR] = 3;
+	CHECK(ledger_job_create(l, "multi", lim) == 0, "job: %s", ledger_error());
+	n[0] = 16;
+	n[1] = 1;
+	CHECK(ledger_reserve_n(l, qp, n, 2, &d) == -ENOTCONN, "not attached");
+	CHECK(ledger_attach(l, "multi") == 0, "attach: %s", ledger_error());
+	me = scope_pid(getpid());
+	fake_cgroup(l, "/tenant/x");
+	CHECK(ledger_set_limit(l, &c, LEDGER_MR_BYTES, 1 << 20) == 0, "cg mr_bytes: %s", ledger_error());
+	CHECK(ledger_set_limit(l, &g, LEDGER_WR, 64) == 0, "wr cap");
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, 2) == 0, "global qp");
+
+	/* arguments */
+	CHECK(ledger_reserve_n(l, qp, n, 0, NULL) == -EINVAL, "no kinds");
+	CHECK(ledger_reserve_n(l, dup, n, 2, NULL) == -EINVAL, "a kind twice");
+	CHECK(ledger_reserve_n(l, bad, n, 1, NULL) == -EINVAL, "unknown kind");
+	for (k = 0; k <= LEDGER_NKINDS; k++) {
+		all[k] = (enum ledger_kind)(k % LEDGER_NKINDS);
+		n[k] = 0;
+	}
+	CHECK(ledger_reserve_n(l, all, n, LEDGER_NKINDS + 1, NULL) == -EINVAL, "too many");
+	CHECK(ledger_reserve_n(l, all, n, LEDGER_NKINDS, NULL) == 0, "every kind once, zero amounts");
+	CHECK(ledger_release_n(l, dup, n, 2) == -EINVAL, "release: a kind twice");
+
+	/* a QP: the WR depth is checked first, then it is counted */
+	n[0] = 16;
+	n[1] = 1;
+	CHECK(ledger_reserve_n(l, qp, n, 2, &d) == 0, "qp 1");
+	CHECK(ledger_reserve_n(l, qp, n, 2, &d) == 0, "qp 2");
+	CHECK(ledger_reserve_n(l, qp, n, 2, &d) == -EDQUOT && d.kind == LEDGER_QP &&
+		      d.scope.type == LEDGER_SCOPE_GLOBAL && d.usage == 2 && d.limit == 2,
+	      "qp 3 refused by the global limit");
+	n[0] = 65;
+	CHECK(ledger_reserve_n(l, qp, n, 2, &d) == -EDQUOT && d.kind == LEDGER_WR && d.amount == 65 && d.limit == 64,
+	      "depth above the cap refused before counting");
+	CHECK(usage_of(l, g, LEDGER_QP) == 2 && usage_of(l, me, LEDGER_QP) == 2 && usage_of(l, g, LEDGER_WR) == 0,
+	      "qp usage 2, wr never charged");
+	n[0] = 16;
+	CHECK(ledger_release_n(l, qp, n, 2) == 0, "release qp");
+	CHECK(usage_of(l, g, LEDGER_QP) == 1 && usage_of(l, j, LEDGER_QP) == 1, "qp back to 1");
+
+	/* an MR: count and bytes together; a refusal of the bytes gives the count back in every scope */
+	n[0] = 1;
+	n[1] = 512 << 10;
+	CHECK(ledger_reserve_n(l, mr, n, 2, &d) == 0, "mr 512K");
+	n[1] = 600 << 10;
+	CHECK(ledger_reserve_n(l, mr, n, 2, &d) == -EDQUOT && d.kind == LEDGER_MR_BYTES &&
+		      d.scope.type == LEDGER_SCOPE_CGROUP && d.usage == 512 << 10,
+	      "bytes over the cgroup limit");
+	CHECK(usage_of(l, me, LEDGER_MR) == 1 && usage_of(l, j, LEDGER_MR) == 1 && usage_of(l, c, LEDGER_MR) == 1 &&
+		      usage_of(l, g, LEDGER_MR) == 1,
+	      "the count was given back: pid %lu job %lu cg %lu global %lu", (unsigned long)usage_of(l, me, LEDGER_MR),
+	      (unsigned long)usage_of(l, j, LEDGER_MR), (unsigned long)usage_of(l, c, LEDGER_MR),
+	      (unsigned long)usage_of(l, g, LEDGER_MR));
+	CHECK(usage_of(l, c, LEDGER_MR_BYTES) == 512 << 10 && usage_of(l, g, LEDGER_MR_BYTES) == 512 << 10,
+	      "bytes unchanged");
+	n[1] = 1;
+	CHECK(ledger_reserve_n(l, mr, n, 2, NULL) == 0, "mr 2");
+	CHECK(ledger_reserve_n(l, mr, n, 2, NULL) == 0, "mr 3");
+	CHECK(ledger_reserve_n(l, mr, n, 2, &d) == -EDQUOT && d.kind == LEDGER_MR && d.scope.type == LEDGER_SCOPE_JOB,
+	      "mr 4 refused by the job");
+	CHECK(usage_of(l, g, LEDGER_MR_BYTES) == (512 << 10) + 2, "bytes of the refused one not charged");
+
+	/* release: more than held leaves that kind alone, the others go */
+	n[0] = 4;
+	n[1] = 2;
+	CHECK(ledger_release_n(l, mr, n, 2) == -EINVAL, "release 4 mr held 3");
+	CHECK(usage_of(l, me, LEDGER_MR) == 3 && usage_of(l, g, LEDGER_MR_BYTES) == 512 << 10, "bytes released");
+	n[0] = 3;
+	n[1] = 512 << 10;
+	CHECK(ledger_release_n(l, mr, n, 2) == 0, "release the rest");
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		if (k != LEDGER_QP)
+			CHECK(usage_of(l, g, k) == 0 && usage_of(l, j, k) == 0 && usage_of(l, c, k) == 0,
+			      "kind %d zero", k);
+	{
+		uint64_t total = 0, per[LEDGER_NKINDS];
+
+		ledger_denial_counts(l, &total, per);
+		CHECK(total == 4 && per[LEDGER_QP] == 1 && per[LEDGER_WR] == 1 && per[LEDGER_MR_BYTES] == 1 &&
+			      per[LEDGER_MR] == 1,
+		      "each refusal recorded once: %lu", (unsigned long)total);
+	}
+	CHECK(ledger_detach(l) == 0, "detach");
+	CHECK(usage_of(l, g, LEDGER_QP) == 0, "detach gives back");
+	ledger_close(l);
+}
+
+/* A handle in the caller's memory works like an allocated one, and ledger_close() leaves the memory alone. */
+static void test_open_in(void)
+{
+	static unsigned char mem[LEDGER_HANDLE_SIZE + 16] __attribute__((aligned(64)));
+	struct ledger_scope g = scope_global();
+	struct ledger *l = NULL, *rw;
+
+	fresh_ledger();
+	rw = open_rw();
+	CHECK(ledger_open_in(NULL, lpath, 0, &l) == -EINVAL, "no memory");
+	CHECK(ledger_open_in(mem + 8, lpath, 0, &l) == -EINVAL, "misaligned");
+	CHECK(ledger_open_in(mem, "/nonexistent/ledger", 0, &l) == -ENOENT, "missing ledger");
+	CHECK(ledger_open_in(mem, lpath, 0, &l) == 0 && l == (struct ledger *)mem, "open in place: %s",
+	      ledger_error());
+	CHECK(!strcmp(ledger_path(l), lpath), "path %s", ledger_path(l));
+	CHECK(ledger_attach(l, "") == 0, "attach");
+	CHECK(ledger_reserve(l, LEDGER_CQ, 3, NULL) == 0, "reserve");
+	CHECK(usage_of(rw, g, LEDGER_CQ) == 3, "seen by another handle");
+	CHECK(ledger_detach(l) == 0, "detach");
+	ledger_close(l);
+	CHECK(usage_of(rw, g, LEDGER_CQ) == 0, "given back");
+	ledger_close(rw);
+}
+
 static void test_fork_child_zero(void)
 {
 	struct ledger *l;
@@ -1122,6 +1250,8 @@ int main(void)
 	snprintf(lpath, sizeof(lpath), "%s/ledger", dir);
 	RUN(test_basic);
 	RUN(test_scopes);
+	RUN(test_reserve_n);
+	RUN(test_open_in);
 	RUN(test_fork_child_zero);
 	RUN(test_note_denial);
 	RUN(test_exec_takeover);
