@@ -191,15 +191,11 @@ static const char *fmt_time(uint64_t rt_ns, bool iso, char *buf, size_t len)
 	struct tm tm;
 	size_t n;
 
-	if (iso) {
-		gmtime_r(&sec, &tm);
-		n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-		snprintf(buf + n, len - n, ".%06" PRIu64 "Z", (uint64_t)(rt_ns % 1000000000ULL / 1000));
-	} else {
-		localtime_r(&sec, &tm);
-		n = strftime(buf, len, "%H:%M:%S", &tm);
-		snprintf(buf + n, len - n, ".%06" PRIu64, (uint64_t)(rt_ns % 1000000000ULL / 1000));
-	}
+	if (iso)
+		return mon_time_iso(rt_ns, buf, len);
+	localtime_r(&sec, &tm);
+	n = strftime(buf, len, "%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%06" PRIu64, (uint64_t)(rt_ns % 1000000000ULL / 1000));
 	return buf;
 }
 
@@ -374,8 +370,7 @@ static void text_header(void)
 
 static int on_event(const struct mon_event *e, void *arg)
 {
-	const char *op = e->op == MON_OP_CREATE ? "create" : "destroy";
-	static const char *const hooks[] = { "?", "add", "del", "commit_del" };
+	const char *op = mon_op_name(e->op);
 	char tbuf[48], detail[128], sz[32];
 	struct proc_sum *p;
 	uint64_t rt;
@@ -383,7 +378,7 @@ static int on_event(const struct mon_event *e, void *arg)
 	(void)arg;
 	if (o.pid && (pid_t)e->tgid != o.pid)
 		return 0;
-	if (o.type >= 0 && e->type != o.type)
+	if ((o.type >= 0 && e->type != o.type) || e->type >= MON_NTYPES)
 		return 0;
 	if (o.dev && strncmp(e->dev, o.dev, MON_DEV_LEN))
 		return 0;
@@ -396,24 +391,17 @@ static int on_event(const struct mon_event *e, void *arg)
 		return 0;
 	rt = e->ts_ns + mon_realtime_offset(mon);
 	if (opts.json) {
-		struct json_object *j = json_object_new_object();
+		char buf[MON_JSON_LEN];
+		int n;
 
-		json_object_object_add(j, "time", json_object_new_string(fmt_time(rt, true, tbuf, sizeof(tbuf))));
-		json_object_object_add(j, "time_ns", json_object_new_uint64(rt));
-		json_object_object_add(j, "event", json_object_new_string(op));
-		json_object_object_add(j, "type", json_object_new_string(mon_type_name(e->type)));
-		json_object_object_add(j, "pid", json_object_new_int((int)e->tgid));
-		json_object_object_add(j, "tid", json_object_new_int((int)e->tid));
-		json_object_object_add(j, "comm", json_object_new_string_len(e->comm, strnlen(e->comm, MON_COMM_LEN)));
-		json_object_object_add(j, "user", json_object_new_boolean(e->user));
-		json_object_object_add(j, "dev", json_object_new_string_len(e->dev, strnlen(e->dev, MON_DEV_LEN)));
-		json_object_object_add(j, "dev_index", json_object_new_int((int)e->dev_index));
-		json_object_object_add(j, "id", json_object_new_int64(e->id));
-		if (e->type == 4 /* MR */)
-			json_object_object_add(j, "mr_len", json_object_new_uint64(e->mr_len));
-		json_object_object_add(j, "context_pid", json_object_new_int((int)e->cur_tgid));
-		json_object_object_add(j, "hook", json_object_new_string(hooks[e->hook < 4 ? e->hook : 0]));
-		stream_json(j);
+		/* The hot path: no json-c objects, straight into stdio (-p keeps json-c's pretty printer). */
+		n = out_pretty ? -ENOSPC : mon_event_json(e, rt, buf, sizeof(buf));
+		if (n < 0) {
+			stream_json(mon_event_json_object(e, rt));
+		} else {
+			buf[n] = '\n';
+			fwrite_unlocked(buf, 1, n + 1, stdout);
+		}
 		return 0;
 	}
 	text_header();
@@ -427,7 +415,7 @@ static int on_event(const struct mon_event *e, void *arg)
 			 fmt_size(e->mr_len, sz, sizeof(sz)));
 	if (util_verbose)
 		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail), "%shook %s ctx %u",
-			 detail[0] ? " " : "", hooks[e->hook < 4 ? e->hook : 0], e->cur_tgid);
+			 detail[0] ? " " : "", mon_hook_name(e->hook), e->cur_tgid);
 	printf("%-15s %7u %-15.15s %-8s %-7s %-8.8s %8u  %s\n", fmt_time(rt, false, tbuf, sizeof(tbuf)), e->tgid,
 	       e->comm, op, mon_type_name(e->type), e->dev[0] ? e->dev : "-", e->id, detail);
 	return 0;
@@ -1111,7 +1099,7 @@ int cmd_monitor(int argc, char **argv)
 			       mon_error());
 		return EXIT_FAIL;
 	}
-	pr_debug("attached with %s%s", mon_mode(mon), mon_has_commit_del(mon) ? " (+ begin/commit_del)" : "");
+	pr_debug("attached with %s%s", mon_mode(mon), mon_has_commit_del(mon) ? " (+ commit_del)" : "");
 	if (opts.json) {
 		/* Tells a reader that everything from now on is seen (loading takes a while on slow machines). */
 		struct json_object *j = json_object_new_object();
