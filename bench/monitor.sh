@@ -33,7 +33,13 @@ with_monitor() {
 		kill -0 $m 2>/dev/null || { cat "$tmp/mon" >&2; exit 1; }
 		sleep 0.1
 	done
+	# CPU time of the monitor process itself during the storm (user + system ticks): the reader's cost,
+	# which the storms' wall-clock times on this noisy machine cannot resolve
+	local c0 c1
+	c0=$(awk '{ print $14 + $15 }' /proc/$m/stat)
 	storm
+	c1=$(awk '{ print $14 + $15 }' /proc/$m/stat)
+	echo $((c1 - c0)) >>"$tmp/cpu_${tag}_${1:---json}"
 	# time spent in our BPF programs during this storm (kernel.bpf_stats_enabled)
 	bpftool prog show -j | jq '[.[] | select(.name | test("^(fexit|fentry|kprobe|kretprobe)_(add|del|begin_del|commit_del|abort_del)$"))
 		| {t: (.run_time_ns // 0), n: (.run_cnt // 0)}] | [(map(.t) | add), (map(.n) | add)] | @tsv' -r >>"$tmp/bpfstats_$tag"
@@ -109,6 +115,14 @@ for tag in new base; do
 		label, c / r, c / r / ops, t / c / 1000, t / r / ops / 1000
 	printf "  = %.2f%% of an operation (%.1f us per operation and process without monitor)\n",
 		100 * (t / r / ops / 1e9) / (n * procs / ops), n * procs / ops * 1e6 }' "$tmp/bpfstats_$tag"
+done
+hz=$(getconf CLK_TCK)
+for f in "$tmp"/cpu_*; do
+	[ -s "$f" ] || continue
+	name=${f##*/cpu_}
+	awk -v ops="$ops" -v hz="$hz" -v name="${name/_/ }" '{ t += $1; r++ } END {
+		printf "  monitor process CPU (%s): %.1f us per operation (%d ticks over %d storms)\n",
+			name, t / hz * 1e6 / r / ops, t, r }' "$f"
 done
 # Show the spread so a reader can judge the noise.
 for f in none "${cfgs[@]:1}"; do
