@@ -79,14 +79,6 @@ struct {
 	__type(value, struct mon_counts);
 } counters SEC(".maps");
 
-/* Destroy events prepared at rdma_restrack_begin_del, sent at commit_del, dropped at abort_del. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u64);
-	__type(value, struct mon_event);
-} pending SEC(".maps");
-
 /* kprobe fallback: rdma_restrack_add's argument, from entry to return. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -95,18 +87,9 @@ struct {
 	__type(value, __u64);
 } add_args SEC(".maps");
 
-/* Per-CPU scratch for building an event (too big for the 512-byte stack next to the rest). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct mon_event);
-} scratch SEC(".maps");
-
 /* Read by user space through the skeleton's bss: never reset. */
 __u64 lost_events;   /* ring buffer full: event not delivered (the counters still count it) */
 __u64 lost_counters; /* counters map full: tgid not counted */
-__u64 lost_pending;  /* pending map full: a destroy via begin/commit_del could not be prepared */
 
 static __always_inline struct ib_device___rdmactl *res_device(struct rdma_restrack_entry___rdmactl *res,
 							       unsigned int type, struct mon_event *e)
@@ -167,12 +150,23 @@ struct entry {
 
 #define ENTRY_FIELD(buf, T, f) (*(T *)((buf) + bpf_core_field_offset(struct rdma_restrack_entry___rdmactl, f)))
 
-static __always_inline bool read_entry(struct rdma_restrack_entry___rdmactl *res, struct entry *f)
+/*
+ * direct: res is the BTF-typed argument of an fentry/fexit program, which the verifier lets us load from
+ * like ordinary memory (no helper call). kprobes only have an address: one probe-read copies the entry.
+ */
+static __always_inline bool read_entry(struct rdma_restrack_entry___rdmactl *res, struct entry *f, bool direct)
 {
 	char buf[128];
 	__u32 sz = bpf_core_type_size(struct rdma_restrack_entry___rdmactl);
 
-	if (sz <= sizeof(buf)) {
+	if (direct) {
+		f->valid = res->valid;
+		f->user = res->user;
+		f->type = res->type;
+		f->id = res->id;
+		f->task = res->task;
+		f->kern_name = res->kern_name;
+	} else if (sz <= sizeof(buf)) {
 		if (bpf_probe_read_kernel(buf, sz, res))
 			return false;
 		f->valid = ENTRY_FIELD(buf, bool, valid);
@@ -194,13 +188,14 @@ static __always_inline bool read_entry(struct rdma_restrack_entry___rdmactl *res
 
 /* Fill e from res; false when res is not a tracked object (add failed, already deleted, unknown type). */
 static __always_inline bool fill_event(struct mon_event *e, struct rdma_restrack_entry___rdmactl *res, __u8 op,
-				       __u8 hook)
+				       __u8 hook, bool direct)
 {
 	struct ib_device___rdmactl *dev;
 	struct task_struct *task;
 	struct entry f;
+	__u64 id;
 
-	if (!read_entry(res, &f) || !f.valid || f.type >= MON_NTYPES)
+	if (!read_entry(res, &f, direct) || !f.valid || f.type >= MON_NTYPES)
 		return false;
 	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = bpf_ktime_get_ns();
@@ -209,10 +204,16 @@ static __always_inline bool fill_event(struct mon_event *e, struct rdma_restrack
 	e->type = f.type;
 	e->user = f.user;
 	e->id = f.id;
-	e->cur_tgid = bpf_get_current_pid_tgid() >> 32;
+	id = bpf_get_current_pid_tgid();
+	e->cur_tgid = id >> 32;
 	/* A plain local: BPF_CORE_READ(f.task, ...) would try to relocate struct entry itself. */
 	task = f.task;
-	if (task && f.user) {
+	if (task && f.user && (__u64)task == bpf_get_current_task()) {
+		/* The common case (uverbs runs in its owner's context): no reads through the task at all. */
+		e->tgid = id >> 32;
+		e->tid = (__u32)id;
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+	} else if (task && f.user) {
 		e->tgid = BPF_CORE_READ(task, tgid);
 		e->tid = BPF_CORE_READ(task, pid);
 		BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
@@ -258,116 +259,56 @@ static __always_inline void count(const struct mon_event *e)
 
 static __always_inline void emit(const struct mon_event *e)
 {
-	struct mon_event *out;
+	__u64 flags;
 
 	count(e);
 	if (!emit_events)
 		return;
-	out = bpf_ringbuf_reserve(&events, sizeof(*out), 0);
-	if (!out) {
-		__sync_fetch_and_add(&lost_events, 1);
-		return;
-	}
-	__builtin_memcpy(out, e, sizeof(*out));
 	/*
 	 * A wakeup per event costs more than the probe itself (the reader is scheduled once per object): the
 	 * reader polls every 100 ms anyway, so wake it only when the ring is a quarter full.
 	 */
-	bpf_ringbuf_submit(out, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-											   : BPF_RB_NO_WAKEUP);
+	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	/* One helper call reserves, copies and commits: cheaper than reserve + fill + submit. */
+	if (bpf_ringbuf_output(&events, (void *)e, sizeof(*e), flags))
+		__sync_fetch_and_add(&lost_events, 1);
 }
 
-static __always_inline struct mon_event *scratch_event(void)
+/* The event lives on the stack (120 bytes): a per-CPU scratch map would cost a lookup per event. */
+static __always_inline int on_res(struct rdma_restrack_entry___rdmactl *res, __u8 op, __u8 hook, bool direct)
 {
-	__u32 zero = 0;
+	struct mon_event e;
 
-	return bpf_map_lookup_elem(&scratch, &zero);
-}
-
-static __always_inline int on_add(struct rdma_restrack_entry___rdmactl *res)
-{
-	struct mon_event *e = scratch_event();
-
-	if (e && fill_event(e, res, MON_OP_CREATE, MON_HOOK_ADD))
-		emit(e);
-	return 0;
-}
-
-static __always_inline int on_del(struct rdma_restrack_entry___rdmactl *res)
-{
-	struct mon_event *e = scratch_event();
-
-	if (e && fill_event(e, res, MON_OP_DESTROY, MON_HOOK_DEL))
-		emit(e);
+	if (fill_event(&e, res, op, hook, direct))
+		emit(&e);
 	return 0;
 }
 
 /*
- * Kernels with the begin/commit split (Debian 6.1.0-5x and later stable/mainline) destroy PD, CQ and QP as
- * begin_del -> driver destroy -> commit_del (or abort_del when the driver refuses): rdma_restrack_del is
- * not called for them. The object is described at begin_del, while it is still whole, and reported when
- * the destroy commits.
+ * Kernels with the begin/commit split (Debian 6.1.0-5x and later stable/mainline) destroy PD, CQ, QP and
+ * SRQ as rdma_restrack_begin_del -> driver destroy -> rdma_restrack_commit_del (or abort_del when the driver
+ * refuses): rdma_restrack_del is not called for them. begin_del only parks the object's slot and waits for
+ * readers; commit_del erases the slot and only at its very end clears res->valid and drops res->task, and
+ * the caller frees the object after it returns. So on entry to commit_del the entry and its object are
+ * still whole: the destroy is described and reported right there, in one program run, and an aborted
+ * destroy never reaches it.
  */
-static __always_inline int on_begin_del(struct rdma_restrack_entry___rdmactl *res)
-{
-	struct mon_event *e = scratch_event();
-	__u64 key = (__u64)res;
-
-	if (e && fill_event(e, res, MON_OP_DESTROY, MON_HOOK_COMMIT_DEL))
-		if (bpf_map_update_elem(&pending, &key, e, BPF_ANY))
-			__sync_fetch_and_add(&lost_pending, 1);
-	return 0;
-}
-
-static __always_inline int on_commit_del(struct rdma_restrack_entry___rdmactl *res)
-{
-	__u64 key = (__u64)res;
-	struct mon_event *e = bpf_map_lookup_elem(&pending, &key);
-
-	if (!e)
-		return 0;
-	e->ts_ns = bpf_ktime_get_ns();
-	emit(e);
-	bpf_map_delete_elem(&pending, &key);
-	return 0;
-}
-
-static __always_inline int on_abort_del(struct rdma_restrack_entry___rdmactl *res)
-{
-	__u64 key = (__u64)res;
-
-	bpf_map_delete_elem(&pending, &key);
-	return 0;
-}
-
 SEC("fexit/rdma_restrack_add")
 int BPF_PROG(fexit_add, struct rdma_restrack_entry___rdmactl *res)
 {
-	return on_add(res);
+	return on_res(res, MON_OP_CREATE, MON_HOOK_ADD, true);
 }
 
 SEC("fentry/rdma_restrack_del")
 int BPF_PROG(fentry_del, struct rdma_restrack_entry___rdmactl *res)
 {
-	return on_del(res);
-}
-
-SEC("fentry/rdma_restrack_begin_del")
-int BPF_PROG(fentry_begin_del, struct rdma_restrack_entry___rdmactl *res)
-{
-	return on_begin_del(res);
+	return on_res(res, MON_OP_DESTROY, MON_HOOK_DEL, true);
 }
 
 SEC("fentry/rdma_restrack_commit_del")
 int BPF_PROG(fentry_commit_del, struct rdma_restrack_entry___rdmactl *res)
 {
-	return on_commit_del(res);
-}
-
-SEC("fentry/rdma_restrack_abort_del")
-int BPF_PROG(fentry_abort_del, struct rdma_restrack_entry___rdmactl *res)
-{
-	return on_abort_del(res);
+	return on_res(res, MON_OP_DESTROY, MON_HOOK_COMMIT_DEL, true);
 }
 
 SEC("kprobe/rdma_restrack_add")
@@ -387,7 +328,7 @@ int BPF_KRETPROBE(kretprobe_add)
 
 	if (!val)
 		return 0;
-	on_add((struct rdma_restrack_entry___rdmactl *)*val);
+	on_res((struct rdma_restrack_entry___rdmactl *)*val, MON_OP_CREATE, MON_HOOK_ADD, false);
 	bpf_map_delete_elem(&add_args, &key);
 	return 0;
 }
@@ -395,25 +336,13 @@ int BPF_KRETPROBE(kretprobe_add)
 SEC("kprobe/rdma_restrack_del")
 int BPF_KPROBE(kprobe_del, struct rdma_restrack_entry___rdmactl *res)
 {
-	return on_del(res);
-}
-
-SEC("kprobe/rdma_restrack_begin_del")
-int BPF_KPROBE(kprobe_begin_del, struct rdma_restrack_entry___rdmactl *res)
-{
-	return on_begin_del(res);
+	return on_res(res, MON_OP_DESTROY, MON_HOOK_DEL, false);
 }
 
 SEC("kprobe/rdma_restrack_commit_del")
 int BPF_KPROBE(kprobe_commit_del, struct rdma_restrack_entry___rdmactl *res)
 {
-	return on_commit_del(res);
-}
-
-SEC("kprobe/rdma_restrack_abort_del")
-int BPF_KPROBE(kprobe_abort_del, struct rdma_restrack_entry___rdmactl *res)
-{
-	return on_abort_del(res);
+	return on_res(res, MON_OP_DESTROY, MON_HOOK_COMMIT_DEL, false);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -17,7 +17,7 @@ enum mon_op {
 enum mon_hook {
 	MON_HOOK_ADD = 1,        /* rdma_restrack_add, on return */
 	MON_HOOK_DEL = 2,        /* rdma_restrack_del */
-	MON_HOOK_COMMIT_DEL = 3, /* rdma_restrack_begin_del + rdma_restrack_commit_del */
+	MON_HOOK_COMMIT_DEL = 3, /* rdma_restrack_commit_del (after begin_del and the driver destroy) */
 };
 
 struct mon_event {

@@ -17,6 +17,8 @@
 
 #include "bpfmon.h"
 #include "ledger.h"
+#include "nl.h"
+#include "nlmon.h"
 #include "out.h"
 #include "rdmactl.h"
 #include "top.h"
@@ -191,15 +193,11 @@ static const char *fmt_time(uint64_t rt_ns, bool iso, char *buf, size_t len)
 	struct tm tm;
 	size_t n;
 
-	if (iso) {
-		gmtime_r(&sec, &tm);
-		n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-		snprintf(buf + n, len - n, ".%06" PRIu64 "Z", (uint64_t)(rt_ns % 1000000000ULL / 1000));
-	} else {
-		localtime_r(&sec, &tm);
-		n = strftime(buf, len, "%H:%M:%S", &tm);
-		snprintf(buf + n, len - n, ".%06" PRIu64, (uint64_t)(rt_ns % 1000000000ULL / 1000));
-	}
+	if (iso)
+		return mon_time_iso(rt_ns, buf, len);
+	localtime_r(&sec, &tm);
+	n = strftime(buf, len, "%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%06" PRIu64, (uint64_t)(rt_ns % 1000000000ULL / 1000));
 	return buf;
 }
 
@@ -374,8 +372,7 @@ static void text_header(void)
 
 static int on_event(const struct mon_event *e, void *arg)
 {
-	const char *op = e->op == MON_OP_CREATE ? "create" : "destroy";
-	static const char *const hooks[] = { "?", "add", "del", "commit_del" };
+	const char *op = mon_op_name(e->op);
 	char tbuf[48], detail[128], sz[32];
 	struct proc_sum *p;
 	uint64_t rt;
@@ -383,7 +380,7 @@ static int on_event(const struct mon_event *e, void *arg)
 	(void)arg;
 	if (o.pid && (pid_t)e->tgid != o.pid)
 		return 0;
-	if (o.type >= 0 && e->type != o.type)
+	if ((o.type >= 0 && e->type != o.type) || e->type >= MON_NTYPES)
 		return 0;
 	if (o.dev && strncmp(e->dev, o.dev, MON_DEV_LEN))
 		return 0;
@@ -396,24 +393,17 @@ static int on_event(const struct mon_event *e, void *arg)
 		return 0;
 	rt = e->ts_ns + mon_realtime_offset(mon);
 	if (opts.json) {
-		struct json_object *j = json_object_new_object();
+		char buf[MON_JSON_LEN];
+		int n;
 
-		json_object_object_add(j, "time", json_object_new_string(fmt_time(rt, true, tbuf, sizeof(tbuf))));
-		json_object_object_add(j, "time_ns", json_object_new_uint64(rt));
-		json_object_object_add(j, "event", json_object_new_string(op));
-		json_object_object_add(j, "type", json_object_new_string(mon_type_name(e->type)));
-		json_object_object_add(j, "pid", json_object_new_int((int)e->tgid));
-		json_object_object_add(j, "tid", json_object_new_int((int)e->tid));
-		json_object_object_add(j, "comm", json_object_new_string_len(e->comm, strnlen(e->comm, MON_COMM_LEN)));
-		json_object_object_add(j, "user", json_object_new_boolean(e->user));
-		json_object_object_add(j, "dev", json_object_new_string_len(e->dev, strnlen(e->dev, MON_DEV_LEN)));
-		json_object_object_add(j, "dev_index", json_object_new_int((int)e->dev_index));
-		json_object_object_add(j, "id", json_object_new_int64(e->id));
-		if (e->type == 4 /* MR */)
-			json_object_object_add(j, "mr_len", json_object_new_uint64(e->mr_len));
-		json_object_object_add(j, "context_pid", json_object_new_int((int)e->cur_tgid));
-		json_object_object_add(j, "hook", json_object_new_string(hooks[e->hook < 4 ? e->hook : 0]));
-		stream_json(j);
+		/* The hot path: no json-c objects, straight into stdio (-p keeps json-c's pretty printer). */
+		n = out_pretty ? -ENOSPC : mon_event_json(e, rt, buf, sizeof(buf));
+		if (n < 0) {
+			stream_json(mon_event_json_object(e, rt));
+		} else {
+			buf[n] = '\n';
+			fwrite_unlocked(buf, 1, n + 1, stdout);
+		}
 		return 0;
 	}
 	text_header();
@@ -427,7 +417,7 @@ static int on_event(const struct mon_event *e, void *arg)
 			 fmt_size(e->mr_len, sz, sizeof(sz)));
 	if (util_verbose)
 		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail), "%shook %s ctx %u",
-			 detail[0] ? " " : "", hooks[e->hook < 4 ? e->hook : 0], e->cur_tgid);
+			 detail[0] ? " " : "", mon_hook_name(e->hook), e->cur_tgid);
 	printf("%-15s %7u %-15.15s %-8s %-7s %-8.8s %8u  %s\n", fmt_time(rt, false, tbuf, sizeof(tbuf)), e->tgid,
 	       e->comm, op, mon_type_name(e->type), e->dev[0] ? e->dev : "-", e->id, detail);
 	return 0;
@@ -461,12 +451,158 @@ static void report_lost(const struct mon_lost *now, struct mon_lost *seen)
 	*seen = *now;
 }
 
-/* --- device events: kernel uevents of the infiniband class ------------------------------------------- */
+/* --- device events: RDMA netlink notifications, or kernel uevents of the infiniband class ------------ */
+
+/* Where device events come from: "netlink", "uevent" or "none" (for -v and the JSON "start" event). */
+static const char *dev_source = "none";
+
+/* Device names by index, so a netlink rename (which carries only the new name) can say the old one. */
+static struct {
+	uint32_t index;
+	char name[MON_DEV_LEN];
+} dev_names[64];
+static size_t ndev_names;
+
+static const char *dev_name_of(uint32_t index)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names; i++)
+		if (dev_names[i].index == index)
+			return dev_names[i].name;
+	return NULL;
+}
+
+static void dev_name_set(uint32_t index, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names && dev_names[i].index != index; i++)
+		;
+	if (i == ndev_names) {
+		if (ndev_names == ARRAY_SIZE(dev_names))
+			return;
+		ndev_names++;
+	}
+	dev_names[i].index = index;
+	snprintf(dev_names[i].name, sizeof(dev_names[i].name), "%s", name);
+}
+
+static void dev_name_drop(uint32_t index)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names; i++)
+		if (dev_names[i].index == index) {
+			dev_names[i] = dev_names[--ndev_names];
+			return;
+		}
+}
+
+static int dev_name_cb(const struct nl_dev *d, void *arg)
+{
+	(void)arg;
+	dev_name_set(d->index, d->name);
+	return 0;
+}
+
+/* One device event. ne: the netlink notification (NULL for a uevent); old: the previous name of a rename. */
+static void print_device(const char *action, const char *dev, const char *old, const struct nlmon_event *ne)
+{
+	char tbuf[48], detail[128];
+	bool netdev = ne && (ne->type == NLMON_NETDEV_ATTACH || ne->type == NLMON_NETDEV_DETACH ||
+			     ne->type == NLMON_NETDEV_RENAME);
+
+	if (o.dev && strcmp(o.dev, dev) && (!old || strcmp(o.dev, old)))
+		return;
+	sum.devices++;
+	if (o.stats)
+		return;
+	if (opts.json) {
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "time", json_object_new_string(fmt_time(now_rt_ns(), true, tbuf, sizeof(tbuf))));
+		json_object_object_add(j, "event", json_object_new_string("device"));
+		json_object_object_add(j, "action", json_object_new_string(action));
+		json_object_object_add(j, "dev", json_object_new_string(dev));
+		if (old)
+			json_object_object_add(j, "old_name", json_object_new_string(old));
+		if (ne && (ne->has & NLMON_HAS_DEV))
+			json_object_object_add(j, "dev_index", json_object_new_int64(ne->dev_index));
+		if (ne && (ne->has & NLMON_HAS_PORT))
+			json_object_object_add(j, "port", json_object_new_int64(ne->port));
+		if (ne && (ne->has & NLMON_HAS_NDEV_NAME))
+			json_object_object_add(j, "netdev", json_object_new_string(ne->ndev_name));
+		if (ne && (ne->has & NLMON_HAS_NDEV))
+			json_object_object_add(j, "netdev_index", json_object_new_int64(ne->ndev_index));
+		if (ne && !nlmon_type_name(ne->type))
+			json_object_object_add(j, "event_type", json_object_new_int64(ne->type));
+		json_object_object_add(j, "source", json_object_new_string(ne ? "netlink" : "uevent"));
+		out_json(j);
+		return;
+	}
+	text_header();
+	detail[0] = 0;
+	if (old)
+		snprintf(detail, sizeof(detail), "was %s", old);
+	if (netdev)
+		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail), "%sport %u netdev %s (%u)",
+			 detail[0] ? " " : "", ne->port, ne->has & NLMON_HAS_NDEV_NAME ? ne->ndev_name : "?",
+			 ne->ndev_index);
+	/* "netdev_attached" -> "attached" under TYPE "netdev" keeps the columns */
+	printf("%-15s %7s %-15s %-8s %-7s %-8.8s %8s  %s\n", fmt_time(now_rt_ns(), false, tbuf, sizeof(tbuf)), "-",
+	       "-", netdev ? action + 7 : action, netdev ? "netdev" : "device", dev[0] ? dev : "-", "-", detail);
+	fflush(stdout);
+}
+
+static int on_nlmon(const struct nlmon_event *e, void *arg)
+{
+	char old[MON_DEV_LEN], unknown[32];
+	const char *name = NULL, *prev;
+
+	(void)arg;
+	if (e->has & NLMON_HAS_NAME)
+		name = e->dev_name;
+	else if (e->has & NLMON_HAS_DEV)
+		name = dev_name_of(e->dev_index); /* netdev renames carry only the index */
+	if (!name)
+		name = "";
+	switch (e->type) {
+	case NLMON_REGISTER:
+		dev_name_set(e->dev_index, name);
+		print_device("added", name, NULL, e);
+		break;
+	case NLMON_UNREGISTER:
+		print_device("removed", name, NULL, e);
+		dev_name_drop(e->dev_index); /* after: name may point into the table */
+		break;
+	case NLMON_RENAME:
+		prev = dev_name_of(e->dev_index);
+		snprintf(old, sizeof(old), "%s", prev ? prev : "");
+		dev_name_set(e->dev_index, name);
+		print_device("renamed", name, prev ? old : NULL, e);
+		break;
+	case NLMON_NETDEV_ATTACH:
+		print_device("netdev_attached", name, NULL, e);
+		break;
+	case NLMON_NETDEV_DETACH:
+		print_device("netdev_detached", name, NULL, e);
+		break;
+	case NLMON_NETDEV_RENAME:
+		print_device("netdev_renamed", name, NULL, e);
+		break;
+	default:
+		snprintf(unknown, sizeof(unknown), "event_%u", e->type);
+		print_device(unknown, name, NULL, e);
+	}
+	return 0;
+}
 
 /*
- * Linux 6.1 has no RDMA netlink notification group (RDMA_NL_GROUP_NOTIFY and RDMA_NLDEV_CMD_MONITOR came
- * later), so device add/remove/rename come from the kernel's kobject uevents (SUBSYSTEM=infiniband), which
- * every kernel sends whether or not udevd runs.
+ * Kernels with RDMA netlink notifications (RDMA_NL_GROUP_NOTIFY; mainline since 2024) say so in SYS_GET:
+ * device register/unregister/rename and netdev attach/detach/rename come from there. Linux 6.1 has none,
+ * so device add/remove/rename come from the kernel's kobject uevents (SUBSYSTEM=infiniband), which every
+ * kernel sends whether or not udevd runs. RDMACTL_MON_UEVENT=1 forces the uevents.
  */
 static int uevent_open(void)
 {
@@ -485,6 +621,35 @@ static int uevent_open(void)
 	return fd;
 }
 
+static int device_events_open(void)
+{
+	const char *force = getenv("RDMACTL_MON_UEVENT");
+	struct nl_handlers h = { .dev = dev_name_cb };
+	struct nl_sock *s;
+	int fd, err;
+
+	if (!(force && *force && strcmp(force, "0"))) {
+		err = nlmon_open(&fd);
+		if (!err) {
+			dev_source = "netlink";
+			if (!nl_open(&s)) {
+				nl_dev_dump(s, &h); /* names for renames; best effort */
+				nl_close(s);
+			}
+			return fd;
+		}
+		pr_debug("no RDMA netlink device notifications (%s): using uevents",
+			 err == -EOPNOTSUPP ? "kernel without them" : strerror(-err));
+	}
+	fd = uevent_open();
+	if (fd < 0) {
+		pr_debug("no device events: %s", strerror(-fd));
+		return fd;
+	}
+	dev_source = "uevent";
+	return fd;
+}
+
 static const char *basename_of(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
@@ -494,7 +659,7 @@ static const char *basename_of(const char *path)
 
 static void uevent_read(int fd)
 {
-	char buf[8192], tbuf[48];
+	char buf[8192];
 	struct sockaddr_nl sa;
 	struct iovec iov = { buf, sizeof(buf) - 1 };
 	struct msghdr msg = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = &iov, .msg_iovlen = 1 };
@@ -527,30 +692,23 @@ static void uevent_read(int fd)
 			what = "renamed";
 		else
 			continue; /* change, bind...: not a lifetime event */
-		if (o.dev && strcmp(o.dev, basename_of(devpath)) && (!old || strcmp(o.dev, basename_of(old))))
-			continue;
-		sum.devices++;
-		if (o.stats)
-			continue;
-		if (opts.json) {
-			struct json_object *j = json_object_new_object();
-
-			json_object_object_add(j, "time",
-					       json_object_new_string(fmt_time(now_rt_ns(), true, tbuf, sizeof(tbuf))));
-			json_object_object_add(j, "event", json_object_new_string("device"));
-			json_object_object_add(j, "action", json_object_new_string(what));
-			json_object_object_add(j, "dev", json_object_new_string(basename_of(devpath)));
-			if (old)
-				json_object_object_add(j, "old_name", json_object_new_string(basename_of(old)));
-			out_json(j);
-		} else {
-			text_header();
-			printf("%-15s %7s %-15s %-8s %-7s %-8.8s %8s  %s%s\n", fmt_time(now_rt_ns(), false, tbuf, sizeof(tbuf)),
-			       "-", "-", what, "device", basename_of(devpath), "-", old ? "was " : "",
-			       old ? basename_of(old) : "");
-			fflush(stdout);
-		}
+		print_device(what, basename_of(devpath), old ? basename_of(old) : NULL, NULL);
 	}
+}
+
+static void device_events_read(int fd)
+{
+	int err;
+
+	if (strcmp(dev_source, "netlink")) {
+		uevent_read(fd);
+		return;
+	}
+	err = nlmon_read(fd, on_nlmon, NULL);
+	if (err == -ENOBUFS)
+		pr_err("device notifications overran the socket buffer: some were lost");
+	else if (err < 0 && err != -EAGAIN)
+		pr_debug("device notifications: %s", strerror(-err));
 }
 
 /* --- ledger refusals --------------------------------------------------------------------------------- */
@@ -1113,7 +1271,9 @@ int cmd_monitor(int argc, char **argv)
 			       mon_error());
 		return EXIT_FAIL;
 	}
-	pr_debug("attached with %s%s", mon_mode(mon), mon_has_commit_del(mon) ? " (+ begin/commit_del)" : "");
+	pr_debug("attached with %s%s", mon_mode(mon), mon_has_commit_del(mon) ? " (+ commit_del)" : "");
+	ufd = device_events_open();
+	pr_debug("device events from %s", dev_source);
 	if (opts.json) {
 		/* Tells a reader that everything from now on is seen (loading takes a while on slow machines). */
 		struct json_object *j = json_object_new_object();
@@ -1124,11 +1284,9 @@ int cmd_monitor(int argc, char **argv)
 		json_object_object_add(j, "mode", json_object_new_string(mon_mode(mon)));
 		json_object_object_add(j, "commit_del", json_object_new_boolean(mon_has_commit_del(mon)));
 		json_object_object_add(j, "pid", json_object_new_int(getpid()));
+		json_object_object_add(j, "device_events", json_object_new_string(dev_source));
 		out_json(j);
 	}
-	ufd = uevent_open();
-	if (ufd < 0)
-		pr_debug("no device events: %s", strerror(-ufd));
 	sum.start = last_stats = now_mono();
 	next_prune = sum.start + 10;
 	next_stats = o.stats ? sum.start + o.stats : 0;
@@ -1153,7 +1311,7 @@ int cmd_monitor(int argc, char **argv)
 		if (err > 0)
 			fflush(stdout);
 		if (ufd >= 0 && (pfd[1].revents & POLLIN))
-			uevent_read(ufd);
+			device_events_read(ufd);
 		poll_denials(&l, &since, &next_ledger);
 		mon_lost(mon, &lost);
 		report_lost(&lost, &seen_lost);

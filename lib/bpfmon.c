@@ -27,8 +27,6 @@
 #define CAP_BPF 39
 #endif
 
-const char *const mon_type_names[] = { "pd", "cq", "qp", "cm_id", "mr", "ctx", "counter", "srq", NULL };
-
 struct mon {
 	struct restrack_bpf *skel;
 	struct ring_buffer *rb;
@@ -57,11 +55,6 @@ const char *mon_error(void)
 	return mon_errbuf;
 }
 
-const char *mon_type_name(unsigned int type)
-{
-	return type < MON_NTYPES ? mon_type_names[type] : NULL;
-}
-
 static bool has_cap(const struct __user_cap_data_struct *d, int cap)
 {
 	return d[cap / 32].effective & (1u << (cap % 32));
@@ -86,8 +79,7 @@ int mon_check(void)
 	return 0;
 }
 
-static const char *const hook_fns[] = { "rdma_restrack_add", "rdma_restrack_begin_del",
-					  "rdma_restrack_commit_del", "rdma_restrack_abort_del" };
+static const char *const hook_fns[] = { "rdma_restrack_add", "rdma_restrack_commit_del" };
 #define NHOOK_FNS (sizeof(hook_fns) / sizeof(hook_fns[0]))
 
 /* Which of hook_fns does the module's BTF describe? (fentry/fexit need it.) false: no usable BTF. */
@@ -156,15 +148,11 @@ static void set_autoload(struct restrack_bpf *s, bool fentry, bool commit_del)
 {
 	bpf_program__set_autoload(s->progs.fexit_add, fentry);
 	bpf_program__set_autoload(s->progs.fentry_del, fentry);
-	bpf_program__set_autoload(s->progs.fentry_begin_del, fentry && commit_del);
 	bpf_program__set_autoload(s->progs.fentry_commit_del, fentry && commit_del);
-	bpf_program__set_autoload(s->progs.fentry_abort_del, fentry && commit_del);
 	bpf_program__set_autoload(s->progs.kprobe_add, !fentry);
 	bpf_program__set_autoload(s->progs.kretprobe_add, !fentry);
 	bpf_program__set_autoload(s->progs.kprobe_del, !fentry);
-	bpf_program__set_autoload(s->progs.kprobe_begin_del, !fentry && commit_del);
 	bpf_program__set_autoload(s->progs.kprobe_commit_del, !fentry && commit_del);
-	bpf_program__set_autoload(s->progs.kprobe_abort_del, !fentry && commit_del);
 }
 
 static int load_attach(struct mon *m, bool fentry)
@@ -240,8 +228,8 @@ int mon_open(const struct mon_opts *opts, struct mon **out)
 	btf = module_btf_funcs("ib_core", found);
 	if (!btf)
 		kallsyms_funcs(found);
-	/* Kernels with the begin/commit split destroy PD, CQ and QP without rdma_restrack_del. */
-	m->commit_del = found[1] && found[2] && found[3];
+	/* Kernels with the begin/commit split destroy PD, CQ, QP and SRQ without rdma_restrack_del. */
+	m->commit_del = found[1];
 	force = getenv(MON_ENV_KPROBE);
 	fentry = !(force && *force && strcmp(force, "0")) && btf && found[0];
 	err = load_attach(m, fentry);
@@ -316,7 +304,7 @@ void mon_lost(const struct mon *m, struct mon_lost *out)
 {
 	out->ring = __atomic_load_n(&m->skel->bss->lost_events, __ATOMIC_RELAXED);
 	out->counters = __atomic_load_n(&m->skel->bss->lost_counters, __ATOMIC_RELAXED);
-	out->pending = __atomic_load_n(&m->skel->bss->lost_pending, __ATOMIC_RELAXED);
+	out->pending = 0; /* destroys are no longer prepared ahead: nothing to lose there */
 }
 
 int64_t mon_realtime_offset(const struct mon *m)

@@ -10,6 +10,7 @@
 #include <linux/types.h>
 
 #include "../bpf/restrack.h"
+#include "monfmt.h" /* mon_type_name(), mon_type_names[] */
 
 /*
  * Counters for `top`
@@ -30,16 +31,11 @@
 /* Set to 1 to skip fentry/fexit and attach kprobes (tests the fallback). */
 #define MON_ENV_KPROBE "RDMACTL_MON_KPROBE"
 
-/* "pd", "cq", "qp", "cm_id", "mr", "ctx", "counter", "srq"; NULL when out of range. */
-const char *mon_type_name(unsigned int type);
-/* The names in type order, NULL-terminated (for match_word). */
-extern const char *const mon_type_names[];
-
 /* Lost events so far, by cause; never reset while the monitor runs. */
 struct mon_lost {
 	uint64_t ring;     /* ring buffer full: event not delivered (still counted in the counters map) */
 	uint64_t counters; /* counters map full: a tgid could not be counted */
-	uint64_t pending;  /* a destroy via begin_del/commit_del could not be prepared */
+	uint64_t pending;  /* always 0: kept for the JSON keys "pending" and "lost_pending" */
 };
 
 struct mon_opts {
@@ -59,7 +55,7 @@ struct mon;
 int mon_check(void);
 /*
  * mon_check(), then open, load and attach. fentry/fexit on ib_core's functions when the module's BTF
- * allows it, else kprobes; the begin/commit/abort_del hooks only where the kernel has those functions.
+ * allows it, else kprobes; the commit_del hook only where the kernel has that function.
  * Errors: as mon_check, or -errno from libbpf (message in mon_error()).
  */
 int mon_open(const struct mon_opts *opts, struct mon **out);
@@ -69,7 +65,7 @@ const char *mon_error(void);
 
 /* "fentry" or "kprobe". */
 const char *mon_mode(const struct mon *m);
-/* Whether the kernel splits destroys into rdma_restrack_begin_del/commit_del (and those are hooked). */
+/* Whether the kernel splits destroys into rdma_restrack_begin_del/commit_del (and commit_del is hooked). */
 bool mon_has_commit_del(const struct mon *m);
 /* Wait up to timeout_ms for events and deliver them: number of events, or -errno (-EINTR on a signal). */
 int mon_poll(struct mon *m, int timeout_ms);

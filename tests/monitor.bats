@@ -87,6 +87,8 @@ load helper
 	[ -f "$TOP/man/rdmactl-monitor.8" ]
 	run -0 man --warnings -l "$TOP/man/rdmactl-monitor.8"
 	assert_output --partial "rdma_restrack_commit_del"
+	assert_output --partial "RDMA_NL_GROUP_NOTIFY"
+	assert_output --partial "RDMACTL_MON_UEVENT"
 	source "$TOP/completions/rdmactl"
 	COMP_WORDS=(rdmactl monitor --type c)
 	COMP_CWORD=3

@@ -216,8 +216,34 @@ pingpong_pair() {
 	rdma link delete rxe9
 	sleep 0.5
 	stop_monitor
-	run -0 jq -s -c '[.[] | select(.event == "device") | [.action, .dev, .old_name]]' "$MON"
+	run -0 jq -s -c '[.[] | select(.event == "device" and (.action | test("^(added|renamed|removed)$")))
+		| [.action, .dev, .old_name]]' "$MON"
 	assert_output '[["added","rxe1",null],["renamed","rxe9","rxe1"],["removed","rxe9",null]]'
+	# the start event says where device events come from, and each device event agrees: netlink
+	# notifications where the kernel has them (it says so in SYS_GET), else uevents (Linux 6.1)
+	local src
+	src=$(head -n 1 "$MON" | jq -r .device_events)
+	if [[ $(uname -r) == 6.1.* ]]; then
+		[ "$src" = uevent ]
+	else
+		[[ $src == netlink || $src == uevent ]]
+	fi
+	run -0 jq -s -e --arg s "$src" '[.[] | select(.event == "device")] | length >= 3 and all(.source == $s)' "$MON"
+	# -v says it too
+	run -0 --separate-stderr "$RDMACTL" monitor -v --duration 0.5
+	[[ $stderr == *"device events from $src"* ]]
+}
+
+@test "device events: RDMACTL_MON_UEVENT=1 forces the uevent source" {
+	ip link show veth1 >/dev/null 2>&1 || skip "no veth1 in this lab"
+	RDMACTL_MON_UEVENT=1 start_monitor
+	rdma link add rxe1 type rxe netdev veth1
+	rdma link delete rxe1
+	sleep 0.5
+	stop_monitor
+	run -0 jq -e '.device_events == "uevent"' <(head -n 1 "$MON")
+	run -0 jq -s -c '[.[] | select(.event == "device") | [.action, .dev, .source]]' "$MON"
+	assert_output '[["added","rxe1","uevent"],["removed","rxe1","uevent"]]'
 }
 
 @test "--stats prints per-process rates from the BPF counters, pinned for other readers" {
