@@ -305,3 +305,39 @@ pingpong_pair() {
 	wait "$holder" || rc=$?
 	[ "$rc" -eq 143 ]
 }
+
+@test "--audit reports an unmanaged QP holder over its cgroup's quota (not one outside it); --enforce terminates it" {
+	"$RDMACTL" quota init
+	local cg=/sys/fs/cgroup/rdmactl-audit
+	mkdir -p "$cg"
+	# the holder joins the cgroup before it creates anything; a second holder stays outside
+	bash -c "echo \$\$ >$cg/cgroup.procs; exec ibv_rc_pingpong -d rxe0 -g 1 -p 18611" >/dev/null 2>&1 3>&- &
+	local inside=$!
+	ibv_rc_pingpong -d rxe0 -g 1 -p 18612 >/dev/null 2>&1 3>&- &
+	local outside=$!
+	wait_for 10 bash -c "rdma res show qp | grep -q 'pid $inside ' && rdma res show qp | grep -q 'pid $outside '"
+	grep -qx "0::/rdmactl-audit" "/proc/$inside/cgroup"
+
+	"$RDMACTL" quota set qp 0 --cgroup "$cg"
+	run -0 "$RDMACTL" monitor --audit -j --interval 0.5 --duration 2
+	echo "$output" >"$BATS_TEST_TMPDIR/audit"
+	run -0 jq -s -e --argjson p "$inside" '[.[] | select(.pid == $p)] | .[0].managed == false and (.[0].over_quota
+		| any(.scope == "cgroup" and .cgroup == "/rdmactl-audit" and .kind == "qp" and .limit == 0 and .held == 1))' \
+		"$BATS_TEST_TMPDIR/audit"
+	run -0 jq -s -e --argjson p "$outside" '[.[] | select(.pid == $p)] | length == 1 and .[0].over_quota == []' \
+		"$BATS_TEST_TMPDIR/audit"
+
+	run -0 "$RDMACTL" monitor --audit -j --interval 0.5 --duration 2 --enforce signal=TERM
+	echo "$output" >"$BATS_TEST_TMPDIR/enforce"
+	run -0 jq -s -e --argjson p "$inside" '[.[] | select(.pid == $p and .event == "enforce")] | length == 1' \
+		"$BATS_TEST_TMPDIR/enforce"
+	run -0 jq -s -e --argjson p "$outside" '[.[] | select(.pid == $p and .event == "enforce")] | length == 0' \
+		"$BATS_TEST_TMPDIR/enforce"
+	local rc=0
+	wait "$inside" || rc=$?
+	[ "$rc" -eq 143 ]
+	kill -0 "$outside"
+	kill "$outside"
+	wait "$outside" || true
+	rmdir "$cg" || true
+}
