@@ -608,7 +608,8 @@ static HOT_FN void post_destroy(struct obj *o, int ret)
  * One create wrapper: charge, call, track. CALL is the real call expression, CTX the owning context
  * expression (evaluated on the result r).
  */
-#define CREATE(type, kind, bytes, CALL, CTX)                      \
+/* A create wrapper: pass through when nested or inactive, else charge with PRE (which sees t), create, track. */
+#define CREATE_WITH(type, PRE, CALL, CTX)                         \
 	do {                                                      \
 		struct track t;                                   \
 		type r;                                           \
@@ -617,7 +618,7 @@ static HOT_FN void post_destroy(struct obj *o, int ret)
 			leave();                                  \
 			return r;                                 \
 		}                                                 \
-		if (pre_create(&t, kind, bytes)) {                \
+		if (PRE) {                                        \
 			leave();                                  \
 			return NULL;                              \
 		}                                                 \
@@ -626,6 +627,10 @@ static HOT_FN void post_destroy(struct obj *o, int ret)
 		leave();                                          \
 		return r;                                         \
 	} while (0)
+
+#define CREATE(type, kind, bytes, CALL, CTX) CREATE_WITH(type, pre_create(&t, kind, bytes), CALL, CTX)
+/* A queue: its depth (the larger of s and rq) against the WR caps, and its count, in one charge. */
+#define CREATE_QUEUE(type, kind, s, rq, CALL, CTX) CREATE_WITH(type, pre_create_wr(&t, kind, s, rq), CALL, CTX)
 
 #define DESTROY(x, CALL)                                          \
 	do {                                                      \
@@ -829,24 +834,9 @@ PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 
 PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	struct ibv_srq *srq;
-	struct track t;
-
 	need_real();
 	NOSYS_NULL(real.create_srq);
-	if (!enter()) {
-		srq = real.create_srq(pd, attr);
-		leave();
-		return srq;
-	}
-	if (pre_create_wr(&t, K_SRQ, 0, attr ? attr->attr.max_wr : 0)) {
-		leave();
-		return NULL;
-	}
-	srq = real.create_srq(pd, attr);
-	post_create(&t, srq, srq ? srq->context : NULL);
-	leave();
-	return srq;
+	CREATE_QUEUE(struct ibv_srq *, K_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq(pd, attr), r->context);
 }
 
 PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
@@ -858,25 +848,10 @@ PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
 
 PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	struct ibv_qp *qp;
-	struct track t;
-
 	need_real();
 	NOSYS_NULL(real.create_qp);
-	if (!enter()) {
-		qp = real.create_qp(pd, attr);
-		leave();
-		return qp;
-	}
-	if (pre_create_wr(&t, K_QP, attr ? attr->cap.max_send_wr : 0,
-			  attr && !attr->srq ? attr->cap.max_recv_wr : 0)) {
-		leave();
-		return NULL;
-	}
-	qp = real.create_qp(pd, attr);
-	post_create(&t, qp, qp ? qp->context : NULL);
-	leave();
-	return qp;
+	CREATE_QUEUE(struct ibv_qp *, K_QP, attr ? attr->cap.max_send_wr : 0,
+		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp(pd, attr), r->context);
 }
 
 PRELOAD_API int ibv_destroy_qp(struct ibv_qp *qp)
@@ -917,26 +892,20 @@ PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 		return NULL;                                 \
 	}
 
+/* A destroy through the op saved for x's context. */
+#define DESTROY_OP(x, name)                                                         \
+	do {                                                                        \
+		const struct ctx_ops *ops_ = (x) ? ctx_ops_of((x)->context) : NULL; \
+		if (!ops_ || !ops_->name)                                           \
+			return EOPNOTSUPP;                                          \
+		DESTROY(x, ops_->name(x));                                          \
+	} while (0)
+
 static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_qp_ex);
-	struct ibv_qp *qp;
-	struct track t;
-
-	if (!enter()) {
-		qp = ops->create_qp_ex(ctx, attr);
-		leave();
-		return qp;
-	}
-	if (pre_create_wr(&t, K_QP, attr ? attr->cap.max_send_wr : 0,
-			  attr && !attr->srq ? attr->cap.max_recv_wr : 0)) {
-		leave();
-		return NULL;
-	}
-	qp = ops->create_qp_ex(ctx, attr);
-	post_create(&t, qp, qp ? qp->context : NULL);
-	leave();
-	return qp;
+	CREATE_QUEUE(struct ibv_qp *, K_QP, attr ? attr->cap.max_send_wr : 0,
+		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, ops->create_qp_ex(ctx, attr), r->context);
 }
 
 static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
@@ -948,22 +917,8 @@ static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_i
 static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_srq_ex);
-	struct ibv_srq *srq;
-	struct track t;
-
-	if (!enter()) {
-		srq = ops->create_srq_ex(ctx, attr);
-		leave();
-		return srq;
-	}
-	if (pre_create_wr(&t, K_SRQ, 0, attr ? attr->attr.max_wr : 0)) {
-		leave();
-		return NULL;
-	}
-	srq = ops->create_srq_ex(ctx, attr);
-	post_create(&t, srq, srq ? srq->context : NULL);
-	leave();
-	return srq;
+	CREATE_QUEUE(struct ibv_srq *, K_SRQ, 0, attr ? attr->attr.max_wr : 0, ops->create_srq_ex(ctx, attr),
+		     r->context);
 }
 
 static struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
@@ -993,11 +948,7 @@ static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static int w_dealloc_mw(struct ibv_mw *mw)
 {
-	const struct ctx_ops *ops = mw ? ctx_ops_of(mw->context) : NULL;
-
-	if (!ops || !ops->dealloc_mw)
-		return EOPNOTSUPP;
-	DESTROY(mw, ops->dealloc_mw(mw));
+	DESTROY_OP(mw, dealloc_mw);
 }
 
 static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
@@ -1008,41 +959,18 @@ static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_ini
 
 static int w_close_xrcd(struct ibv_xrcd *xrcd)
 {
-	const struct ctx_ops *ops = xrcd ? ctx_ops_of(xrcd->context) : NULL;
-
-	if (!ops || !ops->close_xrcd)
-		return EOPNOTSUPP;
-	DESTROY(xrcd, ops->close_xrcd(xrcd));
+	DESTROY_OP(xrcd, close_xrcd);
 }
 
 static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_wq);
-	struct ibv_wq *wq;
-	struct track t;
-
-	if (!enter()) {
-		wq = ops->create_wq(ctx, attr);
-		leave();
-		return wq;
-	}
-	if (pre_create_wr(&t, K_WQ, 0, attr ? attr->max_wr : 0)) {
-		leave();
-		return NULL;
-	}
-	wq = ops->create_wq(ctx, attr);
-	post_create(&t, wq, wq ? wq->context : NULL);
-	leave();
-	return wq;
+	CREATE_QUEUE(struct ibv_wq *, K_WQ, 0, attr ? attr->max_wr : 0, ops->create_wq(ctx, attr), r->context);
 }
 
 static int w_destroy_wq(struct ibv_wq *wq)
 {
-	const struct ctx_ops *ops = wq ? ctx_ops_of(wq->context) : NULL;
-
-	if (!ops || !ops->destroy_wq)
-		return EOPNOTSUPP;
-	DESTROY(wq, ops->destroy_wq(wq));
+	DESTROY_OP(wq, destroy_wq);
 }
 
 /* ---- the table the audit redirection uses --------------------------------------------------------- */
