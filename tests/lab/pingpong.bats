@@ -17,6 +17,13 @@ teardown() {
 	pkill -x ibv_rc_pingpong 2>/dev/null || true
 }
 
+# Wait for the server started by srv_start: it must exit 1.
+srv_exit_1() {
+	local rc=0
+	wait "$SRV" || rc=$?
+	[ $rc -eq 1 ] || { echo "server exited $rc, not 1" >&2; return 1; }
+}
+
 # Start an rdmactl server in the background: srv_start NAME ARGS...; its pid goes to $SRV.
 srv_start() {
 	local name=$1
@@ -124,9 +131,7 @@ lab_gid1() {
 	assert_failure 1
 	assert_output --partial "GID 0 is RoCE v2 link-local"
 	assert_output --partial "use -g 1 (RoCE v2, 192.0.2.1 on veth0)"
-	local rc=0
-	wait $SRV || rc=$?
-	[ $rc -eq 1 ]
+	srv_exit_1
 	run cat "$T/srv.err"
 	assert_output --partial "cannot move the QP to RTR"
 	assert_output --partial "link-local GID"
@@ -145,9 +150,7 @@ lab_gid1() {
 	srv_start srv -g 0 -n 50 -p 18607 --timeout 5
 	run timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -n 50 -p 18607 192.0.2.1
 	assert_failure
-	local rc=0
-	wait $SRV || rc=$?
-	[ $rc -eq 1 ]
+	srv_exit_1
 	run cat "$T/srv.err"
 	assert_output --partial "cannot move the QP to RTR: Invalid argument"
 	assert_output --partial "use -g 1 (RoCE v2, 192.0.2.1 on veth0)"
@@ -157,9 +160,7 @@ lab_gid1() {
 	srv_start srv -n 20 -p 18616 --timeout 5
 	run timeout 60 ibv_rc_pingpong -d rxe0 -n 20 -p 18616 192.0.2.1
 	assert_failure
-	local rc=0
-	wait $SRV || rc=$?
-	[ $rc -eq 1 ]
+	srv_exit_1
 	run cat "$T/srv.err"
 	assert_output --partial "the peer sent no GID"
 	assert_output --partial "run ibv_rc_pingpong with -g"
@@ -173,9 +174,7 @@ lab_gid1() {
 	assert_failure 1
 	assert_output --partial "send completion failed after 0 of 20 iterations: remote operation error"
 	assert_output --partial "a different -s on the two sides? (ours is 8192)"
-	local rc=0
-	wait $SRV || rc=$?
-	[ $rc -eq 1 ]
+	srv_exit_1
 	run cat "$T/srv.err"
 	assert_output --partial "receive completion failed after 0 of 20 iterations: local QP operation error"
 	assert_output --partial "a message did not fit our receive buffer: a different -s on the two sides? (ours is 4096)"
