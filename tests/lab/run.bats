@@ -423,3 +423,30 @@ job_is_empty() {
 	run grep -E '^rdmactl: refused ctx for pid [0-9]+: 0/0 in use, limit set by RDMACTL_MAX_CTX$' <<<"$stderr"
 	assert_success
 }
+
+@test "--max-ctx, --max-pd and --max-ah refuse their verb cleanly; RDMACTL_ERRNO picks the errno of a refusal" {
+	local k
+	for k in ctx pd; do
+		run --separate-stderr timeout 30 "$RDMACTL" run --job "z$k" "--max-$k" 0 -- \
+			ibv_rc_pingpong -d rxe0 -g 1 -p 18650 192.0.2.1
+		failed_cleanly
+		run grep -E "^rdmactl: refused $k for pid [0-9]+ \\(job z$k\\): 0/0 in use, limit set by job z$k\$" <<<"$stderr"
+		assert_success
+	done
+	# a UD pair: the client creates its address handle once it knows the server's address
+	timeout 60 ibv_ud_pingpong -d rxe0 -g 1 -p 18651 -n 5 >/dev/null 2>&1 3>&- &
+	local srv=$!
+	wait_listen 18651
+	run --separate-stderr timeout 30 "$RDMACTL" run --job zah --max-ah 0 -- \
+		ibv_ud_pingpong -d rxe0 -g 1 -p 18651 -n 5 192.0.2.1
+	failed_cleanly
+	run grep -E '^rdmactl: refused ah for pid [0-9]+ \(job zah\): 0/0 in use, limit set by job zah$' <<<"$stderr"
+	assert_success
+	kill "$srv" 2>/dev/null || true
+	wait "$srv" || true
+	# the same refusal with another errno
+	run -0 timeout 30 "$RDMACTL" run --job zerr --max-qp 0 -- env RDMACTL_ERRNO=EDQUOT "$EXV" -q 1
+	assert_line "qp created=0 refused=1 errno=EDQUOT"
+	run -0 timeout 30 "$RDMACTL" run --job zerr2 --max-qp 0 -- "$EXV" -q 1
+	assert_line "qp created=0 refused=1 errno=ENOMEM"
+}
