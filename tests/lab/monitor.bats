@@ -341,3 +341,18 @@ pingpong_pair() {
 	wait "$outside" || true
 	rmdir "$cg" || true
 }
+
+@test "--dev keeps only the events of that device" {
+	start_monitor --dev nosuchdev
+	"$STORM" -d rxe0 -p 1 -n 3 >/dev/null
+	sleep 0.3
+	stop_monitor
+	run -0 jq -s -e '[.[] | select(.event == "create" or .event == "destroy")] | length == 0' "$MON"
+
+	start_monitor --dev rxe0
+	"$STORM" -d rxe0 -p 1 -n 3 >/dev/null
+	sleep 0.3
+	stop_monitor
+	run -0 jq -s -e '[.[] | select(.event == "create" or .event == "destroy")] | length > 0 and all(.dev == "rxe0")' \
+		"$MON"
+}
