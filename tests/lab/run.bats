@@ -450,3 +450,18 @@ job_is_empty() {
 	run -0 timeout 30 "$RDMACTL" run --job zerr2 --max-qp 0 -- "$EXV" -q 1
 	assert_line "qp created=0 refused=1 errno=ENOMEM"
 }
+
+@test "an unusable ledger: RDMACTL_FAIL=closed refuses every creation, open lets them through" {
+	local env=(env LD_PRELOAD="$PRELOAD" RDMACTL_LEDGER="$BATS_TEST_TMPDIR/no/such/ledger" RDMACTL_JOB=gone)
+	# closed: already the context is refused, with the verbs' usual errno
+	run --separate-stderr timeout 30 "${env[@]}" RDMACTL_FAIL=closed "$EXV" -q 1
+	failed_cleanly
+	run grep -E '^rdmactl: refused ctx for pid [0-9]+: ledger unusable and RDMACTL_FAIL=closed$' <<<"$stderr"
+	assert_success
+	run grep -F "cannot open rxe0: Cannot allocate memory" <<<"$stderr"
+	assert_success
+	run --separate-stderr -0 timeout 30 "${env[@]}" RDMACTL_FAIL=open "$EXV" -q 1
+	assert_line "qp created=1 refused=0 errno=0"
+	run grep -E 'not enforcing its limits' <<<"$stderr"
+	assert_success
+}
