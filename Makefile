@@ -82,6 +82,7 @@ help:
 	@echo "  install        install binary, preload, man pages, bash completion (PREFIX DESTDIR MANDIR BASH_COMPDIR)"
 	@echo "  uninstall, clean"
 	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
+	@echo "           LAB_KERNELS=\"$(LAB_KERNELS)\" (kernels check-lab boots: stable, backports)"
 
 deps:
 	$(Q)tests/deps.sh
@@ -179,8 +180,14 @@ check-fuzz: $(FUZZ_BIN)
 check-host: all check-unit check-fuzz
 	$(Q)tests/run-bats host tests/*.bats
 
+# Every lab suite on each kernel: Debian's stable one (6.1) and the newest of bookworm-backports (6.12).
+LAB_KERNELS ?= stable backports
+
 check-lab: all
-	$(Q)LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check
+	$(Q)rc=0; for k in $(LAB_KERNELS); do \
+		echo "lab: $$k kernel"; \
+		LAB_KERNEL=$$k LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check || rc=1; \
+	done; exit $$rc
 
 demo: deps all
 	$(Q)tests/lab/run --timeout 600 -- tests/lab/demo

@@ -53,6 +53,19 @@ median() {
 	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# ci95: a distribution-free 95 % confidence interval of the median, from the order statistics: [x(k),
+# x(n+1-k)] with the largest k for which 2 P(Binomial(n, 1/2) <= k-1) <= 0.05. "-" when n is too small.
+ci95() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		n = NR; k = 0; c = 0; p = 0.5 ^ n
+		for (j = 0; j < n / 2; j++) {
+			c += p; p = p * (n - j) / (j + 1)
+			if (2 * c > 0.05) break
+			k = j + 1
+		}
+		if (k < 1) print "-"; else printf "%.3f..%.3f\n", v[k], v[n + 1 - k] }'
+}
+
 sysctl -q -w kernel.bpf_stats_enabled=0
 : >"$tmp/bpfstats_new"
 : >"$tmp/bpfstats_base"
@@ -102,8 +115,10 @@ s=$(median <"$tmp/stream")
 c=$(median <"$tmp/stats")
 printf 'storm: %d processes x %d iterations = %d operations, %d rounds, median seconds\n' "$procs" "$iters" "$ops" "$rounds"
 printf '  without monitor            %.4f s  (%.1f us/op)\n' "$n" "$(echo "$n * 1000000 / $ops" | bc -l)"
-printf '  monitor -j (every event)   %.4f s  median of per-round ratios %.3f\n' "$s" "$(median <"$tmp/r_stream")"
-printf '  monitor --stats (no print) %.4f s  median of per-round ratios %.3f\n' "$c" "$(median <"$tmp/r_stats")"
+printf '  monitor -j (every event)   %.4f s  median of per-round ratios %.3f (95%% CI %s)\n' "$s" \
+	"$(median <"$tmp/r_stream")" "$(ci95 <"$tmp/r_stream")"
+printf '  monitor --stats (no print) %.4f s  median of per-round ratios %.3f (95%% CI %s)\n' "$c" \
+	"$(median <"$tmp/r_stats")" "$(ci95 <"$tmp/r_stats")"
 if [ -n "$base" ]; then
 	printf '  BASE monitor -j            %.4f s  median of per-round ratios %.3f\n' "$(median <"$tmp/stream_base")" \
 		"$(median <"$tmp/r_stream_base")"

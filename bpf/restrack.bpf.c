@@ -285,7 +285,7 @@ static __always_inline int on_res(struct rdma_restrack_entry___rdmactl *res, __u
 }
 
 /*
- * Kernels with the begin/commit split (Debian 6.1.0-5x and later stable/mainline) destroy PD, CQ, QP and
+ * Kernels with the begin/commit split (Debian's 6.1.0-5x; not its 6.12.95) destroy PD, CQ, QP and
  * SRQ as rdma_restrack_begin_del -> driver destroy -> rdma_restrack_commit_del (or abort_del when the driver
  * refuses): rdma_restrack_del is not called for them. begin_del only parks the object's slot and waits for
  * readers; commit_del erases the slot and only at its very end clears res->valid and drops res->task, and

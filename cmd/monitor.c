@@ -455,6 +455,8 @@ static void report_lost(const struct mon_lost *now, struct mon_lost *seen)
 
 /* Where device events come from: "netlink", "uevent" or "none" (for -v and the JSON "start" event). */
 static const char *dev_source = "none";
+/* With the netlink source: the uevent socket that renames come from (-1 none). */
+static int rename_fd = -1;
 
 /* Device names by index, so a netlink rename (which carries only the new name) can say the old one. */
 static struct {
@@ -486,6 +488,18 @@ static void dev_name_set(uint32_t index, const char *name)
 	}
 	dev_names[i].index = index;
 	snprintf(dev_names[i].name, sizeof(dev_names[i].name), "%s", name);
+}
+
+/* A uevent rename with the netlink source: keep the table right for netdev events that carry only the index. */
+static void dev_name_rename(const char *old, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names; i++)
+		if (!strcmp(dev_names[i].name, old)) {
+			snprintf(dev_names[i].name, sizeof(dev_names[i].name), "%s", name);
+			return;
+		}
 }
 
 static void dev_name_drop(uint32_t index)
@@ -557,8 +571,8 @@ static void print_device(const char *action, const char *dev, const char *old, c
 
 static int on_nlmon(const struct nlmon_event *e, void *arg)
 {
-	char old[MON_DEV_LEN], unknown[32];
-	const char *name = NULL, *prev;
+	char unknown[32];
+	const char *name = NULL;
 
 	(void)arg;
 	if (e->has & NLMON_HAS_NAME)
@@ -577,10 +591,8 @@ static int on_nlmon(const struct nlmon_event *e, void *arg)
 		dev_name_drop(e->dev_index); /* after: name may point into the table */
 		break;
 	case NLMON_RENAME:
-		prev = dev_name_of(e->dev_index);
-		snprintf(old, sizeof(old), "%s", prev ? prev : "");
+		/* printed from the uevent (see device_events_open); only the name table follows */
 		dev_name_set(e->dev_index, name);
-		print_device("renamed", name, prev ? old : NULL, e);
 		break;
 	case NLMON_NETDEV_ATTACH:
 		print_device("netdev_attached", name, NULL, e);
@@ -603,6 +615,8 @@ static int on_nlmon(const struct nlmon_event *e, void *arg)
  * device register/unregister/rename and netdev attach/detach/rename come from there. Linux 6.1 has none,
  * so device add/remove/rename come from the kernel's kobject uevents (SUBSYSTEM=infiniband), which every
  * kernel sends whether or not udevd runs. RDMACTL_MON_UEVENT=1 forces the uevents.
+ * Renames always come from the uevents: not every kernel with the notifications sends one for a rename
+ * (6.12 does not), and taking them from one place reports each rename once on every kernel.
  */
 static int uevent_open(void)
 {
@@ -633,9 +647,12 @@ static int device_events_open(void)
 		if (!err) {
 			dev_source = "netlink";
 			if (!nl_open(&s)) {
-				nl_dev_dump(s, &h); /* names for renames; best effort */
+				nl_dev_dump(s, &h); /* names for netdev events; best effort */
 				nl_close(s);
 			}
+			rename_fd = uevent_open();
+			if (rename_fd < 0)
+				pr_debug("no device renames: %s", strerror(-rename_fd));
 			return fd;
 		}
 		pr_debug("no RDMA netlink device notifications (%s): using uevents",
@@ -657,7 +674,8 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-static void uevent_read(int fd)
+/* Kernel uevents of the infiniband class; renames_only with the netlink source (which has the rest). */
+static void uevent_read(int fd, bool renames_only)
 {
 	char buf[8192];
 	struct sockaddr_nl sa;
@@ -692,6 +710,10 @@ static void uevent_read(int fd)
 			what = "renamed";
 		else
 			continue; /* change, bind...: not a lifetime event */
+		if (renames_only && strcmp(what, "renamed"))
+			continue;
+		if (renames_only && old)
+			dev_name_rename(basename_of(old), basename_of(devpath));
 		print_device(what, basename_of(devpath), old ? basename_of(old) : NULL, NULL);
 	}
 }
@@ -701,7 +723,7 @@ static void device_events_read(int fd)
 	int err;
 
 	if (strcmp(dev_source, "netlink")) {
-		uevent_read(fd);
+		uevent_read(fd, false);
 		return;
 	}
 	err = nlmon_read(fd, on_nlmon, NULL);
@@ -1296,8 +1318,8 @@ int cmd_monitor(int argc, char **argv)
 	text_header();
 
 	while (!exiting) {
-		struct pollfd pfd[2] = { { mon_fd(mon), POLLIN, 0 }, { ufd, POLLIN, 0 } };
-		int n = poll(pfd, ufd >= 0 ? 2 : 1, 100);
+		struct pollfd pfd[3] = { { mon_fd(mon), POLLIN, 0 }, { ufd, POLLIN, 0 }, { rename_fd, POLLIN, 0 } };
+		int n = poll(pfd, 3, 100); /* negative fds are ignored */
 
 		if (n < 0 && errno != EINTR) {
 			pr_err("poll: %s", strerror(errno));
@@ -1312,6 +1334,8 @@ int cmd_monitor(int argc, char **argv)
 			fflush(stdout);
 		if (ufd >= 0 && (pfd[1].revents & POLLIN))
 			device_events_read(ufd);
+		if (rename_fd >= 0 && (pfd[2].revents & POLLIN))
+			uevent_read(rename_fd, true);
 		poll_denials(&l, &since, &next_ledger);
 		mon_lost(mon, &lost);
 		report_lost(&lost, &seen_lost);
@@ -1343,6 +1367,8 @@ int cmd_monitor(int argc, char **argv)
 		ledger_close(l);
 	if (ufd >= 0)
 		close(ufd);
+	if (rename_fd >= 0)
+		close(rename_fd);
 	mon_close(mon);
 	free(sum.procs);
 	free(rates.v);
