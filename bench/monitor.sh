@@ -6,7 +6,7 @@
 # are measured under the same conditions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-7}
+rounds=${1:-15}
 procs=${2:-2}
 iters=${3:-200}
 build=${BUILD:-$PWD/build}

@@ -79,11 +79,16 @@ same_as_kernel() {
 
 # Wait (up to ~20 tries) until process $1, quiescent, holds in the ledger exactly what the kernel shows.
 # Creation in progress is not a difference; a difference that never settles is. Not vacuous: ctx >= 1.
+# The process is stopped while it is compared, so it can neither change nor exit half-way through the
+# comparison (which takes seconds in the emulator); between tries it runs on.
 check_same_as_kernel() {
-	local i last=
+	local i last= rc
 	for i in $(seq 20); do
-		[ -d "/proc/$1" ] || { echo "process $1 is gone; differences seen:"; cat "$BATS_TEST_TMPDIR/diffs"; return 1; }
-		last=$(same_as_kernel "$1" 2>&1) && return 0
+		kill -STOP "$1" 2>/dev/null ||
+			{ echo "process $1 is gone; differences seen:"; cat "$BATS_TEST_TMPDIR/diffs"; return 1; }
+		last=$(same_as_kernel "$1" 2>&1) && rc=0 || rc=1
+		kill -CONT "$1"
+		[ $rc = 1 ] || return 0
 		echo "$(date +%T.%N) $last" >>"$BATS_TEST_TMPDIR/diffs"
 		sleep 0.2
 	done
@@ -125,8 +130,11 @@ job_is_empty() {
 		>"$BATS_TEST_TMPDIR/cli" 2>&1 3>&- &
 	local cli=$!
 	local pid=
-	wait_for 20 bash -c "pgrep -P \$(pgrep -P $cli) >/dev/null"
-	pid=$(pgrep -P "$(pgrep -P $cli)")
+	# timeout -> rdmactl run -> ib_write_bw
+	wait_for 20 bash -c "p=\$(pgrep -P $cli) && pgrep -P \$p >'$BATS_TEST_TMPDIR/wbw.pid'"
+	pid=$(cat "$BATS_TEST_TMPDIR/wbw.pid")
+	# all four QPs are made (the comparison must not settle on the setup before them)
+	wait_for 30 bash -c "'$LQ' pid $pid | grep -q '^qp 4 '" || { cat "$BATS_TEST_TMPDIR/cli"; false; }
 	check_same_as_kernel "$pid" || { cat "$BATS_TEST_TMPDIR/cli"; false; }
 	run cat "$BATS_TEST_TMPDIR/snap" # the usage that matched the kernel
 	assert_line --regexp "^qp 4 "
