@@ -278,15 +278,20 @@ static inline void local_release(int i, uint64_t n)
 		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
 }
 
-static COLD_FN int ledger_refused(int ret, enum ledger_kind k, const struct ledger_denial *why)
+static COLD_FN int ledger_refused(int ret, const enum ledger_kind *k, unsigned int nk,
+				  const struct ledger_denial *why)
 {
+	unsigned int i = 0;
 	char msg[300];
 
 	if (ret != -EDQUOT) {
 		/* Not a quota decision (e.g. the slot is gone): follow the fail mode. */
 		if (!pcfg.fail_closed)
 			return 0;
-		log_refusal("refused %s for pid %d: ledger error: %s (RDMACTL_FAIL=closed)", ledger_kind_name(k),
+		/* name the object, not the WR-depth check that comes first for queues */
+		while (i + 1 < nk && k[i] == LEDGER_WR)
+			i++;
+		log_refusal("refused %s for pid %d: ledger error: %s (RDMACTL_FAIL=closed)", ledger_kind_name(k[i]),
 			    (int)my_pid, strerror(-ret));
 		return -pcfg.err;
 	}
@@ -310,7 +315,7 @@ static HOT_FN __attribute__((aligned(4096))) int ledger_charge_n(const enum ledg
 	ret = ledger_reserve_n(ledger, k, n, nk, &why);
 	if (__builtin_expect(!ret, 1))
 		return 0;
-	return ledger_refused(ret, k[0], &why);
+	return ledger_refused(ret, k, nk, &why);
 }
 
 static int ledger_charge(enum ledger_kind k, uint64_t n)
@@ -354,8 +359,10 @@ HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
 			local_release(L_BYTES, bytes);
 		return ret;
 	}
-	plog(2, "charged %s%s%" PRIu64 " for pid %d", pk_name[kind], kind == K_MR ? " bytes " : "",
-	     kind == K_MR ? bytes : (uint64_t)1, (int)my_pid);
+	if (kind == K_MR)
+		plog(2, "charged mr 1 (%" PRIu64 " bytes) for pid %d", bytes, (int)my_pid);
+	else
+		plog(2, "charged %s 1 for pid %d", pk_name[kind], (int)my_pid);
 	return 0;
 }
 
