@@ -437,6 +437,16 @@ HOT_FN int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 	return 0;
 }
 
+/* Before a device open is charged, and once it returned and its charge is settled: see ledger_open_mark(). */
+COLD_FN void acct_open_mark(void)
+{
+	if (refuse_all)
+		return;
+	ensure_attached();
+	if (ledger)
+		ledger_open_mark(ledger);
+}
+
 /* A clean exit gives the slot back at once; a killed process is reclaimed by the ledger's gc. */
 __attribute__((destructor)) static void acct_fini(void)
 {
