@@ -566,3 +566,31 @@ job_is_empty() {
 	run -0 "$RDMACTL" run --job cge --cgroup "$CG/leaf" -- cat /proc/self/cgroup
 	assert_output "0::/${CG#/sys/fs/cgroup/}/leaf"
 }
+
+@test "exec into a program that never uses verbs: the gc gives the old image's charge back while it runs" {
+	local out=$BATS_TEST_TMPDIR/out
+	# a holder of the job keeps 1 QP; the other process creates 3, then execs (all still open) a plain sleep
+	timeout 90 "$RDMACTL" run --job execnv -- bash -c \
+		"$EXV -q 1 -H 60 >$BATS_TEST_TMPDIR/h 2>&1 & until grep -qs holding $BATS_TEST_TMPDIR/h; do sleep 0.1; done; \
+		$EXV -q 3 -E -- sleep 37" >"$out" 2>&1 3>&- &
+	local job=$!
+	wait_for 30 pgrep -f '^sleep 37$' || { cat "$out"; false; }
+	local pid holder
+	pid=$(pgrep -f '^sleep 37$')
+	holder=$(pgrep -f "^$EXV -q 1 -H 60")
+	[ "$(kernel_count "$pid" qp)" -eq 0 ] # the exec closed the device: its objects are gone
+	run "$LQ" job execnv # ... but nothing told the ledger yet
+	assert_line "qp 4 -"
+	run -0 "$RDMACTL" quota gc
+	run "$LQ" job execnv
+	assert_line "qp 1 -"
+	assert_line "ctx 1 -"
+	assert_line "mr_bytes 0 -"
+	run -0 "$LQ" pid "$pid" # the process keeps its (empty) slot
+	refute_output --regexp '^(ctx|pd|cq|qp|mr) [1-9]'
+	check_same_as_kernel "$holder" # a process holding its device keeps what it holds
+	[ "$(ledger_use "$holder" qp)" -eq 1 ]
+	kill "$pid" "$holder"
+	wait $job || true
+	job_is_empty execnv
+}
