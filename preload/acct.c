@@ -335,6 +335,15 @@ static COLD_FN int refuse_closed(const char *what)
 	return -pcfg.err;
 }
 
+/* The debug line of a charge, out of the hot path: "charged KIND 1", an MR with its bytes. */
+static COLD_FN void log_charged(enum pk kind, uint64_t bytes)
+{
+	if (kind == K_MR)
+		plog_line(2, "charged mr 1 (%" PRIu64 " bytes) for pid %d", bytes, (int)my_pid);
+	else
+		plog_line(2, "charged %s 1 for pid %d", pk_name[kind], (int)my_pid);
+}
+
 HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
 {
 	/* an MR's count and bytes in one ledger operation */
@@ -359,10 +368,8 @@ HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
 			local_release(L_BYTES, bytes);
 		return ret;
 	}
-	if (kind == K_MR)
-		plog(2, "charged mr 1 (%" PRIu64 " bytes) for pid %d", bytes, (int)my_pid);
-	else
-		plog(2, "charged %s 1 for pid %d", pk_name[kind], (int)my_pid);
+	if (pcfg.log_level >= 2)
+		log_charged(kind, bytes);
 	return 0;
 }
 
