@@ -8,17 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
-#include <linux/magic.h>
-
+#include "cgroup.h"
 #include "ledger.h"
 #include "out.h"
 #include "rdmactl.h"
 #include "util.h"
 
-#define CGROUP_ROOT_DEFAULT "/sys/fs/cgroup"
 #define MAX_ARGS 8
 
 enum verb { V_SET, V_UNSET, V_SHOW, V_GC, V_INIT, V_NR };
@@ -58,54 +55,33 @@ static const struct argp_option options[] = {
 	{ 0 },
 };
 
-/* The cgroup2 mount point (first one in mountinfo), else /sys/fs/cgroup. */
-static void cgroup2_root(char *out, size_t len)
-{
-	char line[4096], mnt[PATH_MAX], *sep;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	snprintf(out, len, "%s", CGROUP_ROOT_DEFAULT);
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE SOURCE SUPEROPTS */
-		sep = strstr(line, " - cgroup2 ");
-		if (!sep)
-			continue;
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
-			snprintf(out, len, "%s", mnt);
-			break;
-		}
-	}
-	fclose(f);
-}
-
 /* Resolve --cgroup PATH into the directory and the ledger's name ("/a/b" relative to the mount). */
 static void parse_cgroup(struct argp_state *state, const char *arg)
 {
-	char root[PATH_MAX], full[PATH_MAX], real[PATH_MAX], rel[PATH_MAX];
-	struct statfs sfs;
-	struct stat st;
-	size_t n;
+	char root[PATH_MAX], real[PATH_MAX];
+	const char *rel;
+	int ret;
 
-	cgroup2_root(root, sizeof(root));
-	if (!*arg)
+	ret = cgroup_resolve(arg, root, sizeof(root), real, sizeof(real));
+	switch (ret) {
+	case 0:
+		break;
+	case -EINVAL:
 		argp_error(state, "empty cgroup path");
-	if (arg[0] == '/') {
-		snprintf(full, sizeof(full), "%s", arg);
-	} else if ((size_t)snprintf(full, sizeof(full), "%s/%s", root, arg) >= sizeof(full)) {
-		argp_error(state, "cgroup path too long");
-	}
-	if (!realpath(full, real) || stat(real, &st))
-		argp_error(state, "cgroup '%s': %s", arg, strerror(errno));
-	if (!S_ISDIR(st.st_mode) || statfs(real, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC)
+		break;
+	case -ENOTDIR:
 		argp_error(state, "'%s' is not a cgroup v2 directory (cgroup2 is mounted at %s)", arg, root);
-	n = strlen(root);
-	if (strncmp(real, root, n) || (real[n] != '/' && real[n] != '\0'))
+		break;
+	case -EXDEV:
 		argp_error(state, "'%s' is not under the cgroup2 mount %s", arg, root);
-	if (!real[n])
+		break;
+	default:
+		argp_error(state, "cgroup '%s': %s", arg, strerror(-ret));
+		break;
+	}
+	rel = real + strlen(root);
+	if (!*rel)
 		argp_error(state, "'%s' is the root cgroup: use --global", arg);
-	snprintf(rel, sizeof(rel), "%s", real + n);
 	if (ledger_cgroup_normalize(rel, o.scope.name, sizeof(o.scope.name)))
 		argp_error(state, "cgroup path '%s' is too long for the ledger (max %d)", rel, LEDGER_CGROUP_MAX - 1);
 	snprintf(o.cgdir, sizeof(o.cgdir), "%s", real);

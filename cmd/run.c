@@ -8,16 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "ledger.h"
 #include "rdmactl.h"
 #include "util.h"
 
 #define PRELOAD_NAME "librdmactl-preload.so"
-#define CGROUP_ROOT "/sys/fs/cgroup"
 
 enum {
 	OPT_FAIL_OPEN = 0x100,
@@ -51,7 +52,7 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Job:", 2 },
 	{ "job", 'J', "NAME", 0, "job name (default: CMD's name and rdmactl's pid); "
 				  "'rdmactl quota set KIND N --job NAME' changes limits while it runs", 2 },
-	{ "cgroup", 'c', "PATH", 0, "start CMD in this cgroup v2 (path under " CGROUP_ROOT " or absolute)", 2 },
+	{ "cgroup", 'c', "PATH", 0, "start CMD (and so its whole tree) in this cgroup v2: absolute, or relative to the cgroup2 mount", 2 },
 	{ "log", 'l', "FILE", 0, "append refusal lines to FILE instead of CMD's stderr", 2 },
 	{ "fail-open", OPT_FAIL_OPEN, NULL, 0, "if the ledger becomes unusable, let creations through (default)", 2 },
 	{ "fail-closed", OPT_FAIL_CLOSED, NULL, 0, "if the ledger becomes unusable, refuse every creation", 2 },
@@ -170,22 +171,70 @@ static int env_prepend(const char *var, const char *lib)
 	return ret;
 }
 
-static int join_cgroup(const char *path)
+/*
+ * --cgroup: resolved like 'quota --cgroup' (so that both name the same cgroup) and its cgroup.procs opened
+ * before anything starts. rdmactl moves CMD itself, between fork and exec (see cmd_run): a move the kernel
+ * refuses is then rdmactl's failure, reported as such, and CMD never runs outside the cgroup. Returns the
+ * open cgroup.procs or -errno (said why).
+ */
+static int open_cgroup(const char *arg)
 {
-	char file[PATH_MAX], pid[32];
-	int fd, n, ret = 0;
+	char root[PATH_MAX], dir[PATH_MAX], file[PATH_MAX + 16];
+	int fd, ret;
 
-	if (path[0] == '/' && !strncmp(path, CGROUP_ROOT "/", strlen(CGROUP_ROOT) + 1))
-		snprintf(file, sizeof(file), "%s/cgroup.procs", path);
-	else
-		snprintf(file, sizeof(file), CGROUP_ROOT "/%s/cgroup.procs", path[0] == '/' ? path + 1 : path);
+	ret = cgroup_resolve(arg, root, sizeof(root), dir, sizeof(dir));
+	if (ret == -ENOTDIR)
+		pr_err("cannot move into cgroup %s: not a cgroup v2 directory (cgroup2 is mounted at %s)", arg, root);
+	else if (ret == -EXDEV)
+		pr_err("cannot move into cgroup %s: not under the cgroup2 mount %s", arg, root);
+	else if (ret)
+		pr_err("cannot move into cgroup %s: %s (a cgroup v2 directory, absolute or relative to %s)", arg,
+		       strerror(-ret), root);
+	if (ret)
+		return ret;
+	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
 	fd = open(file, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if (write(fd, pid, n) != n)
+	if (fd < 0) {
 		ret = -errno;
-	close(fd);
+		pr_err("cannot move into cgroup %s: %s: %s (%s)", arg, file, strerror(-ret),
+		       ret == -EACCES || ret == -EPERM || ret == -EROFS ? "a cgroup delegated to you, or run as root"
+									: "a cgroup v2 directory");
+		return ret;
+	}
+	return fd;
+}
+
+/* Move process pid into the cgroup whose cgroup.procs is open as fd. */
+static int move_to_cgroup(int fd, const char *arg, pid_t pid)
+{
+	char buf[32];
+	const char *hint;
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)pid), ret;
+	ssize_t w = write(fd, buf, n);
+
+	if (w == n)
+		return 0;
+	ret = w < 0 ? -errno : -EIO;
+	switch (ret) {
+	case -EBUSY:
+		hint = "it has controllers enabled in cgroup.subtree_control: only a leaf cgroup takes processes";
+		break;
+	case -EACCES:
+	case -EPERM:
+		hint = "moving needs write access to cgroup.procs of the common ancestor of rdmactl's cgroup and this one";
+		break;
+	case -EOPNOTSUPP:
+		hint = "a threaded cgroup takes threads, not processes";
+		break;
+	case -ENODEV:
+	case -ENOENT:
+		hint = "the cgroup was removed";
+		break;
+	default:
+		hint = "a cgroup v2 directory you may write to";
+		break;
+	}
+	pr_err("cannot move into cgroup %s: %s (%s)", arg, strerror(-ret), hint);
 	return ret;
 }
 
@@ -220,7 +269,7 @@ int cmd_run(int argc, char **argv)
 	char preload[PATH_MAX], job[LEDGER_NAME_MAX];
 	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
 	struct ledger *l;
-	int idx, ret, status;
+	int idx, ret, status, cgfd = -1, gate[2] = { -1, -1 };
 	size_t i;
 	pid_t pid;
 
@@ -243,15 +292,22 @@ int cmd_run(int argc, char **argv)
 		snprintf(job, sizeof(job), "%.40s-%d", cmd ? basename(cmd) : "run", (int)getpid());
 		free(cmd);
 	}
+	if (ro.cgroup) {
+		cgfd = open_cgroup(ro.cgroup);
+		if (cgfd < 0)
+			return EXIT_FAIL;
+	}
 	ret = ledger_open(NULL, LEDGER_CREATE, &l);
 	if (ret) {
 		pr_err("cannot open the ledger %s: %s (rdmactl quota init recreates it)", ledger_default_path(),
 		       ledger_error());
-		return EXIT_FAIL;
+		ret = EXIT_FAIL;
+		goto out_cg;
 	}
 	if (start_job(l, job)) {
 		ledger_close(l);
-		return EXIT_FAIL;
+		ret = EXIT_FAIL;
+		goto out_cg;
 	}
 	if (env_prepend("LD_PRELOAD", preload) || env_prepend("LD_AUDIT", preload) ||
 	    setenv(LEDGER_ENV_JOB, job, 1) || setenv(LEDGER_ENV_PATH, ledger_path(l), 1) ||
@@ -263,6 +319,12 @@ int cmd_run(int argc, char **argv)
 	}
 	pr_debug("job %s, preload %s", job, preload);
 
+	/* with --cgroup, the child waits at this gate until rdmactl has moved it (a socket: no SIGPIPE if it died) */
+	if (cgfd >= 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate)) {
+		pr_err("socketpair: %s", strerror(errno));
+		ret = EXIT_FAIL;
+		goto out;
+	}
 	for (i = 0; i < ARRAY_SIZE(fwd); i++)
 		sigaction(fwd[i], &sa, NULL);
 	fflush(NULL);
@@ -274,13 +336,17 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!pid) {
 		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		char go;
+		ssize_t n;
 
 		for (i = 0; i < ARRAY_SIZE(fwd); i++)
 			sigaction(fwd[i], &dfl, NULL);
-		if (ro.cgroup && (ret = join_cgroup(ro.cgroup))) {
-			pr_err("cannot move into cgroup %s: %s (a cgroup v2 directory you may write to)", ro.cgroup,
-			       strerror(-ret));
-			_exit(EXIT_FAIL);
+		if (gate[0] >= 0) {
+			close(gate[1]);
+			while ((n = read(gate[0], &go, 1)) < 0 && errno == EINTR)
+				;
+			if (n != 1)
+				_exit(EXIT_FAIL); /* rdmactl is gone */
 		}
 		execvp(argv[ro.cmd], argv + ro.cmd);
 		ret = errno;
@@ -288,6 +354,24 @@ int cmd_run(int argc, char **argv)
 		_exit(ret == ENOENT ? 127 : 126);
 	}
 	child_pid = pid;
+	if (gate[0] >= 0) {
+		close(gate[0]);
+		gate[0] = -1;
+		ret = move_to_cgroup(cgfd, ro.cgroup, pid);
+		if (!ret && send(gate[1], "g", 1, MSG_NOSIGNAL) != 1) {
+			ret = -errno;
+			pr_err("cannot start %s: %s", argv[ro.cmd], strerror(-ret));
+		}
+		if (ret) {
+			/* CMD never ran: nothing of it outside the cgroup */
+			child_pid = 0;
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			ret = EXIT_FAIL;
+			goto out;
+		}
+	}
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			pr_err("waitpid: %s", strerror(errno));
@@ -306,5 +390,11 @@ out:
 	/* The entry stays while a descendant of CMD still holds resources; the ledger frees it after. */
 	ledger_job_release(l, job);
 	ledger_close(l);
+out_cg:
+	for (i = 0; i < ARRAY_SIZE(gate); i++)
+		if (gate[i] >= 0)
+			close(gate[i]);
+	if (cgfd >= 0)
+		close(cgfd);
 	return ret;
 }

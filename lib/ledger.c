@@ -3,6 +3,7 @@
 #include "ledger.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -98,7 +99,11 @@ struct slot {
 	int32_t pid;
 	uint64_t start;
 	int32_t job; /* index into jobs, -1 none */
-	uint32_t pad;
+	/*
+	 * 0: usage charged through the API. Else the interceptor's slot, whose usage mirrors uverbs objects:
+	 * +1 when a device open begins, +1 when it ended (odd: an open in progress). See take_back_execd().
+	 */
+	uint32_t vseq;
 	char cgroup[LEDGER_CGROUP_MAX];
 } __attribute__((aligned(64)));
 
@@ -825,6 +830,96 @@ static void reclaim_slot(struct ledger *l, struct slot *s)
 	ASTORE(&s->owner, 0);
 }
 
+/*
+ * Does process pid hold an open uverbs device (/dev/infiniband/uverbsN, by its name wherever it is
+ * mounted)? 1 yes, 0 no, -1 when /proc cannot tell (another user's process, hidepid): treated as yes.
+ */
+static int holds_uverbs(pid_t pid)
+{
+	char path[64], link[PATH_MAX];
+	struct dirent *de;
+	const char *base;
+	int ret = 0;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n < 0) {
+			if (errno == ENOENT)
+				continue; /* closed meanwhile */
+			ret = -1;
+			break;
+		}
+		link[n] = '\0';
+		base = strrchr(link, '/');
+		if (base && !strncmp(base + 1, "uverbs", 6)) {
+			ret = 1;
+			break;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * A live process whose interceptor slot holds usage while the process holds no uverbs device: the image
+ * that charged it exec()ed away (libibverbs opens the device O_CLOEXEC, so the kernel destroyed its objects)
+ * and the new image has not attached, perhaps never will (it need not use verbs; take_over_stale() only runs
+ * when it does). Give the usage back to every scope and leave the slot to the process: its next image takes
+ * it over, or the gc frees it at exit.
+ * The image attached to a slot cannot hold usage without a device open: it charges only through a context,
+ * and a context is the open device. The exceptions are bracketed: opening (vseq odd, or changed while we
+ * looked) and closing (the process's own release then finds less in its slot and changes nothing; what
+ * leaves the slot leaves the totals, on either side). Caller holds the gc lock (no takeover, no recount).
+ * Returns 1 if something was given back.
+ */
+static int take_back_execd(struct ledger *l, struct slot *s)
+{
+	struct usage *u = l->use;
+	uint64_t snap[LEDGER_NKINDS], any = 0;
+	uint32_t v = __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST);
+	int idx[MAX_CG_PER_PROC], n, j, k, c;
+	char cg[LEDGER_CGROUP_MAX];
+
+	if (!v || v & 1)
+		return 0;
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		snap[k] = k == LEDGER_WR ? 0 : __atomic_load_n(&s->usage[k], __ATOMIC_SEQ_CST);
+		any |= snap[k];
+	}
+	if (!any || holds_uverbs(s->pid) != 0)
+		return 0;
+	/* still the same process, and no open began or ended while we looked */
+	if (!pid_alive(s->pid, s->start) || __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST) != v ||
+	    ALOAD(&s->state) != ENT_LIVE)
+		return 0;
+	copy_str(cg, s->cgroup, sizeof(cg));
+	n = cg_matches(l->pol, cg, idx, MAX_CG_PER_PROC);
+	j = slot_job(s);
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		uint64_t cur = snap[k] ? ALOADR(&s->usage[k]) : 0, take;
+
+		do {
+			take = cur < snap[k] ? cur : snap[k];
+		} while (take && !ACAS(&s->usage[k], &cur, cur - take));
+		if (!take)
+			continue;
+		sub_clamp(&u->global_total[k], take);
+		if (j >= 0)
+			sub_clamp(&u->jobs[j].total[k], take);
+		for (c = 0; c < n; c++)
+			sub_clamp(&u->cg_total[idx[c]][k], take);
+	}
+	return 1;
+}
+
 static bool job_in_use(const struct usage *u, int j)
 {
 	int i;
@@ -835,11 +930,11 @@ static bool job_in_use(const struct usage *u, int j)
 	return false;
 }
 
-static int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed)
+static int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given)
 {
 	struct usage *u = l->use;
 	bool need = force_recount || ALOAD(&u->need_recount) || ALOAD(&u->frozen);
-	unsigned int freed = 0;
+	unsigned int freed = 0, back = 0;
 	int i, err = 0;
 
 	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
@@ -850,8 +945,10 @@ static int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaim
 		if (!owner)
 			continue;
 		if (st == ENT_LIVE) {
-			if (pid_alive(s->pid, s->start))
+			if (pid_alive(s->pid, s->start)) {
+				back += take_back_execd(l, s);
 				continue;
+			}
 			if (!ACAS(&s->state, &st, ENT_RECLAIMING))
 				continue;
 			freed++;
@@ -899,6 +996,8 @@ static int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaim
 	ASTORE(&u->last_gc_ns, mono_ns());
 	if (reclaimed)
 		*reclaimed = freed;
+	if (given)
+		*given = back;
 	return err;
 }
 
@@ -913,7 +1012,7 @@ int ledger_gc(struct ledger *l, unsigned int *reclaimed)
 	err = gc_lock(l, 3000);
 	if (err)
 		return err;
-	err = gc_locked(l, false, reclaimed);
+	err = gc_locked(l, false, reclaimed, NULL);
 	gc_unlock(l);
 	return err;
 }
@@ -1025,6 +1124,7 @@ static int do_attach(struct ledger *l, const char *job)
 	s->pid = getpid();
 	s->start = start;
 	s->inflight = 0;
+	__atomic_store_n(&s->vseq, 0, __ATOMIC_SEQ_CST);
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		ASTORE(&s->usage[k], 0);
 	self_cgroup(l->cgroup, sizeof(l->cgroup));
@@ -1056,6 +1156,12 @@ int ledger_attach_child(struct ledger *l)
 	l->slot = -1;
 	pthread_mutex_init(&l->mtx, NULL);
 	return do_attach(l, job);
+}
+
+void ledger_open_mark(struct ledger *l)
+{
+	if (l->slot >= 0)
+		AADD(&l->use->slots[l->slot].vseq, 1);
 }
 
 bool ledger_attached(const struct ledger *l)
@@ -1136,7 +1242,7 @@ static COLD_FN bool wait_unfrozen(struct ledger *l)
 			start = mono_ns();
 		if (mono_ns() - start > 500000000ull && !gc_lock(l, 0)) {
 			/* the lock was free or stolen from a dead gc: nobody else is recounting */
-			gc_locked(l, true, NULL);
+			gc_locked(l, true, NULL, NULL);
 			gc_unlock(l);
 			start = 0;
 		}
@@ -1154,7 +1260,7 @@ static COLD_FN void stuck_repair(struct ledger *l)
 		return;
 	__atomic_store_n(&l->stuck_check, now, __ATOMIC_RELAXED);
 	if (!gc_lock(l, 0)) {
-		gc_locked(l, true, NULL);
+		gc_locked(l, true, NULL, NULL);
 		gc_unlock(l);
 	}
 }
@@ -1425,11 +1531,11 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 
 	/* a WR depth above a cap stays above it whoever dies */
 	if (d->kind != LEDGER_WR && mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
-		unsigned int freed = 0;
+		unsigned int freed = 0, given = 0;
 
-		gc_locked(l, false, &freed);
+		gc_locked(l, false, &freed, &given);
 		gc_unlock(l);
-		if (freed)
+		if (freed || given)
 			err = try_reserve(l, s, kinds, amounts, n, d);
 	}
 	if (err)
@@ -1583,7 +1689,7 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
 	ASTORE(&pol->cg[fr].state, ENT_LIVE);
 	AADD(&pol->gen, 1);
-	err = gc_locked(l, true, NULL);
+	err = gc_locked(l, true, NULL, NULL);
 	gc_unlock(l);
 	if (err)
 		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
@@ -1623,7 +1729,7 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 		return 0;
 	if (fr < 0) {
 		/* maybe stale entries of dead processes */
-		gc_locked(l, false, NULL);
+		gc_locked(l, false, NULL, NULL);
 		for (i = 0; i < LEDGER_MAX_PIDLIMITS && fr < 0; i++)
 			if (ALOAD(&pol->pid[i].state) != ENT_LIVE)
 				fr = i;
@@ -1699,7 +1805,7 @@ int ledger_job_create(struct ledger *l, const char *name, const uint64_t limit[L
 	err = gc_lock(l, 3000);
 	if (err)
 		return seterr(err, "ledger busy (gc lock held)");
-	gc_locked(l, false, NULL);
+	gc_locked(l, false, NULL, NULL);
 	if (find_job(u, name) >= 0) {
 		gc_unlock(l);
 		return seterr(-EEXIST, "a job named '%s' is running", name);
@@ -1739,7 +1845,7 @@ int ledger_job_release(struct ledger *l, const char *name)
 	err = gc_lock(l, 1000);
 	if (err)
 		return 0; /* the next gc frees it */
-	gc_locked(l, false, NULL);
+	gc_locked(l, false, NULL, NULL);
 	gc_unlock(l);
 	return 0;
 }

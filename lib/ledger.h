@@ -198,6 +198,12 @@ int ledger_attach_child(struct ledger *l);
 int ledger_detach(struct ledger *l);
 /* True when this handle has a slot. */
 bool ledger_attached(const struct ledger *l);
+/*
+ * For the interceptor: call before a device open is charged and again once the open returned and its charge
+ * is settled. It marks the slot as one whose usage mirrors uverbs objects, so that the gc may give back the
+ * usage of a live process that holds no uverbs device (see ledger_gc). No-op when not attached.
+ */
+void ledger_open_mark(struct ledger *l);
 
 /*
  * Hot path. Charge amount of kind to the calling process and to every scope that applies, atomically per
@@ -259,6 +265,9 @@ int ledger_job_release(struct ledger *l, const char *name);
  * with LEDGER_POLICY_RW), and finished jobs. Safe against concurrent reserves from live processes. Runs
  * automatically when attach finds no free slot and before a reserve is refused; `rdmactl quota gc` and
  * `quota show` run it on demand. *reclaimed (may be NULL) = number of dead process slots freed.
+ * Also gives back the usage of a live process marked by ledger_open_mark() that holds no uverbs device
+ * (its charging image exec()ed away and the new one never used verbs), when /proc lets us see its open
+ * files; its slot stays.
  */
 int ledger_gc(struct ledger *l, unsigned int *reclaimed);
 

@@ -278,15 +278,20 @@ static inline void local_release(int i, uint64_t n)
 		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
 }
 
-static COLD_FN int ledger_refused(int ret, enum ledger_kind k, const struct ledger_denial *why)
+static COLD_FN int ledger_refused(int ret, const enum ledger_kind *k, unsigned int nk,
+				  const struct ledger_denial *why)
 {
+	unsigned int i = 0;
 	char msg[300];
 
 	if (ret != -EDQUOT) {
 		/* Not a quota decision (e.g. the slot is gone): follow the fail mode. */
 		if (!pcfg.fail_closed)
 			return 0;
-		log_refusal("refused %s for pid %d: ledger error: %s (RDMACTL_FAIL=closed)", ledger_kind_name(k),
+		/* name the object, not the WR-depth check that comes first for queues */
+		while (i + 1 < nk && k[i] == LEDGER_WR)
+			i++;
+		log_refusal("refused %s for pid %d: ledger error: %s (RDMACTL_FAIL=closed)", ledger_kind_name(k[i]),
 			    (int)my_pid, strerror(-ret));
 		return -pcfg.err;
 	}
@@ -310,7 +315,7 @@ static HOT_FN __attribute__((aligned(4096))) int ledger_charge_n(const enum ledg
 	ret = ledger_reserve_n(ledger, k, n, nk, &why);
 	if (__builtin_expect(!ret, 1))
 		return 0;
-	return ledger_refused(ret, k[0], &why);
+	return ledger_refused(ret, k, nk, &why);
 }
 
 static int ledger_charge(enum ledger_kind k, uint64_t n)
@@ -328,6 +333,15 @@ static COLD_FN int refuse_closed(const char *what)
 {
 	log_refusal("refused %s for pid %d: ledger unusable and RDMACTL_FAIL=closed", what, (int)my_pid);
 	return -pcfg.err;
+}
+
+/* The debug line of a charge, out of the hot path: "charged KIND 1", an MR with its bytes. */
+static COLD_FN void log_charged(enum pk kind, uint64_t bytes)
+{
+	if (kind == K_MR)
+		plog_line(2, "charged mr 1 (%" PRIu64 " bytes) for pid %d", bytes, (int)my_pid);
+	else
+		plog_line(2, "charged %s 1 for pid %d", pk_name[kind], (int)my_pid);
 }
 
 HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
@@ -354,8 +368,8 @@ HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
 			local_release(L_BYTES, bytes);
 		return ret;
 	}
-	plog(2, "charged %s%s%" PRIu64 " for pid %d", pk_name[kind], kind == K_MR ? " bytes " : "",
-	     kind == K_MR ? bytes : (uint64_t)1, (int)my_pid);
+	if (pcfg.log_level >= 2)
+		log_charged(kind, bytes);
 	return 0;
 }
 
@@ -428,6 +442,16 @@ HOT_FN int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 	}
 	plog(2, "charged %s 1 (depth %" PRIu32 ") for pid %d", pk_name[kind], depth, (int)my_pid);
 	return 0;
+}
+
+/* Before a device open is charged, and once it returned and its charge is settled: see ledger_open_mark(). */
+COLD_FN void acct_open_mark(void)
+{
+	if (refuse_all)
+		return;
+	ensure_attached();
+	if (ledger)
+		ledger_open_mark(ledger);
 }
 
 /* A clean exit gives the slot back at once; a killed process is reclaimed by the ledger's gc. */

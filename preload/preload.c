@@ -664,7 +664,10 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 		leave();
 		return ctx;
 	}
+	/* an open in progress: a charged context whose uverbs fd is not there yet (see ledger_open_mark) */
+	acct_open_mark();
 	if (pre_create(&t, K_CTX, 0)) {
+		acct_open_mark();
 		leave();
 		return NULL;
 	}
@@ -672,6 +675,7 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 	if (ctx)
 		ctx_wrap(ctx, false);
 	post_create(&t, ctx, ctx);
+	acct_open_mark();
 	leave();
 	return ctx;
 }

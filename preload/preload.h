@@ -50,6 +50,8 @@ int acct_mr_bytes(int64_t delta);
 int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr);
 /* One-time setup (settings, ledger); called under the init once. */
 void acct_init(void);
+/* Bracket a device open (before its charge, after the open returned): the gc may then check the process. */
+void acct_open_mark(void);
 /* In a forked child: start from zero. */
 void acct_atfork_child(void);
 /*

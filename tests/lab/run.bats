@@ -20,6 +20,16 @@ teardown() {
 	pkill -f '^ibv_srq_pingpong' 2>/dev/null || true
 	pkill -f "$BUILD/lab-progs/" 2>/dev/null || true
 	sleep 0.2
+	if [ -n "${CG:-}" ]; then
+		[ ! -d "$CG/leaf" ] || rmdir "$CG/leaf" || true
+		wait_for 5 rmdir "$CG" 2>/dev/null || true
+	fi
+}
+
+# A cgroup of its own for one test ($CG, under the guest's cgroup2 mount; removed by teardown).
+make_cg() {
+	CG=/sys/fs/cgroup/rdmactl-run.$$.$BATS_TEST_NUMBER
+	mkdir "$CG"
 }
 
 # $status is a failure the program chose: not 0, not a timeout, not death by a signal.
@@ -398,10 +408,13 @@ job_is_empty() {
 	wait_for 30 grep -q '^holding' "$out" || { cat "$out"; false; }
 	grep -q "^xrcd created=0 refused=1 errno=EOPNOTSUPP$" "$out"
 	grep -q "^wq created=0 refused=1 errno=EOPNOTSUPP$" "$out"
-	grep -q "^rdmactl: charged xrcd" "$out"
-	grep -q "^rdmactl: released xrcd for pid" "$out"
-	grep -q "^rdmactl: charged wq" "$out"
-	grep -q "^rdmactl: released wq for pid" "$out"
+	grep -Eq "^rdmactl: charged xrcd 1 for pid [0-9]+$" "$out"
+	grep -Eq "^rdmactl: released xrcd for pid [0-9]+$" "$out"
+	grep -Eq "^rdmactl: charged wq 1 \(depth 16\) for pid [0-9]+$" "$out"
+	grep -Eq "^rdmactl: released wq for pid [0-9]+$" "$out"
+	# the other kinds say the same: "charged KIND 1 ..." (an MR with its bytes)
+	grep -Eq "^rdmactl: charged (ctx|pd|cq) 1 for pid [0-9]+$" "$out"
+	grep -Eq "^rdmactl: charged qp 1 \(depth [0-9]+\) for pid [0-9]+$" "$out"
 	! grep -q "^rdmactl: refused" "$out"
 	run "$LQ" job xw1
 	assert_line "xrcd 0 1"
@@ -472,4 +485,120 @@ job_is_empty() {
 	assert_line "qp created=1 refused=0 errno=0"
 	run grep -E 'not enforcing its limits' <<<"$stderr"
 	assert_success
+}
+
+@test "--max-cq: an unmodified program (exported ibv_create_cq) is refused at 0 and passes within the limit" {
+	run --separate-stderr timeout 30 "$RDMACTL" run --job zcq --max-cq 0 -- ibv_rc_pingpong -d rxe0 -g 1 -p 18660 192.0.2.1
+	failed_cleanly
+	grep -q "Couldn't create CQ" <<<"$stderr" || { echo "$stderr"; false; }
+	run grep -E '^rdmactl: refused cq for pid [0-9]+ \(job zcq\): 0/0 in use, limit set by job zcq$' <<<"$stderr"
+	assert_success
+	job_is_empty zcq
+	# one CQ is all it needs: a full exchange with a peer without limits
+	timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -p 18661 -n 20 >"$BATS_TEST_TMPDIR/srv" 2>&1 3>&- &
+	local srv=$!
+	wait_listen 18661
+	run --separate-stderr timeout 60 "$RDMACTL" run --job cq1 --max-cq 1 -- env RDMACTL_LOG_LEVEL=2 \
+		ibv_rc_pingpong -d rxe0 -g 1 -p 18661 -n 20 192.0.2.1
+	assert_success
+	assert_output --partial "20 iters in"
+	run grep -E '^rdmactl: charged cq 1 for pid [0-9]+$' <<<"$stderr"
+	assert_success
+	run grep -E '^rdmactl: charged mr 1 \(4096 bytes\) for pid [0-9]+$' <<<"$stderr"
+	assert_success
+	refute_output --partial "refused"
+	wait $srv
+	job_is_empty cq1
+}
+
+@test "--cgroup: CMD and its forks run in the cgroup, a cgroup quota limits the tree, the job goes when it exits" {
+	make_cg
+	local rel=/${CG#/sys/fs/cgroup/} o=$BATS_TEST_TMPDIR/first out=$BATS_TEST_TMPDIR/out
+	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CG"
+	# (relative to the cgroup2 mount, as quota takes it too) CMD is bash; its background child holds 2 QPs
+	timeout 90 "$RDMACTL" run --job cgj --cgroup "${rel#/}" -- bash -c "$EXV -q 2 -H 60 >$o & \
+		until grep -qs holding $o; do sleep 0.1; done; \
+		until [ -e $BATS_TEST_TMPDIR/go ]; do sleep 0.1; done; $EXV -q 2; kill %1; wait; cat $o" \
+		>"$out" 2>&1 3>&- &
+	local job=$!
+	wait_for 30 grep -q holding "$o" || { cat "$out" "$o"; false; }
+	local rd cmd holder
+	rd=$(pgrep -P "$job")
+	cmd=$(pgrep -P "$rd" -x bash)
+	holder=$(pgrep -f "^$EXV -q 2 -H 60")
+	[ "$(pgrep -P "$cmd" -f "^$EXV")" = "$holder" ] # the holder is a child CMD forked
+	run -0 cat "/proc/$cmd/cgroup" "/proc/$holder/cgroup"
+	assert_output "0::$rel"$'\n'"0::$rel"
+	# rdmactl itself stays where it was; the kernel charges the tree's objects to the cgroup as well
+	run -0 cat "/proc/$rd/cgroup"
+	refute_output "0::$rel"
+	local line
+	read -r line <"$CG/rdma.current"
+	[[ $line =~ ^rxe0\ hca_handle=1\ hca_object=[1-9][0-9]*$ ]] || { echo "rdma.current: $line"; false; }
+	run -0 "$LQ" job cgj
+	assert_line "qp 2 -"
+	# the cgroup's limit (3) is the tree's: a second process gets 1 of its 2 QPs, and the line names the cgroup
+	touch "$BATS_TEST_TMPDIR/go"
+	wait $job
+	run cat "$out"
+	assert_line "qp created=2 refused=0 errno=0"
+	assert_line "qp created=1 refused=1 errno=ENOMEM"
+	assert_line --regexp "^rdmactl: refused qp for pid [0-9]+ \\(job cgj\\): 3/3 in use, limit set by cgroup $rel\$"
+	# the tree is gone: so are the job entry and the cgroup's usage
+	run -3 "$LQ" job cgj
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0] | .kinds.qp.usage == 0 and .kinds.qp.limit == 3' <<<"$output"
+}
+
+@test "--cgroup that is missing, not a cgroup, not a leaf or not writable: a clear error, exit 1, CMD never runs" {
+	local ran=$BATS_TEST_TMPDIR/ran
+	run -1 --separate-stderr "$RDMACTL" run --job cge --cgroup "no-such.$$" -- touch "$ran"
+	assert_output ""
+	assert_equal "$stderr" "rdmactl run: cannot move into cgroup no-such.$$: No such file or directory (a cgroup v2 directory, absolute or relative to /sys/fs/cgroup)"
+	run -1 --separate-stderr "$RDMACTL" run --job cge --cgroup /tmp -- touch "$ran"
+	assert_equal "$stderr" "rdmactl run: cannot move into cgroup /tmp: not a cgroup v2 directory (cgroup2 is mounted at /sys/fs/cgroup)"
+	# the kernel refuses the move itself: a cgroup with controllers enabled for children takes no processes
+	make_cg
+	mkdir "$CG/leaf"
+	echo +rdma >"$CG/cgroup.subtree_control" # (not a threaded controller: $CG can no longer hold processes)
+	run -1 --separate-stderr "$RDMACTL" run --job cge --cgroup "$CG" -- touch "$ran"
+	assert_equal "$stderr" "rdmactl run: cannot move into cgroup $CG: Device or resource busy (it has controllers enabled in cgroup.subtree_control: only a leaf cgroup takes processes)"
+	# a user who may not write its cgroup.procs
+	run -1 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$RDMACTL" run --job cge --cgroup "$CG/leaf" -- true
+	assert_equal "$stderr" "rdmactl run: cannot move into cgroup $CG/leaf: $CG/leaf/cgroup.procs: Permission denied (a cgroup delegated to you, or run as root)"
+	[ ! -e "$ran" ]
+	run -3 "$LQ" job cge # no job left behind
+	[ -z "$(cat "$CG/cgroup.procs" "$CG/leaf/cgroup.procs")" ]
+	# the leaf below takes it
+	run -0 "$RDMACTL" run --job cge --cgroup "$CG/leaf" -- cat /proc/self/cgroup
+	assert_output "0::/${CG#/sys/fs/cgroup/}/leaf"
+}
+
+@test "exec into a program that never uses verbs: the gc gives the old image's charge back while it runs" {
+	local out=$BATS_TEST_TMPDIR/out
+	# a holder of the job keeps 1 QP; the other process creates 3, then execs (all still open) a plain sleep
+	timeout 90 "$RDMACTL" run --job execnv -- bash -c \
+		"$EXV -q 1 -H 60 >$BATS_TEST_TMPDIR/h 2>&1 & until grep -qs holding $BATS_TEST_TMPDIR/h; do sleep 0.1; done; \
+		$EXV -q 3 -E -- sleep 37" >"$out" 2>&1 3>&- &
+	local job=$!
+	wait_for 30 pgrep -f '^sleep 37$' || { cat "$out"; false; }
+	local pid holder
+	pid=$(pgrep -f '^sleep 37$')
+	holder=$(pgrep -f "^$EXV -q 1 -H 60")
+	[ "$(kernel_count "$pid" qp)" -eq 0 ] # the exec closed the device: its objects are gone
+	run "$LQ" job execnv # ... but nothing told the ledger yet
+	assert_line "qp 4 -"
+	run -0 "$RDMACTL" quota gc
+	run "$LQ" job execnv
+	assert_line "qp 1 -"
+	assert_line "ctx 1 -"
+	assert_line "mr_bytes 0 -"
+	run -0 "$LQ" pid "$pid" # the process keeps its (empty) slot
+	refute_output --regexp '^(ctx|pd|cq|qp|mr) [1-9]'
+	check_same_as_kernel "$holder" # a process holding its device keeps what it holds
+	[ "$(ledger_use "$holder" qp)" -eq 1 ]
+	kill "$pid" "$holder"
+	wait $job || true
+	job_is_empty execnv
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Unit tests of lib/ledger on a temp ledger: limits, concurrency with fork, SIGKILL reclaim, pid reuse, corruption. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -577,6 +578,87 @@ static void test_exec_takeover(void)
 	ledger_close(a); /* the old images' handles: unmapped, never detached (their slots are not theirs) */
 	ledger_close(b);
 	ledger_close(c);
+}
+
+/*
+ * A live process whose interceptor slot (ledger_open_mark) holds usage while it holds no uverbs device has
+ * exec()ed into a program that never used verbs: the gc gives that usage back and leaves the slot. Not to a
+ * process without the mark (an API user), nor to one in the middle of an open, nor to one that holds a
+ * uverbs fd (a file of that name stands for the device: the host has none).
+ */
+enum { NODEV_MARKED, NODEV_UNMARKED, NODEV_OPENING, NODEV_HOLDS_FD, NODEV_N };
+
+static int nodev_cb(const struct ledger_proc_stat *ps, void *arg)
+{
+	uint64_t (*per)[2] = arg; /* [i] = { pid, qp usage } */
+
+	for (int i = 0; i < NODEV_N; i++)
+		if ((pid_t)per[i][0] == ps->pid)
+			per[i][1] = ps->usage[LEDGER_QP];
+	return 0;
+}
+
+static void test_gc_no_device(void)
+{
+	struct ledger *a;
+	struct ledger_scope g = scope_global(), j = scope_job("nodev");
+	struct sum sm = { .jobname = "nodev" };
+	uint64_t per[NODEV_N][2] = { { 0 } };
+	unsigned int n = 9;
+	char fake[sizeof(dir) + 16];
+	int i, status;
+
+	fresh_ledger();
+	a = open_rw();
+	CHECK(ledger_job_create(a, "nodev", NULL) == 0, "job");
+	snprintf(fake, sizeof(fake), "%s/uverbs0", dir);
+	for (i = 0; i < NODEV_N; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			struct ledger *l;
+
+			if (ledger_open(lpath, 0, &l) || ledger_attach(l, "nodev"))
+				_exit(3);
+			if (i != NODEV_UNMARKED)
+				ledger_open_mark(l); /* the open begins */
+			if (ledger_reserve(l, LEDGER_CTX, 1, NULL))
+				_exit(3);
+			if (i == NODEV_HOLDS_FD && open(fake, O_RDONLY | O_CREAT, 0600) < 0)
+				_exit(3);
+			if (i != NODEV_UNMARKED && i != NODEV_OPENING)
+				ledger_open_mark(l); /* and ended */
+			if (ledger_reserve(l, LEDGER_QP, 2, NULL))
+				_exit(3);
+			pause();
+			_exit(0);
+		}
+		per[i][0] = (uint64_t)pid;
+	}
+	for (i = 0; i < 5000 && usage_of(a, j, LEDGER_QP) != 2 * NODEV_N; i++)
+		usleep(1000);
+	CHECK(usage_of(a, j, LEDGER_QP) == 2 * NODEV_N, "all charged: %lu", (unsigned long)usage_of(a, j, LEDGER_QP));
+	CHECK(ledger_gc(a, &n) == 0 && n == 0, "nobody is dead: %u", n);
+	ledger_foreach_proc(a, nodev_cb, per);
+	CHECK(per[NODEV_MARKED][1] == 0, "no device: usage given back (%lu)", (unsigned long)per[NODEV_MARKED][1]);
+	CHECK(per[NODEV_UNMARKED][1] == 2, "API user keeps it (%lu)", (unsigned long)per[NODEV_UNMARKED][1]);
+	CHECK(per[NODEV_OPENING][1] == 2, "opening keeps it (%lu)", (unsigned long)per[NODEV_OPENING][1]);
+	CHECK(per[NODEV_HOLDS_FD][1] == 2, "uverbs fd keeps it (%lu)", (unsigned long)per[NODEV_HOLDS_FD][1]);
+	CHECK(usage_of(a, j, LEDGER_QP) == 6 && usage_of(a, g, LEDGER_QP) == 6 && usage_of(a, g, LEDGER_CTX) == 3,
+	      "totals: job qp %lu, global qp %lu ctx %lu", (unsigned long)usage_of(a, j, LEDGER_QP),
+	      (unsigned long)usage_of(a, g, LEDGER_QP), (unsigned long)usage_of(a, g, LEDGER_CTX));
+	ledger_foreach_proc(a, sum_cb, &sm);
+	CHECK(sm.n == NODEV_N, "every slot stays: %u", sm.n);
+	CHECK(sm.all[LEDGER_QP] == usage_of(a, g, LEDGER_QP) && sm.job[LEDGER_QP] == usage_of(a, j, LEDGER_QP),
+	      "totals are the sum of live slots");
+	CHECK(ledger_gc(a, &n) == 0 && usage_of(a, g, LEDGER_QP) == 6, "a second gc changes nothing");
+	for (i = 0; i < NODEV_N; i++)
+		kill((pid_t)per[i][0], SIGTERM);
+	for (i = 0; i < NODEV_N; i++)
+		waitpid((pid_t)per[i][0], &status, 0);
+	CHECK(ledger_gc(a, &n) == 0 && n == NODEV_N && usage_of(a, g, LEDGER_QP) == 0, "exits reclaimed");
+	unlink(fake);
+	ledger_close(a);
 }
 
 /* ---- (a) concurrency ---------------------------------------------------------------------------- */
@@ -1255,6 +1337,7 @@ int main(void)
 	RUN(test_fork_child_zero);
 	RUN(test_note_denial);
 	RUN(test_exec_takeover);
+	RUN(test_gc_no_device);
 	RUN(test_concurrency);
 	RUN(test_sigkill);
 	RUN(test_death_mid_operation);

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* cgroup v2 paths as users give them (--cgroup): one resolution for quota and run, so both name the same cgroup. */
+#ifndef RDMACTL_CGROUP_H
+#define RDMACTL_CGROUP_H
+
+#include <stddef.h>
+
+#define CGROUP_ROOT_DEFAULT "/sys/fs/cgroup"
+
+/* The cgroup2 mount point (the first one in /proc/self/mountinfo), else /sys/fs/cgroup. */
+void cgroup2_root(char *out, size_t len);
+
+/*
+ * Resolve a cgroup path, absolute (/sys/fs/cgroup/a/b) or relative to the cgroup2 mount (a/b), into its real
+ * directory (dir; symlinks, "..", repeated and trailing '/' resolved). root receives the mount point; the
+ * path relative to it is dir + strlen(root) ("" for the root cgroup itself). Returns 0, -EINVAL (empty),
+ * -ENAMETOOLONG, the -errno of realpath/stat (-ENOENT...), -ENOTDIR if it is not a cgroup v2 directory, or
+ * -EXDEV if it is a cgroup v2 directory outside that mount.
+ */
+int cgroup_resolve(const char *arg, char *root, size_t rootlen, char *dir, size_t dirlen);
+
+#endif
