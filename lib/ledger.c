@@ -720,7 +720,7 @@ static void limits_changed(struct ledger *l)
 }
 
 /* Subtract without going below zero (a total can only be short after a crash mid-recount). */
-static HOT_FN void sub_clamp(uint64_t *p, uint64_t n)
+static HOT_DESTROY void sub_clamp(uint64_t *p, uint64_t n)
 {
 	uint64_t cur = ALOADR(p);
 
@@ -1328,7 +1328,7 @@ static COLD_FN int deny(struct ledger *l, struct ledger_denial *d, enum ledger_k
 }
 
 /* LEDGER_WR: the requested depth against every scope's cap (checked, never charged). */
-static HOT_FN int check_wr(struct ledger *l, const struct view *v, uint64_t n, struct ledger_denial *d)
+static inline ALWAYS_INLINE int check_wr(struct ledger *l, const struct view *v, uint64_t n, struct ledger_denial *d)
 {
 	const struct policy *pol = l->pol;
 	uint64_t lim;
@@ -1354,7 +1354,7 @@ static HOT_FN int check_wr(struct ledger *l, const struct view *v, uint64_t n, s
 }
 
 /* Charge n of kind k to the process and to every scope, or nothing: -EDQUOT with *d filled. */
-static HOT_FN int reserve_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n,
+static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n,
 			       struct ledger_denial *d)
 {
 	struct usage *u = l->use;
@@ -1397,7 +1397,7 @@ undo_proc:
 }
 
 /* Give n of kind k back to the process and every scope; -EINVAL if the process holds less (nothing changed). */
-static HOT_FN int release_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k,
+static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k,
 			       uint64_t n)
 {
 	struct usage *u = l->use;
@@ -1416,8 +1416,14 @@ static HOT_FN int release_kind(struct ledger *l, struct slot *s, const struct vi
 	return 0;
 }
 
+/* release_kind() out of line, for the refusal path of a reserve. */
+static COLD_FN void undo_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n)
+{
+	release_kind(l, s, v, k, n);
+}
+
 /* One attempt at every kind, all or nothing. Returns 0, or -EDQUOT with *d filled. */
-static HOT_FN int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 			      const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
 {
 	struct view v;
@@ -1437,7 +1443,7 @@ static HOT_FN int try_reserve(struct ledger *l, struct slot *s, const enum ledge
 	/* kinds[i] was refused: give back the ones before it */
 	while (err && i--)
 		if (kinds[i] != LEDGER_WR)
-			release_kind(l, s, &v, kinds[i], amounts[i]);
+			undo_kind(l, s, &v, kinds[i], amounts[i]);
 	op_leave(s);
 	return err;
 }
@@ -1479,7 +1485,7 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 	return err;
 }
 
-HOT_FN int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
+HOT_CREATE int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
 			    struct ledger_denial *why)
 {
 	struct ledger_denial local;
@@ -1503,7 +1509,7 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 	return ledger_reserve_n(l, &kind, &amount, 1, why);
 }
 
-HOT_FN int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n)
+HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n)
 {
 	struct view v;
 	struct slot *s;
