@@ -164,7 +164,17 @@ $(OUT)/bench/acct: bench/acct.c $(OUT)/preload-obj/preload/acct.o $(OUT)/preload
 	$(Q)$(CC) $(PRELOAD_CFLAGS) -Ipreload -o $@ $< $(OUT)/preload-obj/preload/acct.o \
 		$(OUT)/preload-obj/librdmactl-preload.a $(LIBS_PRELOAD)
 
-bench: $(BENCH_BIN) all
+# A stand-in libibverbs for bench/wrap (the interceptor's cost without a device).
+$(OUT)/bench/stub/libibverbs.so.1: bench/stub/stubverbs.c bench/stub/stubverbs.map
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@) && $(CC) $(PRELOAD_CFLAGS) -fvisibility=default -shared -Wl,-soname,libibverbs.so.1 \
+		-Wl,--version-script=bench/stub/stubverbs.map -o $@ $<
+
+$(OUT)/bench/wrap: bench/wrap.c | $(OUT)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< -ldl
+
+bench: $(BENCH_BIN) $(OUT)/bench/stub/libibverbs.so.1 all
 
 # --- tests ------------------------------------------------------------------------------------------
 check: deps

@@ -80,4 +80,11 @@ done
 # The accounting path alone (no verb), TLB warm and flushed: under TCG the verb's system call flushes the
 # emulated TLB, and the interleaved difference above is mostly the refills of the pages the path touches.
 "$R" run --job acct "${lim[@]}" -- "$B/bench/acct" -n 2000
+# The wrappers alone around a stand-in libibverbs whose verbs only flush the TLB (no device, hence little noise):
+# the interceptor's own cost per pair, the same in every round.
+if [ -e "$B/bench/stub/libibverbs.so.1" ]; then
+	"$R" run --job wrap "${lim[@]}" -- env -u LD_AUDIT LD_LIBRARY_PATH="$B/bench/stub" "$B/bench/wrap" -n 3000 |
+		awk '{ v[$1] = $2 } END { printf "stub verbs, wrappers alone: qp +%d ns per pair (of %d), mr +%d ns (of %d)\n",
+			v["qp_extra_ns"], v["qp_direct_ns"], v["mr_extra_ns"], v["mr_direct_ns"] }'
+fi
 echo "raw: ${out[*]@K}" | tr -s ' ' | fold -w 200 >&2

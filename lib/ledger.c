@@ -22,12 +22,22 @@
 #include <time.h>
 #include <unistd.h>
 
-/* 2: denials carry the environment variable of a per-process limit; kinds xrcd and wq */
-#define LEDGER_VERSION 2
+/*
+ * 2: denials carry the environment variable of a per-process limit; kinds xrcd and wq.
+ * 3: every limit change bumps the usage file's generation (processes cache their limits by it); job and slot
+ *    entries never straddle a page.
+ */
+#define LEDGER_VERSION 3
 #define POLICY_MAGIC "RDMAPOL1"
 #define USAGE_MAGIC "RDMAUSE1"
 #define USAGE_SUFFIX ".usage"
 #define MAX_CG_PER_PROC 16
+/*
+ * Cached limits are also refreshed every this many operations, whatever the generation says: the usage file
+ * is writable by every user, and a writer that puts the generation back must not hide a limit change for
+ * good.
+ */
+#define VIEW_RECHECK 1024
 
 #define ALOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ALOADR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -67,7 +77,6 @@ struct pol_pid {
 
 struct policy {
 	struct lhdr h;
-	uint64_t gen; /* bumped whenever the cgroup or pid tables change membership */
 	uint64_t global_limit[LEDGER_NKINDS];
 	struct pol_cgroup cg[LEDGER_MAX_CGROUPS];
 	struct pol_pid pid[LEDGER_MAX_PIDLIMITS];
@@ -87,7 +96,7 @@ struct job {
 	char name[LEDGER_NAME_MAX];
 	uint64_t limit[LEDGER_NKINDS];
 	uint64_t total[LEDGER_NKINDS];
-} __attribute__((aligned(64)));
+} __attribute__((aligned(512))); /* limit and total on one page */
 
 struct slot {
 	/* hot: written by the owner on every operation */
@@ -105,11 +114,19 @@ struct slot {
 	 */
 	uint32_t vseq;
 	char cgroup[LEDGER_CGROUP_MAX];
-} __attribute__((aligned(64)));
+} __attribute__((aligned(512))); /* the hot part on one page */
 
 struct usage {
 	struct lhdr h;
-	uint32_t frozen __attribute__((aligned(64))); /* recount in progress: operations wait. Read-mostly line. */
+	/* Read by every operation, written rarely: one line, on the page of the global totals. */
+	uint32_t frozen __attribute__((aligned(64))); /* recount in progress: operations wait */
+	uint32_t pad;
+	/*
+	 * Bumped by every change of a limit (any scope) and of the cgroup and pid tables: a process caches the
+	 * limits that apply to it and refreshes them when this moves, so that operations never read the policy
+	 * file unless a cgroup entry applies.
+	 */
+	uint64_t gen;
 	uint32_t need_recount __attribute__((aligned(64))); /* a recount could not finish; the next gc retries */
 	uint64_t gc_owner;    /* gc lock: packed pid|start32, 0 free */
 	uint64_t last_gc_ns;
@@ -137,11 +154,16 @@ struct ledger {
 	char jobname[LEDGER_NAME_MAX];
 	char cgroup[LEDGER_CGROUP_MAX];
 
-	/* scopes that apply, refreshed when pol->gen changes (fields read with relaxed atomics) */
+	/*
+	 * The limits that apply, refreshed when use->gen moves (fields read with relaxed atomics, after an
+	 * acquire of view_gen): pid and global limits copied, the cgroup entries by index.
+	 */
 	uint64_t view_gen;
+	uint32_t view_ops; /* operations since the last refresh, loosely counted (VIEW_RECHECK) */
+	uint64_t view_pid[LEDGER_NKINDS];    /* LEDGER_UNLIMITED without a pid entry */
+	uint64_t view_global[LEDGER_NKINDS];
 	int view_ncg;
 	int view_cg[MAX_CG_PER_PROC];
-	int view_pidlim;
 	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
 	uint64_t stuck_check;
 
@@ -531,7 +553,6 @@ static void fill_policy(void *p)
 
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		pol->global_limit[k] = LEDGER_UNLIMITED;
-	pol->gen = 1;
 	for (i = 0; i < LEDGER_MAX_CGROUPS; i++)
 		for (k = 0; k < LEDGER_NKINDS; k++)
 			pol->cg[i].limit[k] = LEDGER_UNLIMITED;
@@ -545,6 +566,7 @@ static void fill_usage(void *p)
 	struct usage *u = p;
 	int i;
 
+	u->gen = 1; /* a fresh handle's view (0) is stale */
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
 		u->slots[i].job = -1;
 }
@@ -602,7 +624,6 @@ static int open_at(void *mem, const char *path, unsigned int flags, struct ledge
 	pthread_mutex_init(&l->mtx, NULL);
 	l->slot = -1;
 	l->job = -1;
-	l->view_pidlim = -1;
 	l->policy_rw = flags & LEDGER_POLICY_RW;
 	err = map_file(path, POLICY_MAGIC, sizeof(struct policy), l->policy_rw, &p);
 	if (err)
@@ -694,8 +715,17 @@ static void gc_unlock(struct ledger *l)
 	ASTORE(&l->use->gc_owner, 0);
 }
 
+/*
+ * After any change of a limit or of the cgroup and pid tables (the writer has the usage file mapped
+ * writable): the next operation of every process refreshes the limits it caches.
+ */
+static void limits_changed(struct ledger *l)
+{
+	AADD(&l->use->gen, 1);
+}
+
 /* Subtract without going below zero (a total can only be short after a crash mid-recount). */
-static HOT_FN void sub_clamp(uint64_t *p, uint64_t n)
+static HOT_DESTROY void sub_clamp(uint64_t *p, uint64_t n)
 {
 	uint64_t cur = ALOADR(p);
 
@@ -991,7 +1021,7 @@ static int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaim
 			}
 		}
 		if (changed)
-			AADD(&l->pol->gen, 1);
+			limits_changed(l);
 	}
 	ASTORE(&u->last_gc_ns, mono_ns());
 	if (reclaimed)
@@ -1196,14 +1226,18 @@ int ledger_detach(struct ledger *l)
 
 /* ---- hot path ----------------------------------------------------------------------------------- */
 
+/*
+ * Cache the limits that apply to this process (read after the generation: a change that lands meanwhile
+ * moves it again, and the next operation refreshes once more).
+ */
 static COLD_FN void refresh_view(struct ledger *l)
 {
 	const struct policy *pol = l->pol;
-	int idx[MAX_CG_PER_PROC], n, i, p = -1;
+	int idx[MAX_CG_PER_PROC], n, i, k, p = -1;
 	uint64_t gen;
 
 	pthread_mutex_lock(&l->mtx);
-	gen = ALOAD(&pol->gen);
+	gen = ALOAD(&l->use->gen);
 	n = cg_matches(pol, l->cgroup, idx, MAX_CG_PER_PROC);
 	for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++)
 		if (ALOAD(&pol->pid[i].state) == ENT_LIVE && pol->pid[i].pid == l->pid &&
@@ -1211,10 +1245,15 @@ static COLD_FN void refresh_view(struct ledger *l)
 			p = i;
 			break;
 		}
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		__atomic_store_n(&l->view_pid[k], p >= 0 ? ALOADR(&pol->pid[p].limit[k]) : LEDGER_UNLIMITED,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&l->view_global[k], ALOADR(&pol->global_limit[k]), __ATOMIC_RELAXED);
+	}
 	for (i = 0; i < n; i++)
 		__atomic_store_n(&l->view_cg[i], idx[i], __ATOMIC_RELAXED);
 	__atomic_store_n(&l->view_ncg, n, __ATOMIC_RELAXED);
-	__atomic_store_n(&l->view_pidlim, p, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->view_ops, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->view_gen, gen, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&l->mtx);
 }
@@ -1279,10 +1318,11 @@ static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
 	return true;
 }
 
-/* Enter an operation: in-flight marked, not frozen, view current. */
+/* Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line). */
 static inline void op_enter(struct ledger *l, struct slot *s)
 {
 	bool ignore_frozen = false;
+	uint32_t ops;
 
 	for (;;) {
 		__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
@@ -1303,7 +1343,11 @@ static inline void op_enter(struct ledger *l, struct slot *s)
 		} else if (__builtin_expect(__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED), 0)) {
 			__atomic_store_n(&l->frozen_stuck, false, __ATOMIC_RELAXED);
 		}
-		if (__builtin_expect(ALOAD(&l->pol->gen) != __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE), 0)) {
+		ops = __atomic_load_n(&l->view_ops, __ATOMIC_RELAXED) + 1;
+		__atomic_store_n(&l->view_ops, ops, __ATOMIC_RELAXED); /* a lost update only delays a recheck */
+		if (__builtin_expect(ALOAD(&l->use->gen) != __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE) ||
+					     ops >= VIEW_RECHECK,
+				     0)) {
 			__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
 			refresh_view(l);
 			continue;
@@ -1362,18 +1406,16 @@ static COLD_FN void record_denial(struct ledger *l, const struct ledger_denial *
 	__atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
 }
 
-/* The scopes of this process, read once per operation (after op_enter(): current). */
+/* The cgroup scopes of this process, read once per operation (after op_enter(): current). */
 struct view {
-	int pidlim; /* index into pol->pid, -1 none */
 	int ncg;
 	int cg[MAX_CG_PER_PROC];
 };
 
 static inline void view_load(const struct ledger *l, struct view *v)
 {
-	int i, p = __atomic_load_n(&l->view_pidlim, __ATOMIC_RELAXED);
+	int i;
 
-	v->pidlim = p >= 0 && p < LEDGER_MAX_PIDLIMITS ? p : -1;
 	v->ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
 	if ((unsigned int)v->ncg > MAX_CG_PER_PROC)
 		v->ncg = 0;
@@ -1392,13 +1434,13 @@ static COLD_FN int deny(struct ledger *l, struct ledger_denial *d, enum ledger_k
 }
 
 /* LEDGER_WR: the requested depth against every scope's cap (checked, never charged). */
-static HOT_FN int check_wr(struct ledger *l, const struct view *v, uint64_t n, struct ledger_denial *d)
+static inline ALWAYS_INLINE int check_wr(struct ledger *l, const struct view *v, uint64_t n, struct ledger_denial *d)
 {
 	const struct policy *pol = l->pol;
 	uint64_t lim;
 	int i;
 
-	lim = v->pidlim >= 0 ? ALOADR(&pol->pid[v->pidlim].limit[LEDGER_WR]) : LEDGER_UNLIMITED;
+	lim = ALOADR(&l->view_pid[LEDGER_WR]);
 	if (n > lim)
 		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_PROCESS, 0, 0, lim);
 	if (l->job >= 0) {
@@ -1411,14 +1453,14 @@ static HOT_FN int check_wr(struct ledger *l, const struct view *v, uint64_t n, s
 		if (n > lim)
 			return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_CGROUP, v->cg[i], 0, lim);
 	}
-	lim = ALOADR(&pol->global_limit[LEDGER_WR]);
+	lim = ALOADR(&l->view_global[LEDGER_WR]);
 	if (n > lim)
 		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_GLOBAL, 0, 0, lim);
 	return 0;
 }
 
 /* Charge n of kind k to the process and to every scope, or nothing: -EDQUOT with *d filled. */
-static HOT_FN int reserve_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n,
+static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n,
 			       struct ledger_denial *d)
 {
 	struct usage *u = l->use;
@@ -1426,7 +1468,7 @@ static HOT_FN int reserve_kind(struct ledger *l, struct slot *s, const struct vi
 	uint64_t lim, cur;
 	int i = 0, j = l->job, err;
 
-	lim = v->pidlim >= 0 ? ALOADR(&pol->pid[v->pidlim].limit[k]) : LEDGER_UNLIMITED;
+	lim = ALOADR(&l->view_pid[k]);
 	if (!cas_add(&s->usage[k], n, lim, &cur))
 		return deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, cur, lim);
 	if (j >= 0) {
@@ -1443,7 +1485,7 @@ static HOT_FN int reserve_kind(struct ledger *l, struct slot *s, const struct vi
 			goto undo_cg;
 		}
 	}
-	lim = ALOADR(&pol->global_limit[k]);
+	lim = ALOADR(&l->view_global[k]);
 	if (!cas_add(&u->global_total[k], n, lim, &cur)) {
 		err = deny(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
 		goto undo_cg;
@@ -1461,7 +1503,7 @@ undo_proc:
 }
 
 /* Give n of kind k back to the process and every scope; -EINVAL if the process holds less (nothing changed). */
-static HOT_FN int release_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k,
+static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k,
 			       uint64_t n)
 {
 	struct usage *u = l->use;
@@ -1480,8 +1522,14 @@ static HOT_FN int release_kind(struct ledger *l, struct slot *s, const struct vi
 	return 0;
 }
 
+/* release_kind() out of line, for the refusal path of a reserve. */
+static COLD_FN void undo_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n)
+{
+	release_kind(l, s, v, k, n);
+}
+
 /* One attempt at every kind, all or nothing. Returns 0, or -EDQUOT with *d filled. */
-static HOT_FN int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 			      const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
 {
 	struct view v;
@@ -1501,7 +1549,7 @@ static HOT_FN int try_reserve(struct ledger *l, struct slot *s, const enum ledge
 	/* kinds[i] was refused: give back the ones before it */
 	while (err && i--)
 		if (kinds[i] != LEDGER_WR)
-			release_kind(l, s, &v, kinds[i], amounts[i]);
+			undo_kind(l, s, &v, kinds[i], amounts[i]);
 	op_leave(s);
 	return err;
 }
@@ -1543,7 +1591,7 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 	return err;
 }
 
-HOT_FN int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
+HOT_CREATE int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
 			    struct ledger_denial *why)
 {
 	struct ledger_denial local;
@@ -1567,7 +1615,7 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 	return ledger_reserve_n(l, &kind, &amount, 1, why);
 }
 
-HOT_FN int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n)
+HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n)
 {
 	struct view v;
 	struct slot *s;
@@ -1663,18 +1711,17 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 		ASTORE(&pol->cg[i].limit[kind], value);
 		for (k = 0; k < LEDGER_NKINDS; k++)
 			if (ALOAD(&pol->cg[i].limit[k]) != LEDGER_UNLIMITED)
-				return 0;
+				break;
 		/* no limit left: drop the entry (its total is no longer kept) */
-		ASTORE(&pol->cg[i].state, ENT_FREE);
-		AADD(&pol->gen, 1);
+		if (k == LEDGER_NKINDS)
+			ASTORE(&pol->cg[i].state, ENT_FREE);
+		limits_changed(l);
 		return 0;
 	}
 	if (value == LEDGER_UNLIMITED)
 		return 0;
 	if (fr < 0)
 		return seterr(-ENOSPC, "no free cgroup entry in the ledger (%d in use)", LEDGER_MAX_CGROUPS);
-	if (!l->usage_rw)
-		return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
 	/*
 	 * A new entry must start from the exact usage of the processes already in that cgroup: publish it
 	 * while operations are frozen and recount before anyone charges it.
@@ -1688,7 +1735,7 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 	copy_str(pol->cg[fr].path, path, sizeof(pol->cg[fr].path));
 	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
 	ASTORE(&pol->cg[fr].state, ENT_LIVE);
-	AADD(&pol->gen, 1);
+	limits_changed(l);
 	err = gc_locked(l, true, NULL, NULL);
 	gc_unlock(l);
 	if (err)
@@ -1720,9 +1767,10 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 		ASTORE(&pp->limit[kind], value);
 		for (k = 0; k < LEDGER_NKINDS; k++)
 			if (ALOAD(&pp->limit[k]) != LEDGER_UNLIMITED)
-				return 0;
-		ASTORE(&pp->state, ENT_FREE);
-		AADD(&pol->gen, 1);
+				break;
+		if (k == LEDGER_NKINDS)
+			ASTORE(&pp->state, ENT_FREE);
+		limits_changed(l);
 		return 0;
 	}
 	if (value == LEDGER_UNLIMITED)
@@ -1743,7 +1791,7 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 	pol->pid[fr].pid = sc->pid;
 	pol->pid[fr].start = start;
 	ASTORE(&pol->pid[fr].state, ENT_LIVE);
-	AADD(&pol->gen, 1);
+	limits_changed(l);
 	return 0;
 }
 
@@ -1755,13 +1803,15 @@ int ledger_set_limit(struct ledger *l, const struct ledger_scope *sc, enum ledge
 	errbuf[0] = '\0';
 	if ((unsigned int)kind >= LEDGER_NKINDS)
 		return seterr(-EINVAL, "unknown resource kind");
+	/* every change bumps the usage file's generation (limits_changed()) */
+	if (!l->usage_rw)
+		return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
 	if (sc->type == LEDGER_SCOPE_JOB) {
-		if (!l->usage_rw)
-			return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
 		j = find_job(l->use, sc->name);
 		if (j < 0)
 			return seterr(-ENOENT, "no job '%.*s' in the ledger", LEDGER_NAME_MAX, sc->name);
 		ASTORE(&l->use->jobs[j].limit[kind], value);
+		limits_changed(l);
 		return 0;
 	}
 	if (!l->policy_rw)
@@ -1769,6 +1819,7 @@ int ledger_set_limit(struct ledger *l, const struct ledger_scope *sc, enum ledge
 	switch (sc->type) {
 	case LEDGER_SCOPE_GLOBAL:
 		ASTORE(&l->pol->global_limit[kind], value);
+		limits_changed(l);
 		return 0;
 	case LEDGER_SCOPE_CGROUP:
 		err = ledger_cgroup_normalize(sc->name, path, sizeof(path));

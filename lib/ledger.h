@@ -34,9 +34,13 @@
  * the sum of live usage. Liveness = /proc/PID exists and its start time (stat field 22) matches the slot's,
  * so a reused pid never inherits usage or pid limits.
  *
- * Hot path: ledger_reserve()/ledger_release() are atomics on shared memory only (no syscalls, no locks); a
- * policy change is noticed through a generation counter and the slow refresh runs under a process-local
- * mutex. A frozen ledger (recount in progress, normally microseconds) makes reserve/release spin-yield; a
+ * Hot path: ledger_reserve()/ledger_release() are atomics on shared memory only (no syscalls, no locks). The
+ * handle caches the limits that apply to the process (pid and global values, cgroup entries by index); every
+ * limit change bumps a generation counter that sits on the usage file's first page, next to the freeze flag
+ * and the global totals that each operation touches anyway, and the next operation refreshes the cache
+ * (slow path, under a process-local mutex; also every 1024 operations, whatever the counter says). So an
+ * operation reads the policy file only for cgroup limits; without them it touches three shared pages: the
+ * usage file's first page, its slot and its job (each of these on one page). A frozen ledger (recount in progress, normally microseconds) makes reserve/release spin-yield; a
  * freeze left by a dead gc is finished by the waiter after 0.5 s, and one that lasts more than 5 s (a stuck
  * gc, or a hostile writer) is ignored, so that nothing blocks an application forever.
  *

@@ -300,11 +300,8 @@ static COLD_FN int ledger_refused(int ret, const enum ledger_kind *k, unsigned i
 	return -pcfg.err;
 }
 
-/*
- * Reserve nk kinds in the ledger (all or none), or refuse and log. The first function of the hot block
- * (acct.o is linked first): aligned, so that the block (about 4 KiB) starts a page.
- */
-static HOT_FN __attribute__((aligned(4096))) int ledger_charge_n(const enum ledger_kind *k, const uint64_t *n,
+/* Reserve nk kinds in the ledger (all or none), or refuse and log. */
+static inline ALWAYS_INLINE int ledger_charge_n(const enum ledger_kind *k, const uint64_t *n,
 								 unsigned int nk)
 {
 	struct ledger_denial why;
@@ -344,7 +341,8 @@ static COLD_FN void log_charged(enum pk kind, uint64_t bytes)
 		plog_line(2, "charged %s 1 for pid %d", pk_name[kind], (int)my_pid);
 }
 
-HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
+/* The first function of the create side. */
+HOT_CREATE_FIRST int acct_charge(enum pk kind, uint64_t bytes)
 {
 	/* an MR's count and bytes in one ledger operation */
 	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
@@ -373,7 +371,8 @@ HOT_FN int acct_charge(enum pk kind, uint64_t bytes)
 	return 0;
 }
 
-HOT_FN void acct_release(enum pk kind, uint64_t bytes)
+/* The first function of the destroy side. */
+HOT_DESTROY_FIRST void acct_release(enum pk kind, uint64_t bytes)
 {
 	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
 	uint64_t n[2] = { 1, bytes };
@@ -419,7 +418,7 @@ static COLD_FN int local_wr_refused(enum pk kind, uint32_t depth)
 	return -pcfg.err;
 }
 
-HOT_FN int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+HOT_CREATE int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 {
 	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
 	/* the ledger checks the depth against its WR caps first, then counts the queue */

@@ -141,7 +141,7 @@ static inline void bucket_unlock(struct bucket *b)
 	spin_unlock(&b->lock);
 }
 
-static HOT_FN struct obj *obj_alloc(void)
+static inline ALWAYS_INLINE struct obj *obj_alloc(void)
 {
 	struct obj *o;
 
@@ -164,7 +164,7 @@ static COLD_FN void obj_free_mem(struct obj *o)
 }
 
 /* errno is preserved. */
-static HOT_FN void obj_free(struct obj *o)
+static inline ALWAYS_INLINE void obj_free(struct obj *o)
 {
 	bool fixed = o >= obj_static && o < obj_static + OBJ_STATIC;
 
@@ -180,7 +180,7 @@ static HOT_FN void obj_free(struct obj *o)
 		obj_free_mem(o);
 }
 
-static HOT_FN void obj_insert(struct obj *o)
+static inline ALWAYS_INLINE void obj_insert(struct obj *o)
 {
 	struct obj **r = recent_of(o->key);
 	struct bucket *b;
@@ -202,7 +202,7 @@ static HOT_FN void obj_insert(struct obj *o)
 }
 
 /* Unlink a record of key from the recent table or its bucket; NULL if none. */
-static HOT_FN struct obj *obj_unlink(const void *key)
+static inline ALWAYS_INLINE struct obj *obj_unlink(const void *key)
 {
 	struct obj **r = recent_of(key), **pp, *o = NULL;
 	struct bucket *b;
@@ -228,7 +228,7 @@ static HOT_FN struct obj *obj_unlink(const void *key)
 }
 
 /* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
-static HOT_FN struct obj *obj_take(const void *key)
+static HOT_DESTROY struct obj *obj_take(const void *key)
 {
 	struct obj *o;
 
@@ -527,7 +527,7 @@ static COLD_FN int pre_create_failed(int ret)
 }
 
 /* After the charge: the record the object will be tracked by. 0, or -1 with nothing charged. */
-static HOT_FN int pre_create_rec(struct track *t, enum pk kind, uint64_t bytes, int ret)
+static inline ALWAYS_INLINE int pre_create_rec(struct track *t, enum pk kind, uint64_t bytes, int ret)
 {
 	t->kind = kind;
 	t->bytes = bytes;
@@ -545,19 +545,28 @@ static HOT_FN int pre_create_rec(struct track *t, enum pk kind, uint64_t bytes, 
 }
 
 /* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
-static HOT_FN int pre_create(struct track *t, enum pk kind, uint64_t bytes)
+static inline ALWAYS_INLINE int pre_create(struct track *t, enum pk kind, uint64_t bytes)
 {
 	return pre_create_rec(t, kind, bytes, acct_charge(kind, bytes));
 }
 
 /* Same for a queue: its depth against the WR caps, and its count, in one charge. */
-static HOT_FN int pre_create_wr(struct track *t, enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 {
 	return pre_create_rec(t, kind, 0, acct_charge_wr(kind, send_wr, recv_wr));
 }
 
+static COLD_FN void create_failed(struct track *t)
+{
+	int saved = errno;
+
+	acct_release(t->kind, t->bytes);
+	obj_free(t->o);
+	errno = saved;
+}
+
 /* After the real create: keep the charge with the object, or give it back. errno is preserved. */
-static HOT_FN void post_create(struct track *t, const void *obj, struct ibv_context *ctx)
+static HOT_CREATE void post_create(struct track *t, const void *obj, struct ibv_context *ctx)
 {
 	if (!t->counted)
 		return;
@@ -568,16 +577,12 @@ static HOT_FN void post_create(struct track *t, const void *obj, struct ibv_cont
 		t->o->bytes = t->bytes;
 		obj_insert(t->o);
 	} else {
-		int saved = errno;
-
-		acct_release(t->kind, t->bytes);
-		obj_free(t->o);
-		errno = saved;
+		create_failed(t);
 	}
 }
 
 /* After the real destroy of obj whose record was taken by obj_take(): release, or put it back. */
-static HOT_FN void post_destroy(struct obj *o, int ret)
+static HOT_DESTROY void post_destroy(struct obj *o, int ret)
 {
 	if (!o)
 		return;
@@ -735,27 +740,48 @@ PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
 	DESTROY(pd, real.dealloc_pd(pd));
 }
 
-PRELOAD_API struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+/* Where libibverbs has it (IBVERBS_1.8, rdma-core 29 on), every MR registration below ends up here. */
+static HOT_CREATE struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+					      unsigned int access)
 {
-	need_real();
+	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
+}
+
+/*
+ * libibverbs' ibv_reg_mr and ibv_reg_mr_iova are ibv_reg_mr_iova2(pd, addr, length, iova (addr for
+ * ibv_reg_mr), access) through its PLT, which comes back here as a nested call: where iova2 exists, call it
+ * directly (same result, one library hop and one pass through a wrapper less).
+ */
+static COLD_FN struct ibv_mr *reg_mr_old(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
 	NOSYS_NULL(real.reg_mr);
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr(pd, addr, length, access), r->context);
+}
+
+PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	need_real();
+	if (__builtin_expect(!real.reg_mr_iova2, 0))
+		return reg_mr_old(pd, addr, length, access);
+	return reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
 }
 
 PRELOAD_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 					   int access)
 {
 	need_real();
+	if (real.reg_mr_iova2)
+		return reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 	NOSYS_NULL(real.reg_mr_iova);
 	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
 }
 
-PRELOAD_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-					    unsigned int access)
+PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+						       unsigned int access)
 {
 	need_real();
 	NOSYS_NULL(real.reg_mr_iova2);
-	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
+	return reg_mr_iova2(pd, addr, length, iova, access);
 }
 
 PRELOAD_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
@@ -813,7 +839,7 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	return ret;
 }
 
-PRELOAD_API int ibv_dereg_mr(struct ibv_mr *mr)
+PRELOAD_API HOT_DESTROY int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	need_real();
 	NOSYS_INT(real.dereg_mr);
@@ -850,7 +876,7 @@ PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
 	DESTROY(srq, real.destroy_srq(srq));
 }
 
-PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	need_real();
 	NOSYS_NULL(real.create_qp);
@@ -858,7 +884,7 @@ PRELOAD_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp(pd, attr), r->context);
 }
 
-PRELOAD_API int ibv_destroy_qp(struct ibv_qp *qp)
+PRELOAD_API HOT_DESTROY int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	need_real();
 	NOSYS_INT(real.destroy_qp);

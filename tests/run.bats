@@ -157,6 +157,35 @@ setup() {
 }
 
 
+# Under an emulated CPU whose TLB a verb flushes, each code page the wrapper touches after the verb is a refill:
+# the create side and the destroy side of the QP and MR wrappers each sit in one page (lib/util.h HOT_CREATE).
+@test "the create and the destroy side of the QP and MR wrappers each fill one code page" {
+	nm -S "$BUILD/librdmactl-preload.so" >"$BATS_TEST_TMPDIR/syms"
+	pages() { # pages FUNCTION...: the distinct pages their code covers
+		local f
+		for f; do
+			awk -v f="$f" '$4 == f && ($3 == "t" || $3 == "T") { print $1, $2 }' "$BATS_TEST_TMPDIR/syms" | {
+				read -r a s || { echo "missing $f" >&2; echo missing; return; }
+				echo $((0x$a / 4096)) $(((0x$a + 0x$s - 1) / 4096))
+			}
+		done | tr ' ' '\n' | sort -u
+	}
+	# each side opens a page
+	for f in acct_charge acct_release; do
+		a=$(awk -v f="$f" '$4 == f { print $1 }' "$BATS_TEST_TMPDIR/syms")
+		[ -n "$a" ] && (((0x$a % 4096) == 0))
+	done
+	# UBSan's checks in a SANITIZE=1 build make the code too large for that: only the optimised build fits
+	[ "${SANITIZE:-}" != 1 ] || return 0
+	run -0 pages ibv_create_qp ibv_reg_mr ibv_reg_mr_iova2 reg_mr_iova2 post_create acct_charge acct_charge_wr \
+		ledger_reserve_n
+	assert_equal "${#lines[@]}" 1
+	create=$output
+	run -0 pages ibv_destroy_qp ibv_dereg_mr obj_take post_destroy acct_release ledger_release_n
+	assert_equal "${#lines[@]}" 1
+	[ "$output" != "$create" ]
+}
+
 @test "completion: options, values, then CMD like a command line of its own" {
 	run complete_words rdmactl run --max-q
 	assert_output "--max-qp"

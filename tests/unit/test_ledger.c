@@ -289,6 +289,130 @@ static void test_scopes(void)
 	ledger_close(l);
 }
 
+/*
+ * A process caches the limits that apply to it, keyed by the usage file's generation: every limit change,
+ * in any scope and from any process, is seen by its next reserve after the cache was filled.
+ */
+static uint64_t gen_of(struct ledger *l)
+{
+	return __atomic_load_n(&l->use->gen, __ATOMIC_SEQ_CST);
+}
+
+static void set_and_bumped(struct ledger *w, struct ledger_scope sc, enum ledger_kind k, uint64_t v, const char *what)
+{
+	uint64_t g = gen_of(w);
+
+	CHECK(ledger_set_limit(w, &sc, k, v) == 0, "%s: %s", what, ledger_error());
+	CHECK(gen_of(w) > g, "%s bumps the generation", what);
+}
+
+static void test_limit_cache(void)
+{
+	struct ledger *l, *w;
+	struct ledger_denial d;
+	struct ledger_scope g = scope_global(), me = scope_pid(getpid()), j = scope_job("cache"),
+			    c = scope_cg("/cache");
+	pid_t pid;
+	int status;
+
+	fresh_ledger();
+	l = open_rw();
+	w = open_rw(); /* the `quota set` of another process: its own handle, its own mapping */
+	CHECK(ledger_job_create(w, "cache", NULL) == 0, "job: %s", ledger_error());
+	CHECK(ledger_attach(l, "cache") == 0, "attach: %s", ledger_error());
+	fake_cgroup(l, "/cache/leaf");
+	CHECK(ledger_reserve(l, LEDGER_QP, 2, NULL) == 0, "fills the cache");
+	CHECK(__atomic_load_n(&l->view_gen, __ATOMIC_RELAXED) == gen_of(l), "cache current");
+
+	/* global: lowered to the usage, then removed */
+	set_and_bumped(w, g, LEDGER_QP, 2, "global set");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_GLOBAL && d.limit == 2,
+	      "global limit seen by the next reserve");
+	set_and_bumped(w, g, LEDGER_QP, LEDGER_UNLIMITED, "global unset");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, NULL) == 0, "global unset seen");
+
+	/* pid: a new entry, a value change of that entry, the entry removed */
+	set_and_bumped(w, me, LEDGER_QP, 3, "pid set");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_PROCESS && d.usage == 3,
+	      "pid limit seen");
+	set_and_bumped(w, me, LEDGER_QP, 4, "pid raise");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, NULL) == 0, "raised pid limit seen");
+	set_and_bumped(w, me, LEDGER_QP, 4, "pid same value");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_PROCESS, "still 4");
+	set_and_bumped(w, me, LEDGER_QP, LEDGER_UNLIMITED, "pid unset");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, NULL) == 0, "pid unset seen (5)");
+
+	/* job and cgroup */
+	set_and_bumped(w, j, LEDGER_QP, 5, "job set");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_JOB, "job limit seen");
+	set_and_bumped(w, j, LEDGER_QP, LEDGER_UNLIMITED, "job unset");
+	set_and_bumped(w, c, LEDGER_QP, 5, "cgroup set");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_CGROUP && d.usage == 5,
+	      "new cgroup entry seen, recounted");
+	set_and_bumped(w, c, LEDGER_QP, 6, "cgroup raise");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, NULL) == 0, "raised cgroup limit seen (6)");
+	set_and_bumped(w, c, LEDGER_QP, LEDGER_UNLIMITED, "cgroup unset");
+	CHECK(ledger_reserve(l, LEDGER_QP, 1, NULL) == 0, "cgroup entry gone (7)");
+
+	/* the WR cap is cached like the counts */
+	set_and_bumped(w, me, LEDGER_WR, 8, "pid wr cap");
+	CHECK(ledger_reserve(l, LEDGER_WR, 16, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_PROCESS, "pid wr cap");
+	set_and_bumped(w, me, LEDGER_WR, LEDGER_UNLIMITED, "pid wr uncap");
+	set_and_bumped(w, g, LEDGER_WR, 8, "global wr cap");
+	CHECK(ledger_reserve(l, LEDGER_WR, 16, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_GLOBAL, "global wr cap");
+	set_and_bumped(w, g, LEDGER_WR, LEDGER_UNLIMITED, "global wr uncap");
+	CHECK(ledger_reserve(l, LEDGER_WR, 16, NULL) == 0, "uncapped");
+
+	/* from another process, between two reserves of this one */
+	CHECK(ledger_reserve(l, LEDGER_MR, 1, NULL) == 0, "cache current again");
+	pid = fork();
+	if (pid == 0) {
+		struct ledger *o = NULL;
+
+		_exit(ledger_open(lpath, LEDGER_POLICY_RW, &o) || ledger_set_limit(o, &g, LEDGER_MR, 1) ? 1 : 0);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child set the limit: %d", status);
+	CHECK(ledger_reserve(l, LEDGER_MR, 1, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_GLOBAL,
+	      "another process's change seen");
+	/* a writer of the usage file that puts the generation back delays a change, for VIEW_RECHECK operations */
+	{
+		uint64_t gn = gen_of(w);
+		int i, allowed = -1;
+
+		CHECK(ledger_set_limit(w, &g, LEDGER_MR, LEDGER_UNLIMITED) == 0, "unset");
+		__atomic_store_n(&w->use->gen, gn, __ATOMIC_SEQ_CST);
+		for (i = 0; i < 2 * VIEW_RECHECK && allowed < 0; i++) {
+			if (ledger_reserve(l, LEDGER_MR, 1, NULL) == 0) {
+				allowed = i;
+				ledger_release(l, LEDGER_MR, 1);
+			} else {
+				ledger_reserve(l, LEDGER_CQ, 1, NULL);
+				ledger_release(l, LEDGER_CQ, 1);
+			}
+		}
+		/* hidden at first (the cache is what decides), seen within VIEW_RECHECK operations */
+		CHECK(allowed > 0 && allowed <= VIEW_RECHECK, "hidden change seen after %d operations", allowed);
+	}
+	/* the gc dropping a dead process's pid limit is a change too */
+	{
+		uint64_t gn = gen_of(w);
+
+		pid = fork();
+		if (pid == 0)
+			_exit(0);
+		CHECK(ledger_set_limit(w, &(struct ledger_scope){ .type = LEDGER_SCOPE_PROCESS, .pid = pid }, LEDGER_QP,
+				       1) == 0,
+		      "pid limit of a child: %s", ledger_error());
+		waitpid(pid, &status, 0);
+		gn = gen_of(w);
+		CHECK(ledger_gc(w, NULL) == 0 && gen_of(w) > gn, "stale pid limit dropped, generation bumped");
+	}
+	CHECK(ledger_detach(l) == 0, "detach");
+	ledger_close(l);
+	ledger_close(w);
+}
+
 /* Several kinds in one operation: all or nothing, in order, every scope undone on a refusal. */
 static void test_reserve_n(void)
 {
@@ -1333,6 +1457,7 @@ int main(void)
 	RUN(test_basic);
 	RUN(test_scopes);
 	RUN(test_reserve_n);
+	RUN(test_limit_cache);
 	RUN(test_open_in);
 	RUN(test_fork_child_zero);
 	RUN(test_note_denial);

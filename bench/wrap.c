@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The interceptor's own cost per verb, without a device: QP create+destroy and MR reg+dereg through the
+ * preload's wrappers and directly, alternating per iteration, against the stand-in libibverbs of
+ * bench/stub (one system call per verb, as a real verb makes at least one: under the lab's TCG that call
+ * flushes the emulated TLB, so the wrapper runs cold like around a real verb). Timed with the TSC, which
+ * touches no page. Prints the medians and the median of the per-iteration differences (ns per pair).
+ * Run it under `rdmactl run`, without LD_AUDIT, with the stub first in the library path:
+ *   rdmactl run --job J -- env -u LD_AUDIT LD_LIBRARY_PATH=BUILD/bench/stub wrap [-n ITERS]
+ */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#undef ibv_reg_mr
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ticks(void)
+{
+#ifdef __x86_64__
+	return __builtin_ia32_rdtsc();
+#else
+	return now_ns();
+#endif
+}
+
+static double calibrate(void)
+{
+	uint64_t t0 = now_ns(), k0 = ticks();
+
+	usleep(200000);
+	return (double)(now_ns() - t0) / (double)(ticks() - k0);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void report(const char *what, double *w, double *d, double *x, int n)
+{
+	double mx = median(x, n);
+
+	printf("%s_wrapped_ns %.0f\n%s_direct_ns %.0f\n%s_extra_ns %.0f\n", what, median(w, n), what, median(d, n),
+	       what, mx);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *), *(*w_create_qp)(struct ibv_pd *,
+										    struct ibv_qp_init_attr *);
+	int (*destroy_qp)(struct ibv_qp *), (*w_destroy_qp)(struct ibv_qp *);
+	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t, unsigned int);
+	struct ibv_mr *(*w_reg_mr)(struct ibv_pd *, void *, size_t, int);
+	int (*dereg_mr)(struct ibv_mr *), (*w_dereg_mr)(struct ibv_mr *);
+	int n = 20000, opt, i;
+	double *w, *d, *x, ns;
+	static char buf[65536];
+	Dl_info info;
+	void *h;
+
+	while ((opt = getopt(argc, argv, "n:")) != -1) {
+		if (opt != 'n' || (n = atoi(optarg)) <= 0) {
+			fprintf(stderr, "usage: wrap [-n ITERS]\n");
+			return 2;
+		}
+	}
+	h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_GLOBAL);
+	w = calloc(n, sizeof(*w));
+	d = calloc(n, sizeof(*d));
+	x = calloc(n, sizeof(*x));
+	if (!h || !w || !d || !x)
+		return 1;
+	*(void **)&create_qp = dlvsym(h, "ibv_create_qp", "IBVERBS_1.1");
+	*(void **)&destroy_qp = dlvsym(h, "ibv_destroy_qp", "IBVERBS_1.1");
+	*(void **)&reg_mr_iova2 = dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
+	*(void **)&dereg_mr = dlvsym(h, "ibv_dereg_mr", "IBVERBS_1.1");
+	*(void **)&w_create_qp = dlvsym(RTLD_DEFAULT, "ibv_create_qp", "IBVERBS_1.1");
+	*(void **)&w_destroy_qp = dlvsym(RTLD_DEFAULT, "ibv_destroy_qp", "IBVERBS_1.1");
+	*(void **)&w_reg_mr = dlvsym(RTLD_DEFAULT, "ibv_reg_mr", "IBVERBS_1.1");
+	*(void **)&w_dereg_mr = dlvsym(RTLD_DEFAULT, "ibv_dereg_mr", "IBVERBS_1.1");
+	if (!create_qp || !destroy_qp || !reg_mr_iova2 || !dereg_mr || !w_create_qp || !w_destroy_qp || !w_reg_mr ||
+	    !w_dereg_mr)
+		return 1;
+	if (!dladdr((void *)create_qp, &info) || !strstr(info.dli_fname, "stub"))
+		fprintf(stderr, "wrap: libibverbs.so.1 is %s, not the stub: put BUILD/bench/stub in LD_LIBRARY_PATH\n",
+			info.dli_fname ? info.dli_fname : "?");
+	if ((void *)create_qp == (void *)w_create_qp)
+		fprintf(stderr, "wrap: ibv_create_qp is not intercepted here: both columns measure the same\n");
+	ns = calibrate();
+	for (i = 0; i < n * 2; i++) {
+		struct ibv_qp_init_attr qa = {
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+		bool wrapped = (i % 2) ^ ((i / 2) % 2);
+		struct ibv_qp *q;
+		uint64_t t0, t1;
+
+		t0 = ticks();
+		q = wrapped ? w_create_qp(NULL, &qa) : create_qp(NULL, &qa);
+		if (!q || (wrapped ? w_destroy_qp(q) : destroy_qp(q)))
+			return 1;
+		t1 = ticks();
+		(wrapped ? w : d)[i / 2] = (t1 - t0) * ns;
+	}
+	for (i = 0; i < n; i++)
+		x[i] = w[i] - d[i];
+	report("qp", w, d, x, n);
+	for (i = 0; i < n * 2; i++) {
+		bool wrapped = (i % 2) ^ ((i / 2) % 2);
+		struct ibv_mr *m;
+		uint64_t t0, t1;
+
+		t0 = ticks();
+		m = wrapped ? w_reg_mr(NULL, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)
+			    : reg_mr_iova2(NULL, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE);
+		if (!m || (wrapped ? w_dereg_mr(m) : dereg_mr(m)))
+			return 1;
+		t1 = ticks();
+		(wrapped ? w : d)[i / 2] = (t1 - t0) * ns;
+	}
+	for (i = 0; i < n; i++)
+		x[i] = w[i] - d[i];
+	report("mr", w, d, x, n);
+	return 0;
+}
