@@ -53,3 +53,19 @@ setup() {
 	run complete_words rdmactl bogus ""
 	assert_output ""
 }
+
+@test "--cgroup completes cgroup directories below the cgroup v2 mount, wherever it is mounted" {
+	local root
+	root=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$root" ] || skip "no cgroup v2 hierarchy on this machine"
+	[ -w "$root" ] || skip "cannot create a cgroup here"
+	local cg=rdmactl-comp-$$
+	mkdir "$root/$cg"
+	run complete_words rdmactl run --cgroup rdmactl-comp-
+	rmdir "$root/$cg"
+	assert_output "$cg"
+	run complete_words rdmactl quota show --cgroup "$root/$cg"
+	assert_output ""
+	run complete_words rdmactl quota show --cgroup "${root%/*}/"
+	assert_line "$root"
+}
