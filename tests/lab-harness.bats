@@ -40,3 +40,27 @@ load helper
 	assert_output --partial "runs inside the soft-RoCE lab"
 	refute_output --regexp '# skip'
 }
+
+@test "LAB_KERNEL picks the kernel: backports boots a newer one than stable; an unknown name is refused" {
+	run -1 env LAB_KERNEL=bogus "$TOP/tests/lab/run" -- true
+	assert_output --partial "LAB_KERNEL=bogus: use 'stable' or 'backports'"
+	run -0 env LAB_KERNEL=backports "$TOP/tests/lab/run" -- uname -r
+	local newer=$output
+	run -0 env LAB_KERNEL=stable "$TOP/tests/lab/run" -- uname -r
+	[[ $output == 6.1.* ]]
+	[[ $newer != 6.1.* && $newer == [6-9].* ]]
+	# the guest clock is the TSC on both (not the emulated HPET)
+	local k
+	for k in stable backports; do
+		run -0 env LAB_KERNEL=$k "$TOP/tests/lab/run" -- cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+		assert_output tsc
+	done
+}
+
+@test "a guest that does not come up within LAB_BOOT_TIMEOUT is booted once more, then the run fails" {
+	run --separate-stderr env LAB_BOOT_TIMEOUT=2 "$TOP/tests/lab/run" -- true
+	[ "$status" -eq 125 ]
+	[ "$(grep -c 'did not come up within 2s' <<<"$stderr")" -eq 2 ]
+	grep -q 'attempt 1' <<<"$stderr"
+	grep -q 'attempt 2' <<<"$stderr"
+}
