@@ -52,7 +52,8 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Job:", 2 },
 	{ "job", 'J', "NAME", 0, "job name (default: CMD's name and rdmactl's pid); "
 				  "'rdmactl quota set KIND N --job NAME' changes limits while it runs", 2 },
-	{ "cgroup", 'c', "PATH", 0, "start CMD (and so its whole tree) in this cgroup v2: absolute, or relative to the cgroup2 mount", 2 },
+	{ "cgroup", 'c', "PATH", 0, "start CMD (and so its whole tree) in this cgroup v2: absolute, or relative to "
+				      "the cgroup2 mount", 2 },
 	{ "log", 'l', "FILE", 0, "append refusal lines to FILE instead of CMD's stderr", 2 },
 	{ "fail-open", OPT_FAIL_OPEN, NULL, 0, "if the ledger becomes unusable, let creations through (default)", 2 },
 	{ "fail-closed", OPT_FAIL_CLOSED, NULL, 0, "if the ledger becomes unusable, refuse every creation", 2 },

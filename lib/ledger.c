@@ -1460,8 +1460,8 @@ static inline ALWAYS_INLINE int check_wr(struct ledger *l, const struct view *v,
 }
 
 /* Charge n of kind k to the process and to every scope, or nothing: -EDQUOT with *d filled. */
-static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n,
-			       struct ledger_denial *d)
+static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, const struct view *v,
+					     enum ledger_kind k, uint64_t n, struct ledger_denial *d)
 {
 	struct usage *u = l->use;
 	const struct policy *pol = l->pol;
@@ -1503,8 +1503,8 @@ undo_proc:
 }
 
 /* Give n of kind k back to the process and every scope; -EINVAL if the process holds less (nothing changed). */
-static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k,
-			       uint64_t n)
+static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, const struct view *v,
+					     enum ledger_kind k, uint64_t n)
 {
 	struct usage *u = l->use;
 	uint64_t cur = ALOADR(&s->usage[k]);
@@ -1530,7 +1530,7 @@ static COLD_FN void undo_kind(struct ledger *l, struct slot *s, const struct vie
 
 /* One attempt at every kind, all or nothing. Returns 0, or -EDQUOT with *d filled. */
 static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
-			      const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
+					    const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
 {
 	struct view v;
 	unsigned int i;
@@ -1591,8 +1591,8 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 	return err;
 }
 
-HOT_CREATE int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n,
-			    struct ledger_denial *why)
+HOT_CREATE int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
+				unsigned int n, struct ledger_denial *why)
 {
 	struct ledger_denial local;
 	struct ledger_denial *d = why ? why : &local;
@@ -1615,7 +1615,8 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 	return ledger_reserve_n(l, &kind, &amount, 1, why);
 }
 
-HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n)
+HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
+				 unsigned int n)
 {
 	struct view v;
 	struct slot *s;

@@ -40,7 +40,8 @@
  * and the global totals that each operation touches anyway, and the next operation refreshes the cache
  * (slow path, under a process-local mutex; also every 1024 operations, whatever the counter says). So an
  * operation reads the policy file only for cgroup limits; without them it touches three shared pages: the
- * usage file's first page, its slot and its job (each of these on one page). A frozen ledger (recount in progress, normally microseconds) makes reserve/release spin-yield; a
+ * usage file's first page, its slot and its job (each of these on one page). A frozen ledger (recount in
+ * progress, normally microseconds) makes reserve/release spin-yield; a
  * freeze left by a dead gc is finished by the waiter after 0.5 s, and one that lasts more than 5 s (a stuck
  * gc, or a hostile writer) is ignored, so that nothing blocks an application forever.
  *

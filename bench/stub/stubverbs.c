@@ -3,8 +3,8 @@
  * A stand-in libibverbs.so.1 for bench/wrap: QP create/destroy and MR reg/dereg that only flush this
  * process's TLB (mprotect over more pages than the kernel flushes one by one: a full flush, which under the
  * lab's TCG also empties the emulated TLB and jump cache, as the context switches and unmaps of a real verb
- * do) and hand out objects from a pool. Same exported versions as libibverbs for these verbs, and its ibv_reg_mr calls ibv_reg_mr_iova2
- * through the PLT like libibverbs' does. Timing the interceptor around it leaves out the device's noise.
+ * do) and hand out objects from a pool. Same exported versions as libibverbs for these verbs, and its
+ * ibv_reg_mr calls ibv_reg_mr_iova2 through the PLT like libibverbs' does. Timing the interceptor around it leaves out the device's noise.
  */
 #include <stdint.h>
 #include <sys/mman.h>
