@@ -33,10 +33,18 @@ done
 
 # Same process, same moment: intercepted verbs vs libibverbs' own entry points, alternating per iteration
 # (LD_AUDIT is dropped for this one: it would send the dlvsym'd "direct" pointers to the wrappers too).
+# Interleaved in one process, each round twice: under run (every verb charged to the ledger), and with the
+# preload but no ledger (RDMACTL_FAIL=open and a ledger that cannot be opened: the wrappers pass every call
+# through), which is the floor any interposition pays here.
 for ((r = 1; r <= rounds; r++)); do
 	res=$("$R" run --job "int$r" "${lim[@]}" -- env -u LD_AUDIT "$P" -i -n "$iters")
 	for k in qp_wrapped qp_direct mr_wrapped mr_direct; do
 		out[i.$k]+="$(awk -v k="${k}_ns" '$1 == k { print $2 }' <<<"$res") "
+	done
+	res=$(env LD_PRELOAD="$B/librdmactl-preload.so" RDMACTL_LEDGER=/nonexistent/ledger RDMACTL_FAIL=open \
+		"$P" -i -n "$iters" 2>/dev/null)
+	for k in qp_wrapped qp_direct mr_wrapped mr_direct; do
+		out[p.$k]+="$(awk -v k="${k}_ns" '$1 == k { print $2 }' <<<"$res") "
 	done
 done
 
@@ -67,15 +75,18 @@ for k in qp mr lat; do
 	esac
 	printf '%-28s %12s %12s %8s\n' "$name" "$b" "$u" "$(awk -v b="$b" -v u="$u" 'BEGIN { printf "%.4f", u / b }')"
 done
-for k in qp mr; do
-	b=$(tr ' ' '\n' <<<"${out[i.${k}_direct]}" | grep . | median)
-	u=$(tr ' ' '\n' <<<"${out[i.${k}_wrapped]}" | grep . | median)
-	# per round: wrapped / direct and wrapped - direct, then their medians
-	r=$(paste <(tr ' ' '\n' <<<"${out[i.${k}_wrapped]}" | grep .) <(tr ' ' '\n' <<<"${out[i.${k}_direct]}" | grep .) |
-		awk '{ printf "%.6f\n", $1 / $2 }' | median)
-	d=$(paste <(tr ' ' '\n' <<<"${out[i.${k}_wrapped]}" | grep .) <(tr ' ' '\n' <<<"${out[i.${k}_direct]}" | grep .) |
-		awk '{ print $1 - $2 }' | median)
-	printf '%-28s %12s %12s %8.4f  (+%.0f ns per pair)\n' "interleaved $k (ns)" "$b" "$u" "$r" "$d"
+for t in i p; do
+	for k in qp mr; do
+		b=$(tr ' ' '\n' <<<"${out[$t.${k}_direct]}" | grep . | median)
+		u=$(tr ' ' '\n' <<<"${out[$t.${k}_wrapped]}" | grep . | median)
+		# per round: wrapped / direct and wrapped - direct, then their medians
+		r=$(paste <(tr ' ' '\n' <<<"${out[$t.${k}_wrapped]}" | grep .) <(tr ' ' '\n' <<<"${out[$t.${k}_direct]}" | grep .) |
+			awk '{ printf "%.6f\n", $1 / $2 }' | median)
+		d=$(paste <(tr ' ' '\n' <<<"${out[$t.${k}_wrapped]}" | grep .) <(tr ' ' '\n' <<<"${out[$t.${k}_direct]}" | grep .) |
+			awk '{ print $1 - $2 }' | median)
+		[ $t = i ] && name="interleaved $k (ns)" || name="  pass-through $k (ns)"
+		printf '%-28s %12s %12s %8.4f  (+%.0f ns per pair)\n' "$name" "$b" "$u" "$r" "$d"
+	done
 done
 # The accounting path alone (no verb), TLB warm and flushed: under TCG the verb's system call flushes the
 # emulated TLB, and the interleaved difference above is mostly the refills of the pages the path touches.
