@@ -44,15 +44,17 @@ load helper
 @test "LAB_KERNEL picks the kernel: backports boots a newer one than stable; an unknown name is refused" {
 	run -1 env LAB_KERNEL=bogus "$TOP/tests/lab/run" -- true
 	assert_output --partial "LAB_KERNEL=bogus: use 'stable' or 'backports'"
-	run -0 env LAB_KERNEL=backports "$TOP/tests/lab/run" -- uname -r
+	# (stderr has "lab: downloading ..." on a fresh clone)
+	run -0 --separate-stderr env LAB_KERNEL=backports "$TOP/tests/lab/run" -- uname -r
 	local newer=$output
-	run -0 env LAB_KERNEL=stable "$TOP/tests/lab/run" -- uname -r
+	run -0 --separate-stderr env LAB_KERNEL=stable "$TOP/tests/lab/run" -- uname -r
 	[[ $output == 6.1.* ]]
 	[[ $newer != 6.1.* && $newer == [6-9].* ]]
 	# the guest clock is the TSC on both (not the emulated HPET)
 	local k
 	for k in stable backports; do
-		run -0 env LAB_KERNEL=$k "$TOP/tests/lab/run" -- cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+		run -0 --separate-stderr env LAB_KERNEL=$k "$TOP/tests/lab/run" -- \
+			cat /sys/devices/system/clocksource/clocksource0/current_clocksource
 		assert_output tsc
 	done
 }
