@@ -45,16 +45,19 @@ load helper
 	run -1 env LAB_KERNEL=bogus "$TOP/tests/lab/run" -- true
 	assert_output --partial "LAB_KERNEL=bogus: use 'stable' or 'backports'"
 	# (stderr has "lab: downloading ..." on a fresh clone)
-	run -0 --separate-stderr env LAB_KERNEL=backports "$TOP/tests/lab/run" -- uname -r
+	run --separate-stderr env LAB_KERNEL=backports "$TOP/tests/lab/run" -- uname -r
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	local newer=$output
-	run -0 --separate-stderr env LAB_KERNEL=stable "$TOP/tests/lab/run" -- uname -r
+	run --separate-stderr env LAB_KERNEL=stable "$TOP/tests/lab/run" -- uname -r
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	[[ $output == 6.1.* ]]
 	[[ $newer != 6.1.* && $newer == [6-9].* ]]
 	# the guest clock is the TSC on both (not the emulated HPET)
 	local k
 	for k in stable backports; do
-		run -0 --separate-stderr env LAB_KERNEL=$k "$TOP/tests/lab/run" -- \
+		run --separate-stderr env LAB_KERNEL=$k "$TOP/tests/lab/run" -- \
 			cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+		[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 		assert_output tsc
 	done
 }
