@@ -600,5 +600,9 @@ job_is_empty() {
 	[ "$(ledger_use "$holder" qp)" -eq 1 ]
 	kill "$pid" "$holder"
 	wait $job || true
+	# the holder may outlive CMD by a moment (its device is torn down as it exits): once it is gone, the
+	# next gc gives its charge back
+	wait_for 20 bash -c "! [ -d /proc/$holder ]"
+	"$RDMACTL" quota gc >/dev/null
 	job_is_empty execnv
 }
