@@ -47,7 +47,7 @@ static char my_job[LEDGER_NAME_MAX];
 
 /* ---- logging ------------------------------------------------------------------------------------ */
 
-static _Atomic int64_t last_refusal_s = -1;
+static _Atomic int64_t last_refusal_ns = -1;
 static _Atomic unsigned int suppressed;
 
 static void vlog(const char *fmt, va_list ap)
@@ -82,17 +82,20 @@ static void log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2
 static void log_refusal(const char *fmt, ...)
 {
 	struct timespec ts;
-	int64_t last;
+	int64_t last, now;
 	unsigned int n;
 	char msg[400];
 	va_list ap;
 
 	if (pcfg.log_level < 1)
 		return;
+	/* a window of one second from the last line shown (not "once per calendar second", which lets two
+	 * refusals a millisecond apart both through when a second boundary falls between them) */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	last = atomic_load(&last_refusal_s);
-	if ((last >= 0 && ts.tv_sec - last < 1) ||
-	    !atomic_compare_exchange_strong(&last_refusal_s, &last, (int64_t)ts.tv_sec)) {
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	last = atomic_load(&last_refusal_ns);
+	if ((last >= 0 && now - last < 1000000000) ||
+	    !atomic_compare_exchange_strong(&last_refusal_ns, &last, now)) {
 		atomic_fetch_add(&suppressed, 1);
 		return;
 	}

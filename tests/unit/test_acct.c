@@ -84,6 +84,47 @@ static void test_closed_error_names_the_queue(void)
 	ledger_close(l);
 }
 
+static void spin_until_nsec(long lo, long hi)
+{
+	struct timespec ts;
+
+	do
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	while (ts.tv_nsec < lo || ts.tv_nsec > hi);
+}
+
+/*
+ * Refusal lines: at most one a second. Two refusals a few milliseconds apart on either side of a second
+ * boundary give one line (the window counts from the line shown, not by calendar second); the next
+ * line after the window says how many were held back.
+ */
+static void test_refusal_lines_one_per_second(void)
+{
+	char log[4096];
+	struct stat st;
+	ssize_t n;
+	off_t off;
+	int fd;
+
+	CHECK(stat(logpath, &st) == 0, "log file from the test before");
+	off = st.st_size;
+	spin_until_nsec(960000000, 999999999);
+	log_refusal("refused first");
+	spin_until_nsec(0, 30000000); /* the next second, a few ms later */
+	log_refusal("refused second");
+	usleep(1100000);
+	log_refusal("refused third");
+	fd = open(logpath, O_RDONLY);
+	n = fd >= 0 ? pread(fd, log, sizeof(log) - 1, off) : -1;
+	if (fd >= 0)
+		close(fd);
+	log[n > 0 ? n : 0] = '\0';
+	CHECK(n > 0, "read the log");
+	CHECK(strstr(log, "rdmactl: refused first\n") != NULL, "first shown: %s", log);
+	CHECK(strstr(log, "refused second") == NULL, "second held back: %s", log);
+	CHECK(strstr(log, "rdmactl: refused third (1 more refusals not shown)\n") != NULL, "third says so: %s", log);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "/tmp/acct-test.XXXXXX");
@@ -94,6 +135,7 @@ int main(void)
 	snprintf(lpath, sizeof(lpath), "%s/ledger", dir);
 	snprintf(logpath, sizeof(logpath), "%s/log", dir);
 	RUN(test_closed_error_names_the_queue);
+	RUN(test_refusal_lines_one_per_second);
 	{
 		char cmd[128];
 
