@@ -13,37 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "preload.h"
 
 #define FLUSH_PAGES 64 /* above the kernel's single-page flush ceiling (33): a full flush */
 
 static char *region;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* A cheap timestamp that touches no page (the vDSO would): the TSC, scaled by calibrate(). */
-static inline uint64_t ticks(void)
-{
-#ifdef __x86_64__
-	return __builtin_ia32_rdtsc();
-#else
-	return now_ns();
-#endif
-}
-
-static double calibrate(void)
-{
-	uint64_t t0 = now_ns(), k0 = ticks();
-
-	usleep(200000);
-	return (double)(now_ns() - t0) / (double)(ticks() - k0);
-}
 
 static void tlb_flush(void)
 {

@@ -19,45 +19,9 @@
 
 #include <infiniband/verbs.h>
 
+#include "bench.h"
+
 #undef ibv_reg_mr
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t ticks(void)
-{
-#ifdef __x86_64__
-	return __builtin_ia32_rdtsc();
-#else
-	return now_ns();
-#endif
-}
-
-static double calibrate(void)
-{
-	uint64_t t0 = now_ns(), k0 = ticks();
-
-	usleep(200000);
-	return (double)(now_ns() - t0) / (double)(ticks() - k0);
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void report(const char *what, double *w, double *d, double *x, int n)
 {
