@@ -78,7 +78,7 @@ help:
 	@echo "  check-host     host tests only;  check-lab: lab tests only"
 	@echo "  demo           boot the lab and run a narrated tour of rdmactl"
 	@echo "  lab            interactive shell inside the lab (rxe0 on veth0, 192.0.2.1/24)"
-	@echo "  bench          build the benchmarks under $(OUT)/bench (run them with bench/run)"
+	@echo "  bench          build the benchmarks under $(OUT)/bench (run bench/*.sh; see their headers)"
 	@echo "  install        install binary, preload, man pages, bash completion (PREFIX DESTDIR MANDIR BASH_COMPDIR)"
 	@echo "  uninstall, clean"
 	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
