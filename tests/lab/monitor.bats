@@ -268,7 +268,9 @@ pingpong_pair() {
 	run -0 "$STORM" -d rxe0 -p 1 -n 200
 	local pid
 	pid=$(jq '.processes[0].pid' <<<"$output")
-	sleep 1.2
+	# the next stats line shows it (within 0.5 s; longer on a loaded machine or with a sanitizer build)
+	local has="[inputs | select(.event == \"stats\") | .processes[] | select(.pid == $pid)] | length >= 1"
+	wait_for 30 jq -n -e "$has" "$MON" >/dev/null
 	stop_monitor
 	[ ! -e /sys/fs/bpf/rdmactl/counters ]
 	run -0 jq -s -e --argjson p "$pid" '[.[] | select(.event == "stats") | .processes[] | select(.pid == $p)]
