@@ -758,6 +758,34 @@ static int slot_job(const struct slot *s)
 	return j >= 0 && j < LEDGER_MAX_JOBS ? j : -1;
 }
 
+/* The scopes a slot's usage counts in besides the global one: its job and the cgroup entries it matches. */
+struct slot_scopes {
+	int job; /* -1 none */
+	int ncg;
+	int cg[MAX_CG_PER_PROC];
+};
+
+static void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc)
+{
+	char cg[LEDGER_CGROUP_MAX];
+
+	copy_str(cg, s->cgroup, sizeof(cg));
+	sc->ncg = cg_matches(l->pol, cg, sc->cg, MAX_CG_PER_PROC);
+	sc->job = slot_job(s);
+}
+
+/* Take n of kind k off the global total and every scope in sc (the slot's own count is the caller's). */
+static void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n)
+{
+	int c;
+
+	sub_clamp(&u->global_total[k], n);
+	if (sc->job >= 0)
+		sub_clamp(&u->jobs[sc->job].total[k], n);
+	for (c = 0; c < sc->ncg; c++)
+		sub_clamp(&u->cg_total[sc->cg[c]][k], n);
+}
+
 /*
  * Freeze operations, wait until no live slot has one in flight (slots that turn out dead are marked
  * RECLAIMING), then set every total to the sum of live slot usage. Caller holds the gc lock.
@@ -767,9 +795,9 @@ static int recount(struct ledger *l)
 	struct usage *u = l->use;
 	uint64_t sums_cg[LEDGER_MAX_CGROUPS][LEDGER_NKINDS];
 	uint64_t sums_g[LEDGER_NKINDS] = { 0 }, sums_j[LEDGER_MAX_JOBS][LEDGER_NKINDS];
+	struct slot_scopes sc;
 	uint64_t deadline;
-	int i, j, k, n, idx[MAX_CG_PER_PROC];
-	char cg[LEDGER_CGROUP_MAX];
+	int i, j, k;
 
 	memset(sums_j, 0, sizeof(sums_j));
 	memset(sums_cg, 0, sizeof(sums_cg));
@@ -808,17 +836,15 @@ static int recount(struct ledger *l)
 		}
 		if (st != ENT_LIVE)
 			continue;
-		copy_str(cg, s->cgroup, sizeof(cg));
-		n = cg_matches(l->pol, cg, idx, MAX_CG_PER_PROC);
-		j = slot_job(s);
+		slot_scopes(l, s, &sc);
 		for (k = 0; k < LEDGER_NKINDS; k++) {
 			uint64_t v = ALOADR(&s->usage[k]);
 
 			sums_g[k] += v;
-			if (j >= 0)
-				sums_j[j][k] += v;
-			for (int c = 0; c < n; c++)
-				sums_cg[idx[c]][k] += v;
+			if (sc.job >= 0)
+				sums_j[sc.job][k] += v;
+			for (int c = 0; c < sc.ncg; c++)
+				sums_cg[sc.cg[c]][k] += v;
 		}
 	}
 	for (k = 0; k < LEDGER_NKINDS; k++) {
@@ -836,23 +862,16 @@ static int recount(struct ledger *l)
 /* Give a dead slot's usage back to its scopes and free it. Caller holds the gc lock; slot is RECLAIMING. */
 static void reclaim_slot(struct ledger *l, struct slot *s)
 {
-	struct usage *u = l->use;
-	int idx[MAX_CG_PER_PROC], n, j, k, c;
-	char cg[LEDGER_CGROUP_MAX];
+	struct slot_scopes sc;
+	int k;
 
-	copy_str(cg, s->cgroup, sizeof(cg));
-	n = cg_matches(l->pol, cg, idx, MAX_CG_PER_PROC);
-	j = slot_job(s);
+	slot_scopes(l, s, &sc);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		uint64_t v = ALOADR(&s->usage[k]);
 
 		if (!v)
 			continue;
-		sub_clamp(&u->global_total[k], v);
-		if (j >= 0)
-			sub_clamp(&u->jobs[j].total[k], v);
-		for (c = 0; c < n; c++)
-			sub_clamp(&u->cg_total[idx[c]][k], v);
+		scopes_sub(l->use, &sc, k, v);
 		ASTORE(&s->usage[k], 0);
 	}
 	s->job = -1;
@@ -912,11 +931,10 @@ static int holds_uverbs(pid_t pid)
  */
 static int take_back_execd(struct ledger *l, struct slot *s)
 {
-	struct usage *u = l->use;
 	uint64_t snap[LEDGER_NKINDS], any = 0;
 	uint32_t v = __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST);
-	int idx[MAX_CG_PER_PROC], n, j, k, c;
-	char cg[LEDGER_CGROUP_MAX];
+	struct slot_scopes sc;
+	int k;
 
 	if (!v || v & 1)
 		return 0;
@@ -930,22 +948,15 @@ static int take_back_execd(struct ledger *l, struct slot *s)
 	if (!pid_alive(s->pid, s->start) || __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST) != v ||
 	    ALOAD(&s->state) != ENT_LIVE)
 		return 0;
-	copy_str(cg, s->cgroup, sizeof(cg));
-	n = cg_matches(l->pol, cg, idx, MAX_CG_PER_PROC);
-	j = slot_job(s);
+	slot_scopes(l, s, &sc);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		uint64_t cur = snap[k] ? ALOADR(&s->usage[k]) : 0, take;
 
 		do {
 			take = cur < snap[k] ? cur : snap[k];
 		} while (take && !ACAS(&s->usage[k], &cur, cur - take));
-		if (!take)
-			continue;
-		sub_clamp(&u->global_total[k], take);
-		if (j >= 0)
-			sub_clamp(&u->jobs[j].total[k], take);
-		for (c = 0; c < n; c++)
-			sub_clamp(&u->cg_total[idx[c]][k], take);
+		if (take)
+			scopes_sub(l->use, &sc, k, take);
 	}
 	return 1;
 }
