@@ -130,6 +130,7 @@ static int find_preload(char *out, size_t len)
 	const char *env = getenv("RDMACTL_PRELOAD");
 	char exe[PATH_MAX], *dir;
 	ssize_t n;
+	int err;
 
 	if (env && *env) {
 		if (access(env, R_OK))
@@ -145,6 +146,8 @@ static int find_preload(char *out, size_t len)
 	snprintf(out, len, "%s/%s", dir, PRELOAD_NAME);
 	if (!access(out, R_OK))
 		return 0;
+	/* "Permission denied" next to the binary says more than the ENOENT of the installed path would */
+	err = errno;
 	snprintf(out, len, "%s/../lib/rdmactl/%s", dir, PRELOAD_NAME);
 	if (!access(out, R_OK)) {
 		char real[PATH_MAX];
@@ -153,7 +156,7 @@ static int find_preload(char *out, size_t len)
 			snprintf(out, len, "%s", real);
 		return 0;
 	}
-	return -ENOENT;
+	return err == ENOENT ? -errno : -err;
 }
 
 /* Prepend lib to a colon/space separated list variable, keeping what was there. */

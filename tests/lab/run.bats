@@ -563,9 +563,15 @@ job_is_empty() {
 	echo +rdma >"$CG/cgroup.subtree_control" # (not a threaded controller: $CG can no longer hold processes)
 	run -1 --separate-stderr "$RDMACTL" run --job cge --cgroup "$CG" -- touch "$ran"
 	assert_equal "$stderr" "rdmactl run: cannot move into cgroup $CG: Device or resource busy (it has controllers enabled in cgroup.subtree_control: only a leaf cgroup takes processes)"
-	# a user who may not write its cgroup.procs
-	run -1 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
-		"$RDMACTL" run --job cge --cgroup "$CG/leaf" -- true
+	# a user who may not write its cgroup.procs (with a copy of the preload that user can read: the
+	# checkout need not be readable by others)
+	local pub
+	pub=$(mktemp -d /tmp/rdmactl-pub.XXXXXX)
+	chmod 755 "$pub"
+	install -m 644 "$BUILD/librdmactl-preload.so" "$pub/"
+	run -1 --separate-stderr env RDMACTL_PRELOAD="$pub/librdmactl-preload.so" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" run --job cge --cgroup "$CG/leaf" -- true
+	rm -rf "$pub"
 	assert_equal "$stderr" "rdmactl run: cannot move into cgroup $CG/leaf: $CG/leaf/cgroup.procs: Permission denied (a cgroup delegated to you, or run as root)"
 	[ ! -e "$ran" ]
 	run -3 "$LQ" job cge # no job left behind
