@@ -90,55 +90,98 @@ struct {
 /* Read by user space through the skeleton's bss: never reset. */
 __u64 lost_events;   /* ring buffer full: event not delivered (the counters still count it) */
 __u64 lost_counters; /* counters map full: tgid not counted */
+__u64 emitted;       /* events offered to the ring buffer (paces the fill-level check) */
 
-static __always_inline struct ib_device___rdmactl *res_device(struct rdma_restrack_entry___rdmactl *res,
-							       unsigned int type, struct mon_event *e)
+/* Where the object that contains res starts, for each restrack type (NULL: type without a container view). */
+static __always_inline void *res_object(struct rdma_restrack_entry___rdmactl *res, unsigned int type)
 {
 	void *base = res;
 
 	switch (type) {
 	case T_PD:
-		return BPF_CORE_READ((struct ib_pd___rdmactl *)(base - bpf_core_field_offset(struct ib_pd___rdmactl, res)),
-				     device);
+		return base - bpf_core_field_offset(struct ib_pd___rdmactl, res);
 	case T_CQ:
-		return BPF_CORE_READ((struct ib_cq___rdmactl *)(base - bpf_core_field_offset(struct ib_cq___rdmactl, res)),
-				     device);
-	case T_QP: {
-		struct ib_qp___rdmactl *qp = base - bpf_core_field_offset(struct ib_qp___rdmactl, res);
-
-		e->id = BPF_CORE_READ(qp, qp_num);
-		return BPF_CORE_READ(qp, device);
-	}
+		return base - bpf_core_field_offset(struct ib_cq___rdmactl, res);
+	case T_QP:
+		return base - bpf_core_field_offset(struct ib_qp___rdmactl, res);
 	case T_CM_ID:
-		if (bpf_core_type_exists(struct rdma_id_private___rdmactl)) {
-			struct rdma_id_private___rdmactl *id =
-				base - bpf_core_field_offset(struct rdma_id_private___rdmactl, res);
-
-			return BPF_CORE_READ(id, id.device);
-		}
+		if (bpf_core_type_exists(struct rdma_id_private___rdmactl))
+			return base - bpf_core_field_offset(struct rdma_id_private___rdmactl, res);
 		return NULL;
-	case T_MR: {
-		struct ib_mr___rdmactl *mr = base - bpf_core_field_offset(struct ib_mr___rdmactl, res);
-
-		e->mr_len = BPF_CORE_READ(mr, length);
-		return BPF_CORE_READ(mr, device);
-	}
+	case T_MR:
+		return base - bpf_core_field_offset(struct ib_mr___rdmactl, res);
 	case T_CTX:
-		return BPF_CORE_READ(
-			(struct ib_ucontext___rdmactl *)(base - bpf_core_field_offset(struct ib_ucontext___rdmactl, res)),
-			device);
+		return base - bpf_core_field_offset(struct ib_ucontext___rdmactl, res);
 	case T_COUNTER:
-		return BPF_CORE_READ(
-			(struct rdma_counter___rdmactl *)(base - bpf_core_field_offset(struct rdma_counter___rdmactl, res)),
-			device);
+		return base - bpf_core_field_offset(struct rdma_counter___rdmactl, res);
 	case T_SRQ:
-		return BPF_CORE_READ((struct ib_srq___rdmactl *)(base - bpf_core_field_offset(struct ib_srq___rdmactl, res)),
-				     device);
+		return base - bpf_core_field_offset(struct ib_srq___rdmactl, res);
 	}
 	return NULL;
 }
 
-/* The restrack entry's fields, read with one copy instead of one helper call per field. */
+/* Offset of the device pointer in the object of each type (all ib_core objects but the CM id lead with it). */
+static __always_inline __u32 device_offset(unsigned int type)
+{
+	switch (type) {
+	case T_PD:
+		return bpf_core_field_offset(struct ib_pd___rdmactl, device);
+	case T_CQ:
+		return bpf_core_field_offset(struct ib_cq___rdmactl, device);
+	case T_QP:
+		return bpf_core_field_offset(struct ib_qp___rdmactl, device);
+	case T_CM_ID:
+		return bpf_core_field_offset(struct rdma_id_private___rdmactl, id.device);
+	case T_MR:
+		return bpf_core_field_offset(struct ib_mr___rdmactl, device);
+	case T_CTX:
+		return bpf_core_field_offset(struct ib_ucontext___rdmactl, device);
+	case T_COUNTER:
+		return bpf_core_field_offset(struct rdma_counter___rdmactl, device);
+	case T_SRQ:
+		return bpf_core_field_offset(struct ib_srq___rdmactl, device);
+	}
+	return 0;
+}
+
+/*
+ * The device index (and an MR's length) from the object that contains res: one read for the device pointer
+ * (for an MR the same read brings the length, a few words further on), one for its index. The name is left
+ * to user space, which knows every device's name by index from RDMA netlink.
+ */
+static __always_inline void res_device(struct rdma_restrack_entry___rdmactl *res, unsigned int type,
+				       struct mon_event *e)
+{
+	struct ib_device___rdmactl *dev = NULL;
+	void *obj = res_object(res, type);
+	__u32 doff = device_offset(type);
+
+	e->dev_index = MON_DEV_NONE;
+	if (!obj)
+		return;
+	if (type == T_MR) {
+		__u32 loff = bpf_core_field_offset(struct ib_mr___rdmactl, length);
+		__u64 head[8];
+
+		if (doff <= sizeof(head) - 8 && loff <= sizeof(head) - 8) {
+			__u32 n = (doff > loff ? doff : loff) + 8;
+
+			if (bpf_probe_read_kernel(head, n, obj))
+				return;
+			dev = *(struct ib_device___rdmactl **)((void *)head + doff);
+			e->mr_len = *(__u64 *)((void *)head + loff);
+		} else {
+			e->mr_len = BPF_CORE_READ((struct ib_mr___rdmactl *)obj, length);
+			bpf_probe_read_kernel(&dev, sizeof(dev), obj + doff);
+		}
+	} else {
+		bpf_probe_read_kernel(&dev, sizeof(dev), obj + doff);
+	}
+	if (dev)
+		e->dev_index = BPF_CORE_READ(dev, index);
+}
+
+/* The restrack entry's fields, read with one copy instead of one helper call per field (kprobes). */
 struct entry {
 	bool valid;
 	bool user;
@@ -150,23 +193,13 @@ struct entry {
 
 #define ENTRY_FIELD(buf, T, f) (*(T *)((buf) + bpf_core_field_offset(struct rdma_restrack_entry___rdmactl, f)))
 
-/*
- * direct: res is the BTF-typed argument of an fentry/fexit program, which the verifier lets us load from
- * like ordinary memory (no helper call). kprobes only have an address: one probe-read copies the entry.
- */
-static __always_inline bool read_entry(struct rdma_restrack_entry___rdmactl *res, struct entry *f, bool direct)
+/* kprobes only have an address: one probe-read copies the entry. */
+static __always_inline bool read_entry(struct rdma_restrack_entry___rdmactl *res, struct entry *f)
 {
 	char buf[128];
 	__u32 sz = bpf_core_type_size(struct rdma_restrack_entry___rdmactl);
 
-	if (direct) {
-		f->valid = res->valid;
-		f->user = res->user;
-		f->type = res->type;
-		f->id = res->id;
-		f->task = res->task;
-		f->kern_name = res->kern_name;
-	} else if (sz <= sizeof(buf)) {
+	if (sz <= sizeof(buf)) {
 		if (bpf_probe_read_kernel(buf, sz, res))
 			return false;
 		f->valid = ENTRY_FIELD(buf, bool, valid);
@@ -186,34 +219,61 @@ static __always_inline bool read_entry(struct rdma_restrack_entry___rdmactl *res
 	return true;
 }
 
-/* Fill e from res; false when res is not a tracked object (add failed, already deleted, unknown type). */
-static __always_inline bool fill_event(struct mon_event *e, struct rdma_restrack_entry___rdmactl *res, __u8 op,
-				       __u8 hook, bool direct)
+/* What every event has, whichever way the entry was read. */
+static __always_inline void fill_common(struct mon_event *e, __u8 op, __u8 hook, __u32 type, bool user, __u32 id)
 {
-	struct ib_device___rdmactl *dev;
-	struct task_struct *task;
-	struct entry f;
-	__u64 id;
-
-	if (!read_entry(res, &f, direct) || !f.valid || f.type >= MON_NTYPES)
-		return false;
 	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = bpf_ktime_get_ns();
 	e->op = op;
 	e->hook = hook;
-	e->type = f.type;
-	e->user = f.user;
-	e->id = f.id;
-	id = bpf_get_current_pid_tgid();
-	e->cur_tgid = id >> 32;
+	e->type = type;
+	e->user = user;
+	/* A QP's id is its QPN; QP0/QP1 also carry their port in the top byte. */
+	e->id = type == T_QP ? id & 0xffffff : id;
+	e->cur_tgid = bpf_get_current_pid_tgid() >> 32;
+}
+
+/*
+ * fentry/fexit: res is the program's BTF-typed argument, and so is res->task. The verifier lets the program
+ * load from both like ordinary memory (faults are caught), so the entry and the owner's pid, thread and comm
+ * take no helper call at all.
+ */
+static __always_inline bool fill_direct(struct mon_event *e, struct rdma_restrack_entry___rdmactl *res, __u8 op,
+					__u8 hook)
+{
+	struct task_struct *task;
+	__u32 type = res->type;
+
+	if (!res->valid || type >= MON_NTYPES)
+		return false;
+	fill_common(e, op, hook, type, res->user, res->id);
+	task = res->task;
+	if (task && e->user) {
+		e->tgid = task->tgid;
+		e->tid = task->pid;
+		__builtin_memcpy(e->comm, task->comm, sizeof(e->comm));
+	} else if (res->kern_name) {
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), res->kern_name);
+	} else if (task) {
+		__builtin_memcpy(e->comm, task->comm, sizeof(e->comm));
+	}
+	res_device(res, type, e);
+	return true;
+}
+
+/* kprobes: the entry by one copy, the owner through helpers. */
+static __always_inline bool fill_probe(struct mon_event *e, struct rdma_restrack_entry___rdmactl *res, __u8 op,
+				       __u8 hook)
+{
+	struct task_struct *task;
+	struct entry f;
+
+	if (!read_entry(res, &f) || !f.valid || f.type >= MON_NTYPES)
+		return false;
+	fill_common(e, op, hook, f.type, f.user, f.id);
 	/* A plain local: BPF_CORE_READ(f.task, ...) would try to relocate struct entry itself. */
 	task = f.task;
-	if (task && f.user && (__u64)task == bpf_get_current_task()) {
-		/* The common case (uverbs runs in its owner's context): no reads through the task at all. */
-		e->tgid = id >> 32;
-		e->tid = (__u32)id;
-		bpf_get_current_comm(e->comm, sizeof(e->comm));
-	} else if (task && f.user) {
+	if (task && f.user) {
 		e->tgid = BPF_CORE_READ(task, tgid);
 		e->tid = BPF_CORE_READ(task, pid);
 		BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
@@ -222,11 +282,7 @@ static __always_inline bool fill_event(struct mon_event *e, struct rdma_restrack
 	} else if (task) {
 		BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	}
-	dev = res_device(res, f.type, e);
-	if (dev) {
-		BPF_CORE_READ_STR_INTO(&e->dev, dev, name);
-		e->dev_index = BPF_CORE_READ(dev, index);
-	}
+	res_device(res, f.type, e);
 	return true;
 }
 
@@ -266,20 +322,24 @@ static __always_inline void emit(const struct mon_event *e)
 		return;
 	/*
 	 * A wakeup per event costs more than the probe itself (the reader is scheduled once per object): the
-	 * reader polls every 100 ms anyway, so wake it only when the ring is a quarter full.
+	 * reader polls every 100 ms anyway, so wake it only when the ring is a quarter full, which is worth
+	 * asking every 32nd event (a quarter of the ring holds thousands).
 	 */
-	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	flags = BPF_RB_NO_WAKEUP;
+	if (!(__sync_fetch_and_add(&emitted, 1) & 31) &&
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
 	/* One helper call reserves, copies and commits: cheaper than reserve + fill + submit. */
 	if (bpf_ringbuf_output(&events, (void *)e, sizeof(*e), flags))
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
-/* The event lives on the stack (120 bytes): a per-CPU scratch map would cost a lookup per event. */
+/* The event lives on the stack (56 bytes): a per-CPU scratch map would cost a lookup per event. */
 static __always_inline int on_res(struct rdma_restrack_entry___rdmactl *res, __u8 op, __u8 hook, bool direct)
 {
 	struct mon_event e;
 
-	if (fill_event(&e, res, op, hook, direct))
+	if (direct ? fill_direct(&e, res, op, hook) : fill_probe(&e, res, op, hook))
 		emit(&e);
 	return 0;
 }

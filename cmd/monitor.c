@@ -370,9 +370,119 @@ static void text_header(void)
 	header_done = true;
 }
 
+/* --- device names ----------------------------------------------------------------------------------- */
+
+/*
+ * Device names by index. Object events carry only the device's index (reading its name costs the probe a
+ * helper call per event), and netlink netdev events only the index too. The table starts from an RDMA
+ * netlink dump and follows adds, renames and removals. A removed device keeps its entry (marked gone): the
+ * destroys of its objects can still be in the ring when the removal is read. An index not in the table
+ * (a device added an instant ago) makes one new dump, at most every 100 ms.
+ */
+static struct {
+	uint32_t index;
+	bool gone;
+	char name[MON_DEV_LEN];
+} dev_names[256];
+static size_t ndev_names;
+static double dev_names_loaded = -1;
+
+static const char *dev_name_find(uint32_t index)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names; i++)
+		if (dev_names[i].index == index)
+			return dev_names[i].name;
+	return NULL;
+}
+
+static void dev_name_set(uint32_t index, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names && dev_names[i].index != index; i++)
+		;
+	if (i == ndev_names) {
+		if (ndev_names == ARRAY_SIZE(dev_names)) {
+			/* full: forget a removed device (its objects' destroys are long read) */
+			for (i = 0; i < ndev_names && !dev_names[i].gone; i++)
+				;
+			if (i == ndev_names)
+				return;
+		} else {
+			ndev_names++;
+		}
+	}
+	dev_names[i].index = index;
+	dev_names[i].gone = false;
+	snprintf(dev_names[i].name, sizeof(dev_names[i].name), "%s", name);
+}
+
+static void dev_name_rename(const char *old, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names; i++)
+		if (!dev_names[i].gone && !strcmp(dev_names[i].name, old)) {
+			snprintf(dev_names[i].name, sizeof(dev_names[i].name), "%s", name);
+			return;
+		}
+}
+
+/* A removed device, by index (netlink) or by name (uevent: index NULL). */
+static void dev_name_gone(const uint32_t *index, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ndev_names; i++)
+		if (!dev_names[i].gone && (index ? dev_names[i].index == *index : !strcmp(dev_names[i].name, name))) {
+			dev_names[i].gone = true;
+			return;
+		}
+}
+
+static int dev_name_cb(const struct nl_dev *d, void *arg)
+{
+	(void)arg;
+	dev_name_set(d->index, d->name);
+	return 0;
+}
+
+static void dev_names_load(void)
+{
+	struct nl_handlers h = { .dev = dev_name_cb };
+	struct nl_sock *s;
+	int err;
+
+	dev_names_loaded = now_mono();
+	err = nl_open(&s);
+	if (!err) {
+		err = nl_dev_dump(s, &h);
+		nl_close(s);
+	}
+	if (err)
+		pr_debug("device names: RDMA netlink: %s", strerror(-err));
+}
+
+/* The name of an object event's device: "" for none, or for a device gone before we could learn its name. */
+static const char *dev_name_of(uint32_t index)
+{
+	const char *name;
+
+	if (index == MON_DEV_NONE)
+		return "";
+	name = dev_name_find(index);
+	if (!name && now_mono() - dev_names_loaded >= 0.1) {
+		dev_names_load();
+		name = dev_name_find(index);
+	}
+	return name ? name : "";
+}
+
 static int on_event(const struct mon_event *e, void *arg)
 {
-	const char *op = mon_op_name(e->op);
+	const char *op = mon_op_name(e->op), *dev;
 	char tbuf[48], detail[128], sz[32];
 	struct proc_sum *p;
 	uint64_t rt;
@@ -382,7 +492,8 @@ static int on_event(const struct mon_event *e, void *arg)
 		return 0;
 	if ((o.type >= 0 && e->type != o.type) || e->type >= MON_NTYPES)
 		return 0;
-	if (o.dev && strncmp(e->dev, o.dev, MON_DEV_LEN))
+	dev = dev_name_of(e->dev_index);
+	if (o.dev && strcmp(dev, o.dev))
 		return 0;
 	sum.events++;
 	sum.types[e->op == MON_OP_DESTROY][e->type]++;
@@ -397,9 +508,9 @@ static int on_event(const struct mon_event *e, void *arg)
 		int n;
 
 		/* The hot path: no json-c objects, straight into stdio (-p keeps json-c's pretty printer). */
-		n = out_pretty ? -ENOSPC : mon_event_json(e, rt, buf, sizeof(buf));
+		n = out_pretty ? -ENOSPC : mon_event_json(e, dev, rt, buf, sizeof(buf));
 		if (n < 0) {
-			stream_json(mon_event_json_object(e, rt));
+			stream_json(mon_event_json_object(e, dev, rt));
 		} else {
 			buf[n] = '\n';
 			fwrite_unlocked(buf, 1, n + 1, stdout);
@@ -419,7 +530,7 @@ static int on_event(const struct mon_event *e, void *arg)
 		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail), "%shook %s ctx %u",
 			 detail[0] ? " " : "", mon_hook_name(e->hook), e->cur_tgid);
 	printf("%-15s %7u %-15.15s %-8s %-7s %-8.8s %8u  %s\n", fmt_time(rt, false, tbuf, sizeof(tbuf)), e->tgid,
-	       e->comm, op, mon_type_name(e->type), e->dev[0] ? e->dev : "-", e->id, detail);
+	       e->comm, op, mon_type_name(e->type), dev[0] ? dev : "-", e->id, detail);
 	return 0;
 }
 
@@ -457,68 +568,6 @@ static void report_lost(const struct mon_lost *now, struct mon_lost *seen)
 static const char *dev_source = "none";
 /* With the netlink source: the uevent socket that renames come from (-1 none). */
 static int rename_fd = -1;
-
-/* Device names by index, so a netlink rename (which carries only the new name) can say the old one. */
-static struct {
-	uint32_t index;
-	char name[MON_DEV_LEN];
-} dev_names[64];
-static size_t ndev_names;
-
-static const char *dev_name_of(uint32_t index)
-{
-	size_t i;
-
-	for (i = 0; i < ndev_names; i++)
-		if (dev_names[i].index == index)
-			return dev_names[i].name;
-	return NULL;
-}
-
-static void dev_name_set(uint32_t index, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < ndev_names && dev_names[i].index != index; i++)
-		;
-	if (i == ndev_names) {
-		if (ndev_names == ARRAY_SIZE(dev_names))
-			return;
-		ndev_names++;
-	}
-	dev_names[i].index = index;
-	snprintf(dev_names[i].name, sizeof(dev_names[i].name), "%s", name);
-}
-
-/* A uevent rename with the netlink source: keep the table right for netdev events that carry only the index. */
-static void dev_name_rename(const char *old, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < ndev_names; i++)
-		if (!strcmp(dev_names[i].name, old)) {
-			snprintf(dev_names[i].name, sizeof(dev_names[i].name), "%s", name);
-			return;
-		}
-}
-
-static void dev_name_drop(uint32_t index)
-{
-	size_t i;
-
-	for (i = 0; i < ndev_names; i++)
-		if (dev_names[i].index == index) {
-			dev_names[i] = dev_names[--ndev_names];
-			return;
-		}
-}
-
-static int dev_name_cb(const struct nl_dev *d, void *arg)
-{
-	(void)arg;
-	dev_name_set(d->index, d->name);
-	return 0;
-}
 
 /* One device event. ne: the netlink notification (NULL for a uevent); old: the previous name of a rename. */
 static void print_device(const char *action, const char *dev, const char *old, const struct nlmon_event *ne)
@@ -588,7 +637,7 @@ static int on_nlmon(const struct nlmon_event *e, void *arg)
 		break;
 	case NLMON_UNREGISTER:
 		print_device("removed", name, NULL, e);
-		dev_name_drop(e->dev_index); /* after: name may point into the table */
+		dev_name_gone(&e->dev_index, NULL);
 		break;
 	case NLMON_RENAME:
 		/* printed from the uevent (see device_events_open); only the name table follows */
@@ -638,18 +687,12 @@ static int uevent_open(void)
 static int device_events_open(void)
 {
 	const char *force = getenv("RDMACTL_MON_UEVENT");
-	struct nl_handlers h = { .dev = dev_name_cb };
-	struct nl_sock *s;
 	int fd, err;
 
 	if (!(force && *force && strcmp(force, "0"))) {
 		err = nlmon_open(&fd);
 		if (!err) {
 			dev_source = "netlink";
-			if (!nl_open(&s)) {
-				nl_dev_dump(s, &h); /* names for netdev events; best effort */
-				nl_close(s);
-			}
 			rename_fd = uevent_open();
 			if (rename_fd < 0)
 				pr_debug("no device renames: %s", strerror(-rename_fd));
@@ -712,8 +755,15 @@ static void uevent_read(int fd, bool renames_only)
 			continue; /* change, bind...: not a lifetime event */
 		if (renames_only && strcmp(what, "renamed"))
 			continue;
-		if (renames_only && old)
-			dev_name_rename(basename_of(old), basename_of(devpath));
+		/* the name table (netlink adds and removes keep it by index themselves) */
+		if (!strcmp(what, "renamed")) {
+			if (old)
+				dev_name_rename(basename_of(old), basename_of(devpath));
+		} else if (!strcmp(what, "added")) {
+			dev_names_load(); /* the uevent has no index */
+		} else {
+			dev_name_gone(NULL, basename_of(devpath));
+		}
 		print_device(what, basename_of(devpath), old ? basename_of(old) : NULL, NULL);
 	}
 }
@@ -1296,6 +1346,7 @@ int cmd_monitor(int argc, char **argv)
 	pr_debug("attached with %s%s", mon_mode(mon), mon_has_commit_del(mon) ? " (+ commit_del)" : "");
 	ufd = device_events_open();
 	pr_debug("device events from %s", dev_source);
+	dev_names_load(); /* after: a device added from now on is in the dump or in the device events */
 	if (opts.json) {
 		/* Tells a reader that everything from now on is seen (loading takes a while on slow machines). */
 		struct json_object *j = json_object_new_object();

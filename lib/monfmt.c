@@ -151,7 +151,7 @@ static void put_cstr(struct jbuf *b, const char *s)
 	put_str(b, s, strlen(s));
 }
 
-int mon_event_json(const struct mon_event *e, uint64_t rt_ns, char *buf, size_t len)
+int mon_event_json(const struct mon_event *e, const char *dev, uint64_t rt_ns, char *buf, size_t len)
 {
 	struct jbuf b = { buf, buf + len };
 	char tbuf[MON_TIME_LEN];
@@ -174,7 +174,7 @@ int mon_event_json(const struct mon_event *e, uint64_t rt_ns, char *buf, size_t 
 		PUT_LIT(&b, ",\"user\":true,\"dev\":");
 	else
 		PUT_LIT(&b, ",\"user\":false,\"dev\":");
-	put_str(&b, e->dev, strnlen(e->dev, MON_DEV_LEN));
+	put_cstr(&b, dev);
 	PUT_LIT(&b, ",\"dev_index\":");
 	put_i64(&b, (int)e->dev_index);
 	PUT_LIT(&b, ",\"id\":");
@@ -194,7 +194,7 @@ int mon_event_json(const struct mon_event *e, uint64_t rt_ns, char *buf, size_t 
 	return (int)(b.p - buf);
 }
 
-struct json_object *mon_event_json_object(const struct mon_event *e, uint64_t rt_ns)
+struct json_object *mon_event_json_object(const struct mon_event *e, const char *dev, uint64_t rt_ns)
 {
 	struct json_object *j = json_object_new_object();
 	char tbuf[MON_TIME_LEN];
@@ -207,7 +207,7 @@ struct json_object *mon_event_json_object(const struct mon_event *e, uint64_t rt
 	json_object_object_add(j, "tid", json_object_new_int((int)e->tid));
 	json_object_object_add(j, "comm", json_object_new_string_len(e->comm, (int)strnlen(e->comm, MON_COMM_LEN)));
 	json_object_object_add(j, "user", json_object_new_boolean(e->user));
-	json_object_object_add(j, "dev", json_object_new_string_len(e->dev, (int)strnlen(e->dev, MON_DEV_LEN)));
+	json_object_object_add(j, "dev", json_object_new_string(dev));
 	json_object_object_add(j, "dev_index", json_object_new_int((int)e->dev_index));
 	json_object_object_add(j, "id", json_object_new_int64(e->id));
 	if (e->type == 4 /* MR */)

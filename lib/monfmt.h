@@ -34,7 +34,7 @@ const char *mon_time_iso(uint64_t rt_ns, char *buf, size_t len);
  * mon_event_json_object() with JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, but without
  * allocating: the monitor's hot path. Returns the length, or -ENOSPC when len is too small.
  */
-int mon_event_json(const struct mon_event *e, uint64_t rt_ns, char *buf, size_t len);
-struct json_object *mon_event_json_object(const struct mon_event *e, uint64_t rt_ns);
+int mon_event_json(const struct mon_event *e, const char *dev, uint64_t rt_ns, char *buf, size_t len);
+struct json_object *mon_event_json_object(const struct mon_event *e, const char *dev, uint64_t rt_ns);
 
 #endif

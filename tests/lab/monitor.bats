@@ -170,7 +170,8 @@ pingpong_pair() {
 @test "storm with the reader stopped: events + reported losses = operations, losses shown as they happen" {
 	start_monitor
 	kill -STOP "$MONPID"
-	run -0 "$STORM" -d rxe0 -p 4 -n 300
+	# more events than the 1 MiB ring holds (16384 of 64 bytes)
+	run -0 "$STORM" -d rxe0 -p 4 -n 700
 	echo "$output" >"$BATS_TEST_TMPDIR/storm.json"
 	kill -CONT "$MONPID"
 	sleep 1
@@ -248,6 +249,39 @@ pingpong_pair() {
 	# -v says it too
 	run -0 --separate-stderr "$RDMACTL" monitor -v --duration 0.5
 	[[ $stderr == *"device events from $src"* ]]
+}
+
+@test "object events name their device: one added after the start, and renamed while its objects live" {
+	ip link show veth1 >/dev/null 2>&1 || skip "no veth1 in this lab"
+	start_monitor
+	rdma link add rxe1 type rxe netdev veth1
+	local idx
+	idx=$(rdma -j dev show rxe1 | jq '.[0].ifindex')
+	# objects on the new device right away: the monitor learns its name by index
+	"$STORM" -d rxe1 -p 1 -n 2 >/dev/null
+	# a holder on rxe1 while rxe1 becomes rxe9: its destroys name the device as it is called by then
+	"$BUILD/lab-progs/holdres" -d rxe1 -q 1 >"$BATS_TEST_TMPDIR/hold" &
+	local h=$!
+	wait_for 20 grep -q ready "$BATS_TEST_TMPDIR/hold"
+	wait_for 20 grep -q '"comm":"holdres"' "$MON" # its creates are printed before the rename
+	rdma dev set rxe1 name rxe9
+	wait_for 20 grep -q '"action":"renamed"' "$MON" # and the rename before its destroys
+	kill -INT $h
+	wait $h
+	"$STORM" -d rxe0 -p 1 -n 1 >/dev/null
+	sleep 0.3
+	stop_monitor
+	rdma link delete rxe9
+	# every object event names a device, by the index the kernel reports for it
+	run -0 jq -s -e --argjson i "$idx" '[.[] | select(.event == "create" or .event == "destroy")] as $o
+		| ($o | length > 0) and ($o | all(.dev == "rxe0" or .dev_index == $i))
+		and ($o | all(if .dev_index == $i then .dev == "rxe1" or .dev == "rxe9" else .dev == "rxe0" end))' "$MON"
+	# the storm on the new device: its name from the moment it exists
+	run -0 jq -s -e --argjson i "$idx" '[.[] | select(.comm == "storm" and .dev_index == $i)]
+		| length >= 10 and all(.dev == "rxe1")' "$MON"
+	# the holder's creates before the rename, its destroys after it
+	run -0 jq -s -c '[.[] | select(.comm == "holdres") | [.event, .dev]] | unique' "$MON"
+	assert_output '[["create","rxe1"],["destroy","rxe9"]]'
 }
 
 @test "device events: RDMACTL_MON_UEVENT=1 forces the uevent source" {

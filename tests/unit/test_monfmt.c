@@ -10,12 +10,15 @@
 
 #define FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
+/* The device name the monitor gives an event (from its index): up to MON_DEV_LEN - 1 bytes. */
+static char dev[MON_DEV_LEN] = "rxe0";
+
 /* Both renditions of e at rt; 1 when they are byte for byte the same. */
 static int same(const struct mon_event *e, uint64_t rt, char *fast, size_t len)
 {
-	struct json_object *j = mon_event_json_object(e, rt);
+	struct json_object *j = mon_event_json_object(e, dev, rt);
 	const char *ref = json_object_to_json_string_ext(j, FLAGS);
-	int n = mon_event_json(e, rt, fast, len), ok;
+	int n = mon_event_json(e, dev, rt, fast, len), ok;
 
 	ok = n >= 0 && (size_t)n == strlen(ref) && !strcmp(fast, ref);
 	if (!ok)
@@ -39,7 +42,7 @@ static struct mon_event qp_event(void)
 	e.user = 1;
 	e.hook = MON_HOOK_ADD;
 	strcpy(e.comm, "ibv_rc_pingpong");
-	strcpy(e.dev, "rxe0");
+	strcpy(dev, "rxe0");
 	return e;
 }
 
@@ -50,7 +53,7 @@ static void test_known_line(void)
 	int n;
 
 	/* 2026-01-02T03:04:05.000006Z */
-	n = mon_event_json(&e, 1767323045000006789ULL, buf, sizeof(buf));
+	n = mon_event_json(&e, dev, 1767323045000006789ULL, buf, sizeof(buf));
 	CHECK(n == (int)strlen(buf), "n %d", n);
 	CHECK(!strcmp(buf, "{\"time\":\"2026-01-02T03:04:05.000006Z\",\"time_ns\":1767323045000006789,"
 			   "\"event\":\"create\",\"type\":\"qp\",\"pid\":4242,\"tid\":4243,\"comm\":\"ibv_rc_pingpong\","
@@ -72,11 +75,11 @@ static void test_variants_match_json_c(void)
 	e.hook = MON_HOOK_COMMIT_DEL;
 	strcpy(e.comm, "rdma_cm");
 	CHECK(same(&e, 0, buf, sizeof(buf)), "mr destroy at time 0");
-	/* every byte that needs escaping, in comm and dev, full length without a terminator */
+	/* every byte that needs escaping, in comm (full length, no terminator) and in the longest dev */
 	memcpy(e.comm, "a\"b\\c/d\ne\tf\x01\x1f\x7f\xc3\xa9", MON_COMM_LEN);
-	memset(e.dev, '\b', sizeof(e.dev));
-	e.dev[10] = '\f';
-	e.dev[11] = '\r';
+	memset(dev, '\b', sizeof(dev) - 1);
+	dev[10] = '\f';
+	dev[11] = '\r';
 	CHECK(same(&e, UINT64_MAX, buf, sizeof(buf)), "escapes");
 	/* numbers at their limits: pid/tid/dev_index print as json-c's int does */
 	e.tgid = UINT32_MAX;
@@ -102,9 +105,9 @@ static void test_worst_case_fits(void)
 	e.type = 4;
 	e.mr_len = UINT64_MAX;
 	memset(e.comm, 1, sizeof(e.comm));
-	memset(e.dev, 2, sizeof(e.dev));
+	memset(dev, 2, sizeof(dev) - 1);
 	e.tgid = e.tid = e.cur_tgid = 0x80000000u;
-	n = mon_event_json(&e, UINT64_MAX, buf, sizeof(buf));
+	n = mon_event_json(&e, dev, UINT64_MAX, buf, sizeof(buf));
 	CHECK(n > 0 && n < MON_JSON_LEN, "n %d", n);
 	CHECK(same(&e, UINT64_MAX, buf, sizeof(buf)), "worst case");
 }
@@ -116,16 +119,16 @@ static void test_short_buffer(void)
 	int n, m;
 	size_t len;
 
-	n = mon_event_json(&e, 123456789, full, sizeof(full));
+	n = mon_event_json(&e, dev, 123456789, full, sizeof(full));
 	CHECK(n > 0, "n %d", n);
 	/* every length up to the exact need fails cleanly and never writes past len */
 	for (len = 0; len <= (size_t)n; len++) {
 		memset(small, 'X', sizeof(small));
-		m = mon_event_json(&e, 123456789, small, len);
+		m = mon_event_json(&e, dev, 123456789, small, len);
 		CHECK(m == -ENOSPC, "len %zu: %d", len, m);
 		CHECK(small[len] == 'X', "len %zu: wrote past the end", len);
 	}
-	m = mon_event_json(&e, 123456789, small, n + 1);
+	m = mon_event_json(&e, dev, 123456789, small, n + 1);
 	CHECK(m == n && !strcmp(small, full), "len n+1: %d", m);
 }
 
