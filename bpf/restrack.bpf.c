@@ -131,7 +131,10 @@ static __always_inline __u32 device_offset(unsigned int type)
 	case T_QP:
 		return bpf_core_field_offset(struct ib_qp___rdmactl, device);
 	case T_CM_ID:
-		return bpf_core_field_offset(struct rdma_id_private___rdmactl, id.device);
+		/* rdma_cm's BTF is there only while the module is loaded */
+		if (bpf_core_type_exists(struct rdma_id_private___rdmactl))
+			return bpf_core_field_offset(struct rdma_id_private___rdmactl, id.device);
+		return 0;
 	case T_MR:
 		return bpf_core_field_offset(struct ib_mr___rdmactl, device);
 	case T_CTX:
@@ -154,11 +157,12 @@ static __always_inline void res_device(struct rdma_restrack_entry___rdmactl *res
 {
 	struct ib_device___rdmactl *dev = NULL;
 	void *obj = res_object(res, type);
-	__u32 doff = device_offset(type);
+	__u32 doff;
 
 	e->dev_index = MON_DEV_NONE;
 	if (!obj)
 		return;
+	doff = device_offset(type);
 	if (type == T_MR) {
 		__u32 loff = bpf_core_field_offset(struct ib_mr___rdmactl, length);
 		__u64 head[8];

@@ -34,6 +34,7 @@ struct mon {
 	bool kprobe;
 	bool commit_del;
 	bool pinned;
+	bool attached;
 	int64_t rt_offset;
 };
 
@@ -174,6 +175,23 @@ static int load_attach(struct mon *m, bool fentry)
 	if (err)
 		return fail(err, "cannot attach to ib_core (%s): %s", fentry ? "fentry" : "kprobe", strerror(-err));
 	m->kprobe = !fentry;
+	m->attached = true;
+	return 0;
+}
+
+int mon_set_attached(struct mon *m, bool on)
+{
+	int err = 0;
+
+	if (on == m->attached)
+		return 0;
+	if (on)
+		err = restrack_bpf__attach(m->skel);
+	else
+		restrack_bpf__detach(m->skel);
+	if (err)
+		return fail(err, "cannot attach to ib_core again: %s", strerror(-err));
+	m->attached = on;
 	return 0;
 }
 

@@ -67,6 +67,11 @@ const char *mon_error(void);
 const char *mon_mode(const struct mon *m);
 /* Whether the kernel splits destroys into rdma_restrack_begin_del/commit_del (and commit_del is hooked). */
 bool mon_has_commit_del(const struct mon *m);
+/*
+ * Detach the probes (on = false) or attach them again, keeping the maps and the ring: what bench/monprobe
+ * uses to time the same operations with and without them. Attaching again takes a while (trampolines).
+ */
+int mon_set_attached(struct mon *m, bool on);
 /* Wait up to timeout_ms for events and deliver them: number of events, or -errno (-EINTR on a signal). */
 int mon_poll(struct mon *m, int timeout_ms);
 /* Deliver what is in the ring now, without waiting. */

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The cost of rdmactl monitor's probes per operation, with the host's drift taken out: one process runs
+ * the same create/destroy cycles in short windows, alternately with the probes attached and detached
+ * (the maps and the ring stay), in the order on-off, off-on, ... Each pair of neighbouring windows gives
+ * one ratio; the median of the ratios and its distribution-free 95 % interval are printed. The ring is
+ * drained between windows, so the reader's work is outside the timed windows: this is the BPF side alone
+ * (trampolines and programs), which is what the storm in bench/monitor.sh cannot resolve on a noisy host.
+ *
+ *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE]
+ * A cycle creates and destroys one object of each kind in KINDS (qp,mr,cq,pd; default all), on one open
+ * context with one PD and CQ, like bench/monitor.sh's storm. Needs root and ib_core; run in the lab
+ * (bench/monprobe.sh). SETTLE (default 50) untimed cycles follow each attach and detach.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "bench.h"
+#include "bpfmon.h"
+
+enum { K_QP = 1, K_MR = 2, K_CQ = 4, K_PD = 8 };
+
+struct ctx {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	unsigned int kinds;
+	char buf[65536];
+};
+
+static uint64_t seen; /* events delivered by the ring */
+
+static int on_event(const struct mon_event *e, void *arg)
+{
+	(void)e;
+	(void)arg;
+	seen++;
+	return 0;
+}
+
+/* One cycle: 2 operations per kind. Returns the number of operations, or -1. */
+static int cycle(struct ctx *c)
+{
+	int ops = 0;
+
+	if (c->kinds & K_QP) {
+		struct ibv_qp_init_attr a = { .send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
+					      .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+						       .max_recv_sge = 1 } };
+		struct ibv_qp *qp = ibv_create_qp(c->pd, &a);
+
+		if (!qp || ibv_destroy_qp(qp))
+			return -1;
+		ops += 2;
+	}
+	if (c->kinds & K_MR) {
+		struct ibv_mr *mr = ibv_reg_mr(c->pd, c->buf, sizeof(c->buf), IBV_ACCESS_LOCAL_WRITE);
+
+		if (!mr || ibv_dereg_mr(mr))
+			return -1;
+		ops += 2;
+	}
+	if (c->kinds & K_CQ) {
+		struct ibv_cq *cq = ibv_create_cq(c->ctx, 16, NULL, NULL, 0);
+
+		if (!cq || ibv_destroy_cq(cq))
+			return -1;
+		ops += 2;
+	}
+	if (c->kinds & K_PD) {
+		struct ibv_pd *pd = ibv_alloc_pd(c->ctx);
+
+		if (!pd || ibv_dealloc_pd(pd))
+			return -1;
+		ops += 2;
+	}
+	return ops;
+}
+
+/* n cycles; their wall time in ns (0 on failure), and the operations done in *ops. */
+static uint64_t window(struct ctx *c, int n, uint64_t *ops)
+{
+	uint64_t t0 = now_ns();
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		k = cycle(c);
+		if (k < 0)
+			return 0;
+		*ops += k;
+	}
+	return now_ns() - t0;
+}
+
+static unsigned int parse_kinds(const char *s)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	unsigned int k = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "qp"))
+			k |= K_QP;
+		else if (!strcmp(tok, "mr"))
+			k |= K_MR;
+		else if (!strcmp(tok, "cq"))
+			k |= K_CQ;
+		else if (!strcmp(tok, "pd"))
+			k |= K_PD;
+		else
+			k = 0x100;
+	}
+	free(copy);
+	return k;
+}
+
+/* Largest k with 2 P(Binomial(n, 1/2) <= k - 1) <= 0.05: [v(k), v(n+1-k)] (1-based, sorted) is the 95 % CI. */
+static int ci_rank(int n)
+{
+	double p = 1, c = 0;
+	int j, k = 0;
+
+	for (j = 0; j < n; j++)
+		p /= 2;
+	for (j = 0; j < n / 2; j++) {
+		c += p;
+		p = p * (n - j) / (j + 1);
+		if (2 * c > 0.05)
+			break;
+		k = j + 1;
+	}
+	return k;
+}
+
+int main(int argc, char **argv)
+{
+	const char *devname = NULL;
+	int cycles = 100, pairs = 41, opt, i, p, k;
+	struct mon_opts mo = { .events = true, .cb = on_event };
+	struct ibv_device **list;
+	struct mon_lost lost;
+	struct ctx c = { .kinds = K_QP | K_MR | K_CQ | K_PD };
+	struct mon *m;
+	double *ratio, *extra;
+	uint64_t ops_on = 0, ops_off = 0, ops_settle = 0, seen_on = 0, seen_off = 0, t_on = 0, t_off = 0;
+	int settle = 50;
+
+	while ((opt = getopt(argc, argv, "d:n:w:k:s:")) != -1) {
+		switch (opt) {
+		case 'd':
+			devname = optarg;
+			break;
+		case 'n':
+			cycles = atoi(optarg);
+			break;
+		case 'w':
+			pairs = atoi(optarg);
+			break;
+		case 'k':
+			c.kinds = parse_kinds(optarg);
+			break;
+		case 's':
+			settle = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k qp,mr,cq,pd] [-s SETTLE]\n");
+			return 2;
+		}
+	}
+	if (cycles < 1 || pairs < 1 || settle < 0 || !c.kinds || c.kinds > 0xf) {
+		fprintf(stderr, "monprobe: CYCLES and PAIRS must be positive, SETTLE not negative, KINDS a list of "
+				"qp, mr, cq, pd\n");
+		return 2;
+	}
+	list = ibv_get_device_list(NULL);
+	for (i = 0; list && list[i]; i++)
+		if (!devname || !strcmp(ibv_get_device_name(list[i]), devname))
+			break;
+	if (!list || !list[i] || !(c.ctx = ibv_open_device(list[i]))) {
+		fprintf(stderr, "monprobe: cannot open %s\n", devname ? devname : "an RDMA device");
+		return 1;
+	}
+	ibv_free_device_list(list);
+	c.pd = ibv_alloc_pd(c.ctx);
+	c.cq = ibv_create_cq(c.ctx, 16, NULL, NULL, 0);
+	if (!c.pd || !c.cq) {
+		fprintf(stderr, "monprobe: cannot allocate a PD and a CQ\n");
+		return 1;
+	}
+	if (mon_open(&mo, &m)) {
+		fprintf(stderr, "monprobe: %s\n", mon_error());
+		return 1;
+	}
+	ratio = calloc(pairs, sizeof(*ratio));
+	extra = calloc(pairs, sizeof(*extra));
+	if (!ratio || !extra)
+		return 1;
+	/* warm-up, both ways */
+	for (i = 0; i < 2; i++) {
+		uint64_t ops = 0;
+
+		if (mon_set_attached(m, i == 0) || !window(&c, cycles, &ops)) {
+			fprintf(stderr, "monprobe: %s\n", i ? "an operation failed" : mon_error());
+			return 1;
+		}
+	}
+	mon_consume(m);
+	for (p = 0; p < pairs; p++) {
+		uint64_t t[2] = { 0, 0 }, ops[2] = { 0, 0 };
+
+		for (k = 0; k < 2; k++) {
+			int on = (p % 2) ^ k; /* on-off, off-on, ... */
+			uint64_t before;
+
+			if (mon_set_attached(m, on)) {
+				fprintf(stderr, "monprobe: %s\n", mon_error());
+				return 1;
+			}
+			/*
+			 * Untimed cycles first: attaching and detaching rewrite kernel text (the call site, the
+			 * trampoline), and an emulator translates the new code once; that is not the probes' cost.
+			 */
+			if (!window(&c, settle, &ops_settle)) {
+				fprintf(stderr, "monprobe: an operation failed: %s\n", strerror(errno));
+				return 1;
+			}
+			mon_consume(m);
+			before = seen;
+			t[on] = window(&c, cycles, &ops[on]);
+			if (!t[on]) {
+				fprintf(stderr, "monprobe: an operation failed: %s\n", strerror(errno));
+				return 1;
+			}
+			mon_consume(m);
+			if (on)
+				seen_on += seen - before;
+			else
+				seen_off += seen - before;
+		}
+		ratio[p] = (double)t[1] / (double)t[0];
+		extra[p] = ((double)t[1] - (double)t[0]) / (double)ops[1];
+		t_on += t[1];
+		t_off += t[0];
+		ops_on += ops[1];
+		ops_off += ops[0];
+	}
+	mon_lost(m, &lost);
+	printf("monprobe: %s probes, %d pairs of windows of %d cycles (%" PRIu64 " operations each way)\n", mon_mode(m),
+	       pairs, cycles, ops_on);
+	printf("  without probes %.1f us per operation, with %.1f us (totals)\n", t_off / 1e3 / ops_off,
+	       t_on / 1e3 / ops_on);
+	k = ci_rank(pairs);
+	printf("  extra per operation: median %.2f us", median(extra, pairs) / 1e3);
+	if (k)
+		printf(" (95%% CI %.2f..%.2f)", extra[k - 1] / 1e3, extra[pairs - k] / 1e3);
+	printf("\n  with/without ratio: median %.4f", median(ratio, pairs));
+	if (k)
+		printf(" (95%% CI %.4f..%.4f)", ratio[k - 1], ratio[pairs - k]);
+	printf("\n  events seen with probes %" PRIu64 " of %" PRIu64 " operations (ring lost %" PRIu64
+	       "), without probes %" PRIu64 "\n",
+	       seen_on, ops_on, lost.ring, seen_off);
+	mon_close(m);
+	ibv_destroy_cq(c.cq);
+	ibv_dealloc_pd(c.pd);
+	ibv_close_device(c.ctx);
+	/* the measurement only counts if the probes saw every operation and nothing while detached */
+	return seen_on == ops_on && !seen_off ? 0 : 1;
+}
