@@ -92,59 +92,42 @@ __u64 lost_events;   /* ring buffer full: event not delivered (the counters stil
 __u64 lost_counters; /* counters map full: tgid not counted */
 __u64 emitted;       /* events offered to the ring buffer (paces the fill-level check) */
 
-/* Where the object that contains res starts, for each restrack type (NULL: type without a container view). */
-static __always_inline void *res_object(struct rdma_restrack_entry___rdmactl *res, unsigned int type)
+/*
+ * Where the object that contains res starts, and the offset of its device pointer (all ib_core objects
+ * lead with it; the CM id and the counter do not). NULL: no container view for this type.
+ */
+#define OBJ_OF(T, doff_field)                                                                                \
+	({                                                                                                   \
+		*doff = bpf_core_field_offset(struct T, doff_field);                                         \
+		base - bpf_core_field_offset(struct T, res);                                                 \
+	})
+
+static __always_inline void *res_object(struct rdma_restrack_entry___rdmactl *res, unsigned int type, __u32 *doff)
 {
 	void *base = res;
 
 	switch (type) {
 	case T_PD:
-		return base - bpf_core_field_offset(struct ib_pd___rdmactl, res);
+		return OBJ_OF(ib_pd___rdmactl, device);
 	case T_CQ:
-		return base - bpf_core_field_offset(struct ib_cq___rdmactl, res);
+		return OBJ_OF(ib_cq___rdmactl, device);
 	case T_QP:
-		return base - bpf_core_field_offset(struct ib_qp___rdmactl, res);
-	case T_CM_ID:
-		if (bpf_core_type_exists(struct rdma_id_private___rdmactl))
-			return base - bpf_core_field_offset(struct rdma_id_private___rdmactl, res);
-		return NULL;
-	case T_MR:
-		return base - bpf_core_field_offset(struct ib_mr___rdmactl, res);
-	case T_CTX:
-		return base - bpf_core_field_offset(struct ib_ucontext___rdmactl, res);
-	case T_COUNTER:
-		return base - bpf_core_field_offset(struct rdma_counter___rdmactl, res);
-	case T_SRQ:
-		return base - bpf_core_field_offset(struct ib_srq___rdmactl, res);
-	}
-	return NULL;
-}
-
-/* Offset of the device pointer in the object of each type (all ib_core objects but the CM id lead with it). */
-static __always_inline __u32 device_offset(unsigned int type)
-{
-	switch (type) {
-	case T_PD:
-		return bpf_core_field_offset(struct ib_pd___rdmactl, device);
-	case T_CQ:
-		return bpf_core_field_offset(struct ib_cq___rdmactl, device);
-	case T_QP:
-		return bpf_core_field_offset(struct ib_qp___rdmactl, device);
+		return OBJ_OF(ib_qp___rdmactl, device);
 	case T_CM_ID:
 		/* rdma_cm's BTF is there only while the module is loaded */
 		if (bpf_core_type_exists(struct rdma_id_private___rdmactl))
-			return bpf_core_field_offset(struct rdma_id_private___rdmactl, id.device);
-		return 0;
+			return OBJ_OF(rdma_id_private___rdmactl, id.device);
+		return NULL;
 	case T_MR:
-		return bpf_core_field_offset(struct ib_mr___rdmactl, device);
+		return OBJ_OF(ib_mr___rdmactl, device);
 	case T_CTX:
-		return bpf_core_field_offset(struct ib_ucontext___rdmactl, device);
+		return OBJ_OF(ib_ucontext___rdmactl, device);
 	case T_COUNTER:
-		return bpf_core_field_offset(struct rdma_counter___rdmactl, device);
+		return OBJ_OF(rdma_counter___rdmactl, device);
 	case T_SRQ:
-		return bpf_core_field_offset(struct ib_srq___rdmactl, device);
+		return OBJ_OF(ib_srq___rdmactl, device);
 	}
-	return 0;
+	return NULL;
 }
 
 /*
@@ -156,13 +139,12 @@ static __always_inline void res_device(struct rdma_restrack_entry___rdmactl *res
 				       struct mon_event *e)
 {
 	struct ib_device___rdmactl *dev = NULL;
-	void *obj = res_object(res, type);
-	__u32 doff;
+	__u32 doff = 0;
+	void *obj = res_object(res, type, &doff);
 
 	e->dev_index = MON_DEV_NONE;
 	if (!obj)
 		return;
-	doff = device_offset(type);
 	if (type == T_MR) {
 		__u32 loff = bpf_core_field_offset(struct ib_mr___rdmactl, length);
 		__u64 head[8];
