@@ -32,7 +32,8 @@ teardown() {
 @test "rdma-core ibv_rc_pingpong passes over rxe0 with -g 1" {
 	timeout 30 ibv_rc_pingpong -d rxe0 -g 1 -n 100 >"$BATS_TEST_TMPDIR/srv" 2>&1 3>&- &
 	local srv=$!
-	sleep 0.5
+	# the server listens on TCP 18515 for the address exchange (a fixed sleep was too short under load)
+	wait_for 20 bash -c 'ss -Hltn "sport = :18515" | grep -q .'
 	run timeout 30 ibv_rc_pingpong -d rxe0 -g 1 -n 100 192.0.2.1
 	assert_success
 	assert_output --regexp "819200 bytes in [0-9.]+ seconds"
