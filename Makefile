@@ -20,6 +20,8 @@ export BUILD := $(abspath $(OUT))
 CC          ?= gcc
 CLANG       ?= clang
 BPFTOOL     ?= bpftool
+# extra clang flags for bpf/*.bpf.c (experiments: variants of the probes built side by side with OUT=)
+BPF_CFLAGS  ?=
 SANITIZE    ?=
 FUZZ_SECONDS ?= 20
 
@@ -98,7 +100,7 @@ $(OUT)/vmlinux.h: | $(OUT)
 
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(OUT)/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(OUT) -Ibpf -Ilib -MMD -MP -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 $(BPF_CFLAGS) -I$(OUT) -Ibpf -Ilib -MMD -MP -c $< -o $@
 	$(Q)$(BPFTOOL) gen object $@.linked $@ && mv $@.linked $@ || true
 
 $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o

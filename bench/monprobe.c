@@ -7,8 +7,10 @@
  * drained between windows, so the reader's work is outside the timed windows: this is the BPF side alone
  * (trampolines and programs), which is what the storm in bench/monitor.sh cannot resolve on a noisy host.
  *
- *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE]
- * A cycle creates and destroys one object of each kind in KINDS (qp,mr,cq,pd; default all), on one open
+ *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE] [-S WINDOWS]
+ * With -S, WINDOWS more windows run attached with the kernel's run-time statistics on (after the timed
+ * pairs: the statistics' clock reads would weigh on them), and the programs' own time per run is printed:
+ * the part of the extra time spent inside the programs rather than in the trampolines. A cycle creates and destroys one object of each kind in KINDS (qp,mr,cq,pd; default all), on one open
  * context with one PD and CQ, like bench/monitor.sh's storm. Needs root and ib_core; run in the lab
  * (bench/monprobe.sh). SETTLE (default 50) untimed cycles follow each attach and detach.
  */
@@ -18,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include <infiniband/verbs.h>
 
@@ -137,6 +142,40 @@ static int ci_rank(int n)
 	return k;
 }
 
+/* -S: WINDOWS attached windows with run-time statistics on; the programs' time per run. */
+static int prog_time(struct mon *m, struct ctx *c, int cycles, int windows)
+{
+	uint64_t ns0, n0, ns1, n1, ops = 0, wall = 0;
+	int fd, i, err;
+
+	fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (fd < 0 || mon_set_attached(m, true)) {
+		fprintf(stderr, "monprobe: cannot turn on BPF run-time statistics: %s\n", strerror(errno));
+		return -1;
+	}
+	err = mon_prog_stats(m, &ns0, &n0);
+	for (i = 0; !err && i < windows; i++) {
+		uint64_t t = window(c, cycles, &ops);
+
+		if (!t)
+			err = -errno;
+		wall += t;
+		mon_consume(m);
+	}
+	if (!err)
+		err = mon_prog_stats(m, &ns1, &n1);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "monprobe: %s\n", strerror(-err));
+		return -1;
+	}
+	printf("  programs (run-time statistics on, %d windows): %" PRIu64 " runs for %" PRIu64
+	       " operations, %.2f us per run = %.2f%% of an operation's %.1f us\n",
+	       windows, n1 - n0, ops, (ns1 - ns0) / 1e3 / (double)(n1 - n0 ? n1 - n0 : 1),
+	       100.0 * (double)(ns1 - ns0) / (double)(wall ? wall : 1), wall / 1e3 / (double)(ops ? ops : 1));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *devname = NULL;
@@ -148,9 +187,9 @@ int main(int argc, char **argv)
 	struct mon *m;
 	double *ratio, *extra;
 	uint64_t ops_on = 0, ops_off = 0, ops_settle = 0, seen_on = 0, seen_off = 0, t_on = 0, t_off = 0;
-	int settle = 50;
+	int settle = 50, stat_windows = 0;
 
-	while ((opt = getopt(argc, argv, "d:n:w:k:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:w:k:s:S:")) != -1) {
 		switch (opt) {
 		case 'd':
 			devname = optarg;
@@ -167,14 +206,18 @@ int main(int argc, char **argv)
 		case 's':
 			settle = atoi(optarg);
 			break;
+		case 'S':
+			stat_windows = atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k qp,mr,cq,pd] [-s SETTLE]\n");
+			fprintf(stderr, "usage: monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k qp,mr,cq,pd] [-s SETTLE] "
+					"[-S WINDOWS]\n");
 			return 2;
 		}
 	}
-	if (cycles < 1 || pairs < 1 || settle < 0 || !c.kinds || c.kinds > 0xf) {
-		fprintf(stderr, "monprobe: CYCLES and PAIRS must be positive, SETTLE not negative, KINDS a list of "
-				"qp, mr, cq, pd\n");
+	if (cycles < 1 || pairs < 1 || settle < 0 || stat_windows < 0 || !c.kinds || c.kinds > 0xf) {
+		fprintf(stderr, "monprobe: CYCLES and PAIRS must be positive, SETTLE and WINDOWS not negative, KINDS a "
+				"list of qp, mr, cq, pd\n");
 		return 2;
 	}
 	list = ibv_get_device_list(NULL);
@@ -249,6 +292,8 @@ int main(int argc, char **argv)
 		ops_on += ops[1];
 		ops_off += ops[0];
 	}
+	if (stat_windows && prog_time(m, &c, cycles, stat_windows))
+		return 1;
 	mon_lost(m, &lost);
 	printf("monprobe: %s probes, %d pairs of windows of %d cycles (%" PRIu64 " operations each way)\n", mon_mode(m),
 	       pairs, cycles, ops_on);

@@ -195,6 +195,28 @@ int mon_set_attached(struct mon *m, bool on)
 	return 0;
 }
 
+int mon_prog_stats(const struct mon *m, uint64_t *run_ns, uint64_t *runs)
+{
+	struct bpf_program *prog;
+
+	*run_ns = *runs = 0;
+	bpf_object__for_each_program(prog, m->skel->obj)
+	{
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0)
+			continue; /* not loaded (the other attach mode) */
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			return -errno;
+		*run_ns += info.run_time_ns;
+		*runs += info.run_cnt;
+	}
+	return 0;
+}
+
 static void pin_counters(struct mon *m)
 {
 	int err;

@@ -72,6 +72,12 @@ bool mon_has_commit_del(const struct mon *m);
  * uses to time the same operations with and without them. Attaching again takes a while (trampolines).
  */
 int mon_set_attached(struct mon *m, bool on);
+/*
+ * Time spent in the loaded programs and how often they ran, summed over the programs (what bench/monprobe
+ * reports per run). The kernel only counts while run-time statistics are on (bpf_enable_stats() or
+ * kernel.bpf_stats_enabled); 0 on success, -errno.
+ */
+int mon_prog_stats(const struct mon *m, uint64_t *run_ns, uint64_t *runs);
 /* Wait up to timeout_ms for events and deliver them: number of events, or -errno (-EINTR on a signal). */
 int mon_poll(struct mon *m, int timeout_ms);
 /* Deliver what is in the ring now, without waiting. */
