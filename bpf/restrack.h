@@ -37,6 +37,27 @@ struct mon_event {
 	/* No device name: user space names dev_index (one read fewer per event, and half the bytes). */
 };
 
+/*
+ * The event ring: MON_SLOTS slots of 64 bytes in an mmapable array map (1 MiB), filled in order of a
+ * sequence number the program reserves with a compare-and-swap. A slot is published by storing seq + 1
+ * into it last; the reader takes slots in sequence order while they carry the number it expects, so order
+ * is the order of reservation (as with a BPF ring buffer) and a slot still being filled holds the reader
+ * back instead of being skipped. The reader hands slots back by advancing mon_ring_pos.cons.
+ */
+#define MON_SLOTS 16384 /* a power of two */
+struct mon_slot {
+	struct mon_event e;
+	__u64 seq; /* sequence number + 1 once e is complete */
+};
+
+/* Producer and consumer positions (sequence numbers), each on its own cache line. */
+struct mon_ring_pos {
+	__u64 prod; /* next sequence number to reserve (the program) */
+	__u64 pad1[7];
+	__u64 cons; /* next sequence number to read (user space) */
+	__u64 pad2[7];
+};
+
 /* Value of the per-tgid counters map (key: __u32 tgid, 0 = kernel objects). Only ever increases. */
 struct mon_counts {
 	__u64 create[MON_NTYPES];

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "monring.h"
 #include "restrack.skel.h"
 
 #ifndef CAP_PERFMON
@@ -29,7 +31,9 @@
 
 struct mon {
 	struct restrack_bpf *skel;
-	struct ring_buffer *rb;
+	struct ring_buffer *rb;          /* the doorbell: wakes the reader early */
+	const struct mon_slot *slots;    /* the event slots, mapped read-only */
+	size_t slots_len;
 	struct mon_opts opts;
 	bool kprobe;
 	bool commit_del;
@@ -127,13 +131,18 @@ static void kallsyms_funcs(bool found[NHOOK_FNS])
 	fclose(f);
 }
 
-static int ring_cb(void *ctx, void *data, size_t size)
+/* The doorbell's records only wake the reader: drain_slots() does the reading. */
+static int doorbell_cb(void *ctx, void *data, size_t size)
 {
-	struct mon *m = ctx;
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0;
+}
 
-	if (size < sizeof(struct mon_event))
-		return 0;
-	return m->opts.cb ? m->opts.cb(data, m->opts.arg) : 0;
+static int drain_slots(struct mon *m)
+{
+	return mon_ring_drain(m->slots, &m->skel->bss->ring.cons, m->opts.cb, m->opts.arg);
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -166,8 +175,7 @@ static int load_attach(struct mon *m, bool fentry)
 	m->skel->rodata->emit_events = m->opts.events;
 	set_autoload(m->skel, fentry, m->commit_del);
 	if (!m->opts.events)
-		bpf_map__set_max_entries(m->skel->maps.events, 4096);
-	m->skel->rodata->wakeup_bytes = bpf_map__max_entries(m->skel->maps.events) / 4;
+		bpf_map__set_max_entries(m->skel->maps.slots, 1); /* never written: the program only counts */
 	err = restrack_bpf__load(m->skel);
 	if (err)
 		return fail(err, "cannot load the BPF program (%s): %s", fentry ? "fentry" : "kprobe", strerror(-err));
@@ -282,11 +290,21 @@ int mon_open(const struct mon_opts *opts, struct mon **out)
 	if (err)
 		goto err;
 	if (opts->events) {
-		m->rb = ring_buffer__new(bpf_map__fd(m->skel->maps.events), ring_cb, m, NULL);
+		void *p;
+
+		m->rb = ring_buffer__new(bpf_map__fd(m->skel->maps.doorbell), doorbell_cb, m, NULL);
 		if (!m->rb) {
 			err = fail(-errno ? -errno : -ENOMEM, "cannot open the ring buffer: %s", strerror(errno));
 			goto err;
 		}
+		m->slots_len = (size_t)MON_SLOTS * sizeof(struct mon_slot);
+		p = mmap(NULL, m->slots_len, PROT_READ, MAP_SHARED, bpf_map__fd(m->skel->maps.slots), 0);
+		if (p == MAP_FAILED) {
+			err = fail(-errno, "cannot map the event slots: %s", strerror(errno));
+			ring_buffer__free(m->rb);
+			goto err;
+		}
+		m->slots = p;
 	}
 	if (opts->pin_counters)
 		pin_counters(m);
@@ -306,6 +324,8 @@ void mon_close(struct mon *m)
 	if (!m)
 		return;
 	unpin_counters(m);
+	if (m->slots)
+		munmap((void *)m->slots, m->slots_len);
 	ring_buffer__free(m->rb);
 	restrack_bpf__destroy(m->skel);
 	free(m);
@@ -323,16 +343,22 @@ bool mon_has_commit_del(const struct mon *m)
 
 int mon_poll(struct mon *m, int timeout_ms)
 {
+	int err;
+
 	if (!m->rb)
 		return -EINVAL;
-	return ring_buffer__poll(m->rb, timeout_ms);
+	err = ring_buffer__poll(m->rb, timeout_ms);
+	return err < 0 ? err : drain_slots(m);
 }
 
 int mon_consume(struct mon *m)
 {
+	int err;
+
 	if (!m->rb)
 		return -EINVAL;
-	return ring_buffer__consume(m->rb);
+	err = ring_buffer__consume(m->rb);
+	return err < 0 ? err : drain_slots(m);
 }
 
 int mon_fd(const struct mon *m)
