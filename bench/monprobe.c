@@ -7,7 +7,10 @@
  * drained between windows, so the reader's work is outside the timed windows: this is the BPF side alone
  * (trampolines and programs), which is what the storm in bench/monitor.sh cannot resolve on a noisy host.
  *
- *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE] [-S WINDOWS]
+ *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE] [-S WINDOWS] [-p PROCS]
+ * PROCS worker processes (default 2: a storm from several processes) each run CYCLES cycles per window
+ * on their own context, all at once; a window lasts until the last of them is done. This process only
+ * attaches, detaches and drains the ring, like a monitor would.
  * With -S, WINDOWS more windows run attached with the kernel's run-time statistics on (after the timed
  * pairs: the statistics' clock reads would weigh on them), and the programs' own time per run is printed:
  * the part of the extra time spent inside the programs rather than in the trampolines. A cycle creates and destroys one object of each kind in KINDS (qp,mr,cq,pd; default all), on one open
@@ -17,9 +20,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -88,18 +93,141 @@ static int cycle(struct ctx *c)
 	return ops;
 }
 
-/* n cycles; their wall time in ns (0 on failure), and the operations done in *ops. */
-static uint64_t window(struct ctx *c, int n, uint64_t *ops)
+#define MAX_PROCS 64
+
+struct workers {
+	int n;
+	pid_t pid[MAX_PROCS];
+	int cmd[MAX_PROCS]; /* parent -> worker: cycles to run (0: exit) */
+	int res[MAX_PROCS]; /* worker -> parent: operations done, or -1 */
+};
+
+static int open_ctx(struct ctx *c, const char *devname)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int i;
+
+	for (i = 0; list && list[i]; i++)
+		if (!devname || !strcmp(ibv_get_device_name(list[i]), devname))
+			break;
+	if (!list || !list[i] || !(c->ctx = ibv_open_device(list[i]))) {
+		fprintf(stderr, "monprobe: cannot open %s\n", devname ? devname : "an RDMA device");
+		return -1;
+	}
+	ibv_free_device_list(list);
+	c->pd = ibv_alloc_pd(c->ctx);
+	c->cq = ibv_create_cq(c->ctx, 16, NULL, NULL, 0);
+	if (!c->pd || !c->cq) {
+		fprintf(stderr, "monprobe: cannot allocate a PD and a CQ\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* A worker: open its context, say so (0), then run the cycles it is told to and answer with the count. */
+static void worker(const char *devname, unsigned int kinds, int cmd, int res)
+{
+	static struct ctx c;
+	int64_t r = 0;
+	int n, i, k;
+
+	c.kinds = kinds;
+	if (open_ctx(&c, devname))
+		r = -1;
+	if (write(res, &r, sizeof(r)) != sizeof(r) || r < 0)
+		_exit(1);
+	while (read(cmd, &n, sizeof(n)) == sizeof(n) && n > 0) {
+		for (r = 0, i = 0; i < n; i++) {
+			k = cycle(&c);
+			if (k < 0) {
+				fprintf(stderr, "monprobe: an operation failed: %s\n", strerror(errno));
+				r = -1;
+				break;
+			}
+			r += k;
+		}
+		if (write(res, &r, sizeof(r)) != sizeof(r))
+			_exit(1);
+	}
+	ibv_destroy_cq(c.cq);
+	ibv_dealloc_pd(c.pd);
+	ibv_close_device(c.ctx);
+	_exit(0);
+}
+
+/* One answer from every worker; -1 if one failed or went away. */
+static int64_t collect(struct workers *w)
+{
+	int64_t total = 0, r;
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		if (read(w->res[i], &r, sizeof(r)) != sizeof(r) || r < 0)
+			return -1;
+		total += r;
+	}
+	return total;
+}
+
+static int start_workers(struct workers *w, int n, const char *devname, unsigned int kinds)
+{
+	int i;
+
+	w->n = 0;
+	for (i = 0; i < n; i++) {
+		int cp[2], rp[2];
+
+		if (pipe(cp) || pipe(rp))
+			return -1;
+		w->pid[i] = fork();
+		if (w->pid[i] < 0)
+			return -1;
+		if (!w->pid[i]) {
+			int j;
+
+			/* the earlier workers' pipes too: they would not see their end of input otherwise */
+			for (j = 0; j < i; j++) {
+				close(w->cmd[j]);
+				close(w->res[j]);
+			}
+			close(cp[1]);
+			close(rp[0]);
+			worker(devname, kinds, cp[0], rp[1]);
+		}
+		close(cp[0]);
+		close(rp[1]);
+		w->cmd[i] = cp[1];
+		w->res[i] = rp[0];
+		w->n++;
+	}
+	return collect(w) < 0 ? -1 : 0;
+}
+
+static void stop_workers(struct workers *w)
+{
+	int i;
+
+	for (i = 0; i < w->n; i++) {
+		close(w->cmd[i]);
+		close(w->res[i]);
+		waitpid(w->pid[i], NULL, 0);
+	}
+}
+
+/* n cycles in every worker at once: the wall time until the last is done (0 on failure), ops in *ops. */
+static uint64_t window(struct workers *w, int n, uint64_t *ops)
 {
 	uint64_t t0 = now_ns();
-	int i, k;
+	int64_t done;
+	int i;
 
-	for (i = 0; i < n; i++) {
-		k = cycle(c);
-		if (k < 0)
+	for (i = 0; i < w->n; i++)
+		if (write(w->cmd[i], &n, sizeof(n)) != sizeof(n))
 			return 0;
-		*ops += k;
-	}
+	done = collect(w);
+	if (done < 0)
+		return 0;
+	*ops += (uint64_t)done;
 	return now_ns() - t0;
 }
 
@@ -143,7 +271,7 @@ static int ci_rank(int n)
 }
 
 /* -S: WINDOWS attached windows with run-time statistics on; the programs' time per run. */
-static int prog_time(struct mon *m, struct ctx *c, int cycles, int windows)
+static int prog_time(struct mon *m, struct workers *c, int cycles, int windows)
 {
 	uint64_t ns0, n0, ns1, n1, ops = 0, wall = 0;
 	int fd, i, err;
@@ -169,10 +297,12 @@ static int prog_time(struct mon *m, struct ctx *c, int cycles, int windows)
 		fprintf(stderr, "monprobe: %s\n", strerror(-err));
 		return -1;
 	}
+	/* the workers run side by side: each operation takes its process wall * n / ops */
 	printf("  programs (run-time statistics on, %d windows): %" PRIu64 " runs for %" PRIu64
-	       " operations, %.2f us per run = %.2f%% of an operation's %.1f us\n",
+	       " operations, %.2f us per run = %.2f%% of an operation's %.1f us in its process\n",
 	       windows, n1 - n0, ops, (ns1 - ns0) / 1e3 / (double)(n1 - n0 ? n1 - n0 : 1),
-	       100.0 * (double)(ns1 - ns0) / (double)(wall ? wall : 1), wall / 1e3 / (double)(ops ? ops : 1));
+	       100.0 * (double)(ns1 - ns0) / ((double)(wall ? wall : 1) * c->n),
+	       wall / 1e3 * c->n / (double)(ops ? ops : 1));
 	return 0;
 }
 
@@ -181,15 +311,15 @@ int main(int argc, char **argv)
 	const char *devname = NULL;
 	int cycles = 100, pairs = 41, opt, i, p, k;
 	struct mon_opts mo = { .events = true, .cb = on_event };
-	struct ibv_device **list;
 	struct mon_lost lost;
-	struct ctx c = { .kinds = K_QP | K_MR | K_CQ | K_PD };
+	struct workers c;
+	unsigned int kinds = K_QP | K_MR | K_CQ | K_PD;
 	struct mon *m;
 	double *ratio, *extra;
 	uint64_t ops_on = 0, ops_off = 0, ops_settle = 0, seen_on = 0, seen_off = 0, t_on = 0, t_off = 0;
-	int settle = 50, stat_windows = 0;
+	int settle = 50, stat_windows = 0, procs = 2;
 
-	while ((opt = getopt(argc, argv, "d:n:w:k:s:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:w:k:s:S:p:")) != -1) {
 		switch (opt) {
 		case 'd':
 			devname = optarg;
@@ -201,7 +331,7 @@ int main(int argc, char **argv)
 			pairs = atoi(optarg);
 			break;
 		case 'k':
-			c.kinds = parse_kinds(optarg);
+			kinds = parse_kinds(optarg);
 			break;
 		case 's':
 			settle = atoi(optarg);
@@ -209,30 +339,25 @@ int main(int argc, char **argv)
 		case 'S':
 			stat_windows = atoi(optarg);
 			break;
+		case 'p':
+			procs = atoi(optarg);
+			break;
 		default:
 			fprintf(stderr, "usage: monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k qp,mr,cq,pd] [-s SETTLE] "
-					"[-S WINDOWS]\n");
+					"[-S WINDOWS] [-p PROCS]\n");
 			return 2;
 		}
 	}
-	if (cycles < 1 || pairs < 1 || settle < 0 || stat_windows < 0 || !c.kinds || c.kinds > 0xf) {
+	if (cycles < 1 || pairs < 1 || settle < 0 || stat_windows < 0 || !kinds || kinds > 0xf || procs < 1 ||
+	    procs > MAX_PROCS) {
 		fprintf(stderr, "monprobe: CYCLES and PAIRS must be positive, SETTLE and WINDOWS not negative, KINDS a "
-				"list of qp, mr, cq, pd\n");
+				"list of qp, mr, cq, pd, PROCS 1 to %d\n", MAX_PROCS);
 		return 2;
 	}
-	list = ibv_get_device_list(NULL);
-	for (i = 0; list && list[i]; i++)
-		if (!devname || !strcmp(ibv_get_device_name(list[i]), devname))
-			break;
-	if (!list || !list[i] || !(c.ctx = ibv_open_device(list[i]))) {
-		fprintf(stderr, "monprobe: cannot open %s\n", devname ? devname : "an RDMA device");
-		return 1;
-	}
-	ibv_free_device_list(list);
-	c.pd = ibv_alloc_pd(c.ctx);
-	c.cq = ibv_create_cq(c.ctx, 16, NULL, NULL, 0);
-	if (!c.pd || !c.cq) {
-		fprintf(stderr, "monprobe: cannot allocate a PD and a CQ\n");
+	signal(SIGPIPE, SIG_IGN);
+	if (start_workers(&c, procs, devname, kinds)) {
+		fprintf(stderr, "monprobe: cannot start %d workers\n", procs);
+		stop_workers(&c);
 		return 1;
 	}
 	if (mon_open(&mo, &m)) {
@@ -269,14 +394,14 @@ int main(int argc, char **argv)
 			 * trampoline), and an emulator translates the new code once; that is not the probes' cost.
 			 */
 			if (!window(&c, settle, &ops_settle)) {
-				fprintf(stderr, "monprobe: an operation failed: %s\n", strerror(errno));
+				fprintf(stderr, "monprobe: a worker failed\n");
 				return 1;
 			}
 			mon_consume(m);
 			before = seen;
 			t[on] = window(&c, cycles, &ops[on]);
 			if (!t[on]) {
-				fprintf(stderr, "monprobe: an operation failed: %s\n", strerror(errno));
+				fprintf(stderr, "monprobe: a worker failed\n");
 				return 1;
 			}
 			mon_consume(m);
@@ -295,12 +420,13 @@ int main(int argc, char **argv)
 	if (stat_windows && prog_time(m, &c, cycles, stat_windows))
 		return 1;
 	mon_lost(m, &lost);
-	printf("monprobe: %s probes, %d pairs of windows of %d cycles (%" PRIu64 " operations each way)\n", mon_mode(m),
-	       pairs, cycles, ops_on);
-	printf("  without probes %.1f us per operation, with %.1f us (totals)\n", t_off / 1e3 / ops_off,
-	       t_on / 1e3 / ops_on);
+	printf("monprobe: %s probes, %d pairs of windows of %d cycles in each of %d processes (%" PRIu64
+	       " operations each way)\n",
+	       mon_mode(m), pairs, cycles, procs, ops_on);
+	printf("  wall time per operation (all processes together) without probes %.2f us, with %.2f us (totals)\n",
+	       t_off / 1e3 / ops_off, t_on / 1e3 / ops_on);
 	k = ci_rank(pairs);
-	printf("  extra per operation: median %.2f us", median(extra, pairs) / 1e3);
+	printf("  extra wall time per operation: median %.2f us", median(extra, pairs) / 1e3);
 	if (k)
 		printf(" (95%% CI %.2f..%.2f)", extra[k - 1] / 1e3, extra[pairs - k] / 1e3);
 	printf("\n  with/without ratio: median %.4f", median(ratio, pairs));
@@ -310,9 +436,7 @@ int main(int argc, char **argv)
 	       "), without probes %" PRIu64 "\n",
 	       seen_on, ops_on, lost.ring, seen_off);
 	mon_close(m);
-	ibv_destroy_cq(c.cq);
-	ibv_dealloc_pd(c.pd);
-	ibv_close_device(c.ctx);
+	stop_workers(&c);
 	/* the measurement only counts if the probes saw every operation and nothing while detached */
 	return seen_on == ops_on && !seen_off ? 0 : 1;
 }

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # The monitor's probes alone: the same create/destroy cycles timed in alternating windows with the probes
-# attached and detached (bench/monprobe.c), inside the lab (boots it when run outside). Goal: <= 5 %.
-#   bench/monprobe.sh [CYCLES [PAIRS [KINDS]]]    (build first: make bench)
+# attached and detached (bench/monprobe.c), by PROCS processes at once, inside the lab (boots it when run
+# outside). Goal: <= 5 %. Also prints the programs' own time per run (30 more windows, statistics on).
+#   bench/monprobe.sh [CYCLES [PAIRS [KINDS [PROCS]]]]    (build first: make bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-$PWD/build}
 cycles=${1:-100}
 pairs=${2:-41}
 kinds=${3:-qp,mr,cq,pd}
+procs=${4:-2}
 if [ -z "${LAB_GUEST:-}" ]; then
 	export BUILD
-	exec tests/lab/run --timeout 2400 -- bench/monprobe.sh "$cycles" "$pairs" "$kinds"
+	exec tests/lab/run --timeout 2400 -- bench/monprobe.sh "$cycles" "$pairs" "$kinds" "$procs"
 fi
 [ -x "$BUILD/bench/monprobe" ] || { echo "bench/monprobe.sh: $BUILD/bench/monprobe missing (make bench)" >&2; exit 1; }
 sysctl -q -w kernel.bpf_stats_enabled=0
-"$BUILD/bench/monprobe" -d rxe0 -n "$cycles" -w "$pairs" -k "$kinds"
+"$BUILD/bench/monprobe" -d rxe0 -n "$cycles" -w "$pairs" -k "$kinds" -p "$procs" -S 30
