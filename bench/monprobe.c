@@ -10,7 +10,9 @@
  *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE] [-S WINDOWS] [-p PROCS]
  * PROCS worker processes (default 2: a storm from several processes) each run CYCLES cycles per window
  * on their own context, all at once; a window lasts until the last of them is done. This process only
- * attaches, detaches and drains the ring, like a monitor would.
+ * attaches, detaches and drains the ring, like a monitor would. Two measures per pair: the wall time of
+ * the windows, and the CPU time the workers used in them (each process's own cost, without the waits of
+ * one worker for the slowest, which several processes sharing few CPUs add to the wall time).
  * With -S, WINDOWS more windows run attached with the kernel's run-time statistics on (after the timed
  * pairs: the statistics' clock reads would weigh on them), and the programs' own time per run is printed:
  * the part of the extra time spent inside the programs rather than in the trampolines. A cycle creates and destroys one object of each kind in KINDS (qp,mr,cq,pd; default all), on one open
@@ -124,29 +126,46 @@ static int open_ctx(struct ctx *c, const char *devname)
 	return 0;
 }
 
-/* A worker: open its context, say so (0), then run the cycles it is told to and answer with the count. */
+/* A worker's answer: operations done (-1: failed) and the CPU time it took them. */
+struct answer {
+	int64_t ops;
+	uint64_t cpu_ns;
+};
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A worker: open its context, say so, then run the cycles it is told to and answer with the count. */
 static void worker(const char *devname, unsigned int kinds, int cmd, int res)
 {
 	static struct ctx c;
-	int64_t r = 0;
+	struct answer a = { 0, 0 };
 	int n, i, k;
 
 	c.kinds = kinds;
 	if (open_ctx(&c, devname))
-		r = -1;
-	if (write(res, &r, sizeof(r)) != sizeof(r) || r < 0)
+		a.ops = -1;
+	if (write(res, &a, sizeof(a)) != sizeof(a) || a.ops < 0)
 		_exit(1);
 	while (read(cmd, &n, sizeof(n)) == sizeof(n) && n > 0) {
-		for (r = 0, i = 0; i < n; i++) {
+		uint64_t c0 = cpu_ns();
+
+		for (a.ops = 0, i = 0; i < n; i++) {
 			k = cycle(&c);
 			if (k < 0) {
 				fprintf(stderr, "monprobe: an operation failed: %s\n", strerror(errno));
-				r = -1;
+				a.ops = -1;
 				break;
 			}
-			r += k;
+			a.ops += k;
 		}
-		if (write(res, &r, sizeof(r)) != sizeof(r))
+		a.cpu_ns = cpu_ns() - c0;
+		if (write(res, &a, sizeof(a)) != sizeof(a))
 			_exit(1);
 	}
 	ibv_destroy_cq(c.cq);
@@ -155,18 +174,21 @@ static void worker(const char *devname, unsigned int kinds, int cmd, int res)
 	_exit(0);
 }
 
-/* One answer from every worker; -1 if one failed or went away. */
-static int64_t collect(struct workers *w)
+/* One answer from every worker, summed into *sum; -1 if one failed or went away. */
+static int collect(struct workers *w, struct answer *sum)
 {
-	int64_t total = 0, r;
+	struct answer a;
 	int i;
 
+	sum->ops = 0;
+	sum->cpu_ns = 0;
 	for (i = 0; i < w->n; i++) {
-		if (read(w->res[i], &r, sizeof(r)) != sizeof(r) || r < 0)
+		if (read(w->res[i], &a, sizeof(a)) != sizeof(a) || a.ops < 0)
 			return -1;
-		total += r;
+		sum->ops += a.ops;
+		sum->cpu_ns += a.cpu_ns;
 	}
-	return total;
+	return 0;
 }
 
 static int start_workers(struct workers *w, int n, const char *devname, unsigned int kinds)
@@ -200,7 +222,7 @@ static int start_workers(struct workers *w, int n, const char *devname, unsigned
 		w->res[i] = rp[0];
 		w->n++;
 	}
-	return collect(w) < 0 ? -1 : 0;
+	return collect(w, &(struct answer){ 0, 0 });
 }
 
 static void stop_workers(struct workers *w)
@@ -214,20 +236,24 @@ static void stop_workers(struct workers *w)
 	}
 }
 
-/* n cycles in every worker at once: the wall time until the last is done (0 on failure), ops in *ops. */
-static uint64_t window(struct workers *w, int n, uint64_t *ops)
+/*
+ * n cycles in every worker at once: the wall time until the last is done (0 on failure); the operations
+ * and the workers' CPU time are added to *ops and *cpu (cpu may be NULL).
+ */
+static uint64_t window(struct workers *w, int n, uint64_t *ops, uint64_t *cpu)
 {
 	uint64_t t0 = now_ns();
-	int64_t done;
+	struct answer sum;
 	int i;
 
 	for (i = 0; i < w->n; i++)
 		if (write(w->cmd[i], &n, sizeof(n)) != sizeof(n))
 			return 0;
-	done = collect(w);
-	if (done < 0)
+	if (collect(w, &sum))
 		return 0;
-	*ops += (uint64_t)done;
+	*ops += (uint64_t)sum.ops;
+	if (cpu)
+		*cpu += sum.cpu_ns;
 	return now_ns() - t0;
 }
 
@@ -270,6 +296,20 @@ static int ci_rank(int n)
 	return k;
 }
 
+/* The median extra time per operation and ratio over the pairs, with their 95 % intervals (sorts both). */
+static void print_stats(const char *what, double *extra, double *ratio, int pairs)
+{
+	int k = ci_rank(pairs);
+
+	printf("  extra %s per operation: median %.2f us", what, median(extra, pairs) / 1e3);
+	if (k)
+		printf(" (95%% CI %.2f..%.2f)", extra[k - 1] / 1e3, extra[pairs - k] / 1e3);
+	printf("\n  with/without ratio of %s: median %.4f", what, median(ratio, pairs));
+	if (k)
+		printf(" (95%% CI %.4f..%.4f)", ratio[k - 1], ratio[pairs - k]);
+	printf("\n");
+}
+
 /* -S: WINDOWS attached windows with run-time statistics on; the programs' time per run. */
 static int prog_time(struct mon *m, struct workers *c, int cycles, int windows)
 {
@@ -283,7 +323,7 @@ static int prog_time(struct mon *m, struct workers *c, int cycles, int windows)
 	}
 	err = mon_prog_stats(m, &ns0, &n0);
 	for (i = 0; !err && i < windows; i++) {
-		uint64_t t = window(c, cycles, &ops);
+		uint64_t t = window(c, cycles, &ops, NULL);
 
 		if (!t)
 			err = -errno;
@@ -315,8 +355,9 @@ int main(int argc, char **argv)
 	struct workers c;
 	unsigned int kinds = K_QP | K_MR | K_CQ | K_PD;
 	struct mon *m;
-	double *ratio, *extra;
-	uint64_t ops_on = 0, ops_off = 0, ops_settle = 0, seen_on = 0, seen_off = 0, t_on = 0, t_off = 0;
+	double *ratio, *extra, *cratio, *cextra;
+	uint64_t ops_on = 0, ops_off = 0, ops_settle = 0, seen_on = 0, seen_off = 0, t_on = 0, t_off = 0, c_on = 0,
+		 c_off = 0;
 	int settle = 50, stat_windows = 0, procs = 2;
 
 	while ((opt = getopt(argc, argv, "d:n:w:k:s:S:p:")) != -1) {
@@ -366,20 +407,22 @@ int main(int argc, char **argv)
 	}
 	ratio = calloc(pairs, sizeof(*ratio));
 	extra = calloc(pairs, sizeof(*extra));
-	if (!ratio || !extra)
+	cratio = calloc(pairs, sizeof(*cratio));
+	cextra = calloc(pairs, sizeof(*cextra));
+	if (!ratio || !extra || !cratio || !cextra)
 		return 1;
 	/* warm-up, both ways */
 	for (i = 0; i < 2; i++) {
 		uint64_t ops = 0;
 
-		if (mon_set_attached(m, i == 0) || !window(&c, cycles, &ops)) {
+		if (mon_set_attached(m, i == 0) || !window(&c, cycles, &ops, NULL)) {
 			fprintf(stderr, "monprobe: %s\n", i ? "an operation failed" : mon_error());
 			return 1;
 		}
 	}
 	mon_consume(m);
 	for (p = 0; p < pairs; p++) {
-		uint64_t t[2] = { 0, 0 }, ops[2] = { 0, 0 };
+		uint64_t t[2] = { 0, 0 }, ops[2] = { 0, 0 }, cpu[2] = { 0, 0 };
 
 		for (k = 0; k < 2; k++) {
 			int on = (p % 2) ^ k; /* on-off, off-on, ... */
@@ -393,13 +436,13 @@ int main(int argc, char **argv)
 			 * Untimed cycles first: attaching and detaching rewrite kernel text (the call site, the
 			 * trampoline), and an emulator translates the new code once; that is not the probes' cost.
 			 */
-			if (!window(&c, settle, &ops_settle)) {
+			if (!window(&c, settle, &ops_settle, NULL)) {
 				fprintf(stderr, "monprobe: a worker failed\n");
 				return 1;
 			}
 			mon_consume(m);
 			before = seen;
-			t[on] = window(&c, cycles, &ops[on]);
+			t[on] = window(&c, cycles, &ops[on], &cpu[on]);
 			if (!t[on]) {
 				fprintf(stderr, "monprobe: a worker failed\n");
 				return 1;
@@ -411,6 +454,10 @@ int main(int argc, char **argv)
 				seen_off += seen - before;
 		}
 		ratio[p] = (double)t[1] / (double)t[0];
+		cratio[p] = (double)cpu[1] / (double)(cpu[0] ? cpu[0] : 1);
+		cextra[p] = ((double)cpu[1] - (double)cpu[0]) / (double)ops[1];
+		c_on += cpu[1];
+		c_off += cpu[0];
 		extra[p] = ((double)t[1] - (double)t[0]) / (double)ops[1];
 		t_on += t[1];
 		t_off += t[0];
@@ -425,14 +472,11 @@ int main(int argc, char **argv)
 	       mon_mode(m), pairs, cycles, procs, ops_on);
 	printf("  wall time per operation (all processes together) without probes %.2f us, with %.2f us (totals)\n",
 	       t_off / 1e3 / ops_off, t_on / 1e3 / ops_on);
-	k = ci_rank(pairs);
-	printf("  extra wall time per operation: median %.2f us", median(extra, pairs) / 1e3);
-	if (k)
-		printf(" (95%% CI %.2f..%.2f)", extra[k - 1] / 1e3, extra[pairs - k] / 1e3);
-	printf("\n  with/without ratio: median %.4f", median(ratio, pairs));
-	if (k)
-		printf(" (95%% CI %.4f..%.4f)", ratio[k - 1], ratio[pairs - k]);
-	printf("\n  events seen with probes %" PRIu64 " of %" PRIu64 " operations (ring lost %" PRIu64
+	print_stats("wall time", extra, ratio, pairs);
+	printf("  CPU time per operation in its process without probes %.2f us, with %.2f us (totals)\n",
+	       c_off / 1e3 / ops_off, c_on / 1e3 / ops_on);
+	print_stats("CPU time", cextra, cratio, pairs);
+	printf("  events seen with probes %" PRIu64 " of %" PRIu64 " operations (ring lost %" PRIu64
 	       "), without probes %" PRIu64 "\n",
 	       seen_on, ops_on, lost.ring, seen_off);
 	mon_close(m);
