@@ -33,15 +33,15 @@
 
 /* Lost events so far, by cause; never reset while the monitor runs. */
 struct mon_lost {
-	uint64_t ring;     /* ring buffer full: event not delivered (still counted in the counters map) */
+	uint64_t ring;     /* event ring full: event not delivered (still counted in the counters map) */
 	uint64_t counters; /* counters map full: a tgid could not be counted */
 	uint64_t pending;  /* always 0: kept for the JSON keys "pending" and "lost_pending" */
 };
 
 struct mon_opts {
-	bool events;       /* deliver events through the ring buffer to cb */
+	bool events;       /* deliver events through the event ring (bpf/restrack.h) to cb */
 	bool pin_counters; /* pin the counters map at MON_PIN_COUNTERS */
-	/* Called for every event from mon_poll()/mon_consume(); non-zero stops the poll with that value. */
+	/* Called for every event from mon_poll()/mon_consume(); a negative value stops the poll with that value. */
 	int (*cb)(const struct mon_event *e, void *arg);
 	void *arg;
 };
@@ -78,7 +78,10 @@ int mon_set_attached(struct mon *m, bool on);
  * kernel.bpf_stats_enabled); 0 on success, -errno.
  */
 int mon_prog_stats(const struct mon *m, uint64_t *run_ns, uint64_t *runs);
-/* Wait up to timeout_ms for events and deliver them: number of events, or -errno (-EINTR on a signal). */
+/*
+ * Wait up to timeout_ms (less when the ring fills up: the program does not wake the reader for every event),
+ * then deliver what is there: number of events, or -errno (-EINTR on a signal).
+ */
 int mon_poll(struct mon *m, int timeout_ms);
 /* Deliver what is in the ring now, without waiting. */
 int mon_consume(struct mon *m);
