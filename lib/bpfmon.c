@@ -37,6 +37,7 @@ struct mon {
 	struct mon_opts opts;
 	bool kprobe;
 	bool commit_del;
+	bool dealloc_hook; /* ib_dealloc_device can be hooked: the device index cache is on */
 	bool pinned;
 	bool attached;
 	int64_t rt_offset;
@@ -84,7 +85,7 @@ int mon_check(void)
 	return 0;
 }
 
-static const char *const hook_fns[] = { "rdma_restrack_add", "rdma_restrack_commit_del" };
+static const char *const hook_fns[] = { "rdma_restrack_add", "rdma_restrack_commit_del", "ib_dealloc_device" };
 #define NHOOK_FNS (sizeof(hook_fns) / sizeof(hook_fns[0]))
 
 /* Which of hook_fns does the module's BTF describe? (fentry/fexit need it.) false: no usable BTF. */
@@ -122,7 +123,8 @@ static void kallsyms_funcs(bool found[NHOOK_FNS])
 	while (fgets(line, sizeof(line), f)) {
 		char type;
 
-		if (!strstr(line, "rdma_restrack_") || sscanf(line, "%*s %c %255s", &type, name) != 2)
+		if ((!strstr(line, "rdma_restrack_") && !strstr(line, "ib_dealloc_device")) ||
+		    sscanf(line, "%*s %c %255s", &type, name) != 2)
 			continue;
 		for (i = 0; i < NHOOK_FNS; i++)
 			if ((type == 't' || type == 'T') && !strcmp(name, hook_fns[i]))
@@ -154,15 +156,17 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-static void set_autoload(struct restrack_bpf *s, bool fentry, bool commit_del)
+static void set_autoload(struct restrack_bpf *s, bool fentry, bool commit_del, bool dealloc)
 {
 	bpf_program__set_autoload(s->progs.fexit_add, fentry);
 	bpf_program__set_autoload(s->progs.fentry_del, fentry);
 	bpf_program__set_autoload(s->progs.fentry_commit_del, fentry && commit_del);
+	bpf_program__set_autoload(s->progs.fentry_dealloc_device, fentry && dealloc);
 	bpf_program__set_autoload(s->progs.kprobe_add, !fentry);
 	bpf_program__set_autoload(s->progs.kretprobe_add, !fentry);
 	bpf_program__set_autoload(s->progs.kprobe_del, !fentry);
 	bpf_program__set_autoload(s->progs.kprobe_commit_del, !fentry && commit_del);
+	bpf_program__set_autoload(s->progs.kprobe_dealloc_device, !fentry && dealloc);
 }
 
 static int load_attach(struct mon *m, bool fentry)
@@ -173,7 +177,9 @@ static int load_attach(struct mon *m, bool fentry)
 	if (!m->skel)
 		return fail(-errno ? -errno : -EINVAL, "cannot open the BPF object: %s", strerror(errno));
 	m->skel->rodata->emit_events = m->opts.events;
-	set_autoload(m->skel, fentry, m->commit_del);
+	/* The device index cache is safe only if a device's release invalidates it. */
+	m->skel->rodata->devcache_on = m->dealloc_hook;
+	set_autoload(m->skel, fentry, m->commit_del, m->dealloc_hook);
 	if (!m->opts.events)
 		bpf_map__set_max_entries(m->skel->maps.slots, 1); /* never written: the program only counts */
 	err = restrack_bpf__load(m->skel);
@@ -193,10 +199,13 @@ int mon_set_attached(struct mon *m, bool on)
 
 	if (on == m->attached)
 		return 0;
-	if (on)
+	if (on) {
+		/* A device may have been released while detached: cached device indexes are void from here. */
+		__atomic_fetch_add(&m->skel->bss->devgen, 1, __ATOMIC_SEQ_CST);
 		err = restrack_bpf__attach(m->skel);
-	else
+	} else {
 		restrack_bpf__detach(m->skel);
+	}
 	if (err)
 		return fail(err, "cannot attach to ib_core again: %s", strerror(-err));
 	m->attached = on;
@@ -278,6 +287,7 @@ int mon_open(const struct mon_opts *opts, struct mon **out)
 		kallsyms_funcs(found);
 	/* Kernels with the begin/commit split destroy PD, CQ, QP and SRQ without rdma_restrack_del. */
 	m->commit_del = found[1];
+	m->dealloc_hook = found[2];
 	force = getenv(MON_ENV_KPROBE);
 	fentry = !(force && *force && strcmp(force, "0")) && btf && found[0];
 	err = load_attach(m, fentry);

@@ -284,6 +284,47 @@ pingpong_pair() {
 	assert_output '[["create","rxe1"],["destroy","rxe9"]]'
 }
 
+# devcache_poison INDEX: every CPU's cached device entries get index INDEX (keeping pointer and generation),
+# as if a cached pointer now belonged to another device. Prints how many entries were set.
+devcache_poison() {
+	local raw
+	raw=$(bpftool map dump name devcache -j | jq -c '[.[0].values[].value] | max_by([range(4) as $i | .[24*$i:24*$i+8]] | map(select(. != ["0x00","0x00","0x00","0x00","0x00","0x00","0x00","0x00"])) | length)')
+	jq -r --argjson i "$1" '[range(4) as $e | .[24*$e:24*$e+8] as $d | $d + .[24*$e+8:24*$e+16]
+		+ (if $d == ["0x00","0x00","0x00","0x00","0x00","0x00","0x00","0x00"] then .[24*$e+16:24*$e+20]
+		   else [$i % 256, ($i / 256 | floor) % 256, 0, 0] | map("0x" + ([(. / 16 | floor), . % 16] | map("0123456789abcdef"[.:.+1]) | join(""))) end)
+		+ .[24*$e+20:24*$e+24]] | add | map(.[2:]) | join(" ")' <<<"$raw" >"$BATS_TEST_TMPDIR/devc"
+	# shellcheck disable=SC2046
+	bpftool map update name devcache key hex 00 00 00 00 value hex $(cat "$BATS_TEST_TMPDIR/devc")
+	jq '[range(4) as $e | .[24*$e:24*$e+8] | select(. != ["0x00","0x00","0x00","0x00","0x00","0x00","0x00","0x00"])] | length' <<<"$raw"
+}
+
+@test "the device index cache: used while valid, dropped when a device is released (fentry and kprobe)" {
+	ip link show veth1 >/dev/null 2>&1 || skip "no veth1 in this lab"
+	local mode idx0 n
+	idx0=$(rdma -j dev show rxe0 | jq '.[0].ifindex')
+	for mode in 0 1; do
+		: >"$MON"
+		RDMACTL_MON_KPROBE=$mode start_monitor
+		"$STORM" -d rxe0 -p 1 -n 1 >/dev/null
+		# a wrong index in the cache (what a reused pointer would find without invalidation) is what the
+		# events report: the cache is read, not the device
+		n=$(devcache_poison 77)
+		[ "$n" -ge 1 ]
+		"$STORM" -d rxe0 -p 1 -n 2 | jq '.processes[0].pid' >"$BATS_TEST_TMPDIR/p1"
+		# a device released (rdma link delete): no cached index is trusted any more
+		rdma link add rxe1 type rxe netdev veth1
+		rdma link delete rxe1
+		"$STORM" -d rxe0 -p 1 -n 2 | jq '.processes[0].pid' >"$BATS_TEST_TMPDIR/p2"
+		sleep 0.3
+		stop_monitor
+		run -0 jq -e --argjson m "$mode" '.mode == (if $m == 1 then "kprobe" else "fentry" end)' <(head -n 1 "$MON")
+		run -0 jq -s -e --argjson p "$(cat "$BATS_TEST_TMPDIR/p1")" \
+			'[.[] | select(.pid == $p and (.event == "create" or .event == "destroy"))] | length >= 10 and all(.dev_index == 77)' "$MON"
+		run -0 jq -s -e --argjson p "$(cat "$BATS_TEST_TMPDIR/p2")" --argjson i "$idx0" \
+			'[.[] | select(.pid == $p and (.event == "create" or .event == "destroy"))] | length >= 10 and all(.dev_index == $i and .dev == "rxe0")' "$MON"
+	done
+}
+
 @test "device events: RDMACTL_MON_UEVENT=1 forces the uevent source" {
 	ip link show veth1 >/dev/null 2>&1 || skip "no veth1 in this lab"
 	RDMACTL_MON_UEVENT=1 start_monitor
