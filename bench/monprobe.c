@@ -311,9 +311,9 @@ static void print_stats(const char *what, double *extra, double *ratio, int pair
 }
 
 /* -S: WINDOWS attached windows with run-time statistics on; the programs' time per run. */
-static int prog_time(struct mon *m, struct workers *c, int cycles, int windows)
+static int prog_time(struct mon *m, struct workers *w, int cycles, int windows)
 {
-	uint64_t ns0, n0, ns1, n1, ops = 0, wall = 0;
+	uint64_t ns0, n0, ns1, n1, ops = 0, cpu = 0;
 	int fd, i, err;
 
 	fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -323,11 +323,8 @@ static int prog_time(struct mon *m, struct workers *c, int cycles, int windows)
 	}
 	err = mon_prog_stats(m, &ns0, &n0);
 	for (i = 0; !err && i < windows; i++) {
-		uint64_t t = window(c, cycles, &ops, NULL);
-
-		if (!t)
+		if (!window(w, cycles, &ops, &cpu))
 			err = -errno;
-		wall += t;
 		mon_consume(m);
 	}
 	if (!err)
@@ -337,12 +334,11 @@ static int prog_time(struct mon *m, struct workers *c, int cycles, int windows)
 		fprintf(stderr, "monprobe: %s\n", strerror(-err));
 		return -1;
 	}
-	/* the workers run side by side: each operation takes its process wall * n / ops */
+	/* the programs run in the workers' context: their time is part of the workers' CPU time */
 	printf("  programs (run-time statistics on, %d windows): %" PRIu64 " runs for %" PRIu64
-	       " operations, %.2f us per run = %.2f%% of an operation's %.1f us in its process\n",
+	       " operations, %.2f us per run = %.2f%% of an operation's %.1f us of CPU time\n",
 	       windows, n1 - n0, ops, (ns1 - ns0) / 1e3 / (double)(n1 - n0 ? n1 - n0 : 1),
-	       100.0 * (double)(ns1 - ns0) / ((double)(wall ? wall : 1) * c->n),
-	       wall / 1e3 * c->n / (double)(ops ? ops : 1));
+	       100.0 * (double)(ns1 - ns0) / (double)(cpu ? cpu : 1), cpu / 1e3 / (double)(ops ? ops : 1));
 	return 0;
 }
 

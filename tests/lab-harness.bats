@@ -62,6 +62,17 @@ load helper
 	done
 }
 
+@test "LAB_ICOUNT boots one vCPU with an instruction-counting clock; the lab works there; a bad value is refused" {
+	run -2 env LAB_ICOUNT=x "$TOP/tests/lab/run" -- true
+	assert_output --partial "LAB_ICOUNT=x: use a shift from 0 to 19"
+	run --separate-stderr env LAB_ICOUNT=0 "$TOP/tests/lab/run" -- \
+		bash -c 'nproc; rdma link show rxe0/1; cat /sys/devices/system/clocksource/clocksource0/current_clocksource'
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	assert_line --index 0 1
+	assert_line --index 1 --partial "state ACTIVE"
+	assert_line --index 2 tsc
+}
+
 @test "a guest that does not come up within LAB_BOOT_TIMEOUT is booted once more, then the run fails" {
 	run --separate-stderr env LAB_BOOT_TIMEOUT=2 "$TOP/tests/lab/run" -- true
 	[ "$status" -eq 125 ]
