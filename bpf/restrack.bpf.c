@@ -99,12 +99,14 @@ struct {
  * event (a probe-read, about a sixth of the program's time in the lab). An entry is used only while its
  * generation is the current one: ib_dealloc_device (hooked below) and every attach (user space) start a
  * new generation, so a pointer reused by a later device never names the earlier one's index. Each CPU
- * touches only its own entries; programs running on one CPU can still interleave when one is preempted,
- * so an entry is written with its pointer cleared first and set last, and read with its pointer checked
- * again after the index and generation.
+ * touches only its own entries, but programs on one CPU can still interleave when one is preempted
+ * (preempt=full): an entry has a sequence count, odd while it is written. A writer takes it with a
+ * compare-and-swap (a second writer then leaves the entry alone) and a reader uses the entry only if the
+ * count was even and the same before and after it read the fields.
  */
 #define DEVC_WAYS 4
 struct devc_entry {
+	__u64 seq;
 	__u64 dev;
 	__u64 gen;
 	__u32 index;
@@ -181,7 +183,7 @@ static __always_inline void *res_object(struct rdma_restrack_entry___rdmactl *re
 /* The device's index: from this CPU's cache, else read from the device (and cached). */
 static __always_inline __u32 dev_index(struct ib_device___rdmactl *dev)
 {
-	__u64 d = (__u64)dev, gen = ONCE(devgen);
+	__u64 d = (__u64)dev, gen = ONCE(devgen), seq = 1;
 	struct devc_entry *e = NULL;
 	struct devc *c;
 	__u32 zero = 0, index;
@@ -191,20 +193,21 @@ static __always_inline __u32 dev_index(struct ib_device___rdmactl *dev)
 		if (c) {
 			/* Multiplicative hash: its top bits depend on all of the pointer's (a device's low bits are mostly 0). */
 			e = &c->e[(d * 0x9e3779b97f4a7c15ULL) >> 62];
-			if (ONCE(e->dev) == d) {
+			seq = ONCE(e->seq);
+			if (!(seq & 1) && ONCE(e->dev) == d) {
 				index = ONCE(e->index);
-				if (ONCE(e->gen) == gen && ONCE(e->dev) == d)
+				if (ONCE(e->gen) == gen && ONCE(e->seq) == seq)
 					return index;
 			}
 		}
 	}
 	if (bpf_core_read(&index, sizeof(index), &dev->index))
 		return MON_DEV_NONE;
-	if (e) {
-		ONCE(e->dev) = 0;
+	if (e && !(seq & 1) && __sync_val_compare_and_swap(&e->seq, seq, seq + 1) == seq) {
+		ONCE(e->dev) = d;
 		ONCE(e->index) = index;
 		ONCE(e->gen) = gen;
-		ONCE(e->dev) = d;
+		ONCE(e->seq) = seq + 2;
 	}
 	return index;
 }

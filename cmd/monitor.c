@@ -377,7 +377,10 @@ static void text_header(void)
  * helper call per event), and netlink netdev events only the index too. The table starts from an RDMA
  * netlink dump and follows adds, renames and removals. A removed device keeps its entry (marked gone): the
  * destroys of its objects can still be in the ring when the removal is read. An index not in the table
- * (a device added an instant ago) makes one new dump, at most every 100 ms.
+ * (a device added an instant ago) makes one new dump if the last one began before the event happened (the
+ * device existed then, so a dump from after it lists the device unless it is gone already), else at
+ * most every 100 ms. Timing alone is not enough: a device's add notification can come, and be followed
+ * by a dump, before the device is registered and listed, while its first objects follow within 100 ms.
  */
 static struct {
 	uint32_t index;
@@ -455,7 +458,7 @@ static void dev_names_load(void)
 	struct nl_sock *s;
 	int err;
 
-	dev_names_loaded = now_mono();
+	dev_names_loaded = now_mono(); /* before the dump: whatever happened until now is in it */
 	err = nl_open(&s);
 	if (!err) {
 		err = nl_dev_dump(s, &h);
@@ -465,15 +468,18 @@ static void dev_names_load(void)
 		pr_debug("device names: RDMA netlink: %s", strerror(-err));
 }
 
-/* The name of an object event's device: "" for none, or for a device gone before we could learn its name. */
-static const char *dev_name_of(uint32_t index)
+/*
+ * The name of an object event's device: "" for none, or for a device gone before we could learn its name.
+ * at: when the event happened (CLOCK_MONOTONIC seconds), or -1 when unknown.
+ */
+static const char *dev_name_of(uint32_t index, double at)
 {
 	const char *name;
 
 	if (index == MON_DEV_NONE)
 		return "";
 	name = dev_name_find(index);
-	if (!name && now_mono() - dev_names_loaded >= 0.1) {
+	if (!name && (dev_names_loaded <= at || now_mono() - dev_names_loaded >= 0.1)) {
 		dev_names_load();
 		name = dev_name_find(index);
 	}
@@ -492,7 +498,7 @@ static int on_event(const struct mon_event *e, void *arg)
 		return 0;
 	if ((o.type >= 0 && e->type != o.type) || e->type >= MON_NTYPES)
 		return 0;
-	dev = dev_name_of(e->dev_index);
+	dev = dev_name_of(e->dev_index, e->ts_ns / 1e9);
 	if (o.dev && strcmp(dev, o.dev))
 		return 0;
 	sum.events++;
@@ -627,7 +633,7 @@ static int on_nlmon(const struct nlmon_event *e, void *arg)
 	if (e->has & NLMON_HAS_NAME)
 		name = e->dev_name;
 	else if (e->has & NLMON_HAS_DEV)
-		name = dev_name_of(e->dev_index); /* netdev renames carry only the index */
+		name = dev_name_of(e->dev_index, -1); /* netdev renames carry only the index */
 	if (!name)
 		name = "";
 	switch (e->type) {
