@@ -193,7 +193,8 @@ static const struct argp argp = {
 	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr (per-queue work-request depth cap). "
 	"VALUE: a count, 'unlimited', or for mr_bytes a size with K, M, G, T suffixes. "
 	"Commands and kinds may be abbreviated to a unique prefix. "
-	"Changing limits needs write access to the ledger's policy file (root).\v"
+	"Changing limits needs write access to the ledger's policy file (root). Where there is no ledger yet, "
+	"root's set or unset creates one first, as init does; show says no limits are set.\v"
 	"Examples:\n"
 	"  rdmactl quota set qp 10 --pid 1234\n"
 	"  rdmactl quota set mr_bytes 4G --job train\n"
@@ -208,19 +209,33 @@ static const struct argp argp = {
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
-static int open_ledger(unsigned int flags, struct ledger **l)
+static const char *ledger_file(void)
 {
-	int err = ledger_open(o.ledger, flags | (o.create ? LEDGER_CREATE : 0), l);
+	return o.ledger ? o.ledger : ledger_default_path();
+}
 
-	if (!err)
-		return 0;
-	if (err == -EACCES)
+/* No policy file at all (a fresh host), as opposed to one that cannot be read or is broken. */
+static bool ledger_missing(void)
+{
+	return access(ledger_file(), F_OK) && errno == ENOENT;
+}
+
+static int open_error(int err, unsigned int flags)
+{
+	if (err == -EACCES && (flags & LEDGER_POLICY_RW))
 		pr_err("cannot change limits: %s (only the owner of the ledger's policy file may)", ledger_error());
-	else if (err == -ENOENT)
+	else if (err == -ENOENT || err == -EACCES)
 		pr_err("cannot open the ledger: %s", ledger_error());
 	else
 		pr_err("cannot open the ledger: %s (recreate an empty one with 'rdmactl quota init')", ledger_error());
 	return EXIT_FAIL;
+}
+
+static int open_ledger(unsigned int flags, struct ledger **l)
+{
+	int err = ledger_open(o.ledger, flags | (o.create ? LEDGER_CREATE : 0), l);
+
+	return err ? open_error(err, flags) : 0;
 }
 
 /* Root changing a policy that someone else owns: that someone can change it too. */
@@ -356,6 +371,7 @@ static int do_set(bool set)
 	uint64_t value = LEDGER_UNLIMITED;
 	int k, err, want = set ? 3 : 2;
 	const char *verb = set ? "set" : "unset";
+	bool created;
 
 	if (o.nargs < want) {
 		fprintf(stderr, "%s: %s: missing %s\nTry '%s --help' for more information.\n", util_prog, verb,
@@ -392,8 +408,12 @@ static int do_set(bool set)
 			"Try '%s --help' for more information.\n", util_prog, verb, util_prog);
 		return EXIT_USAGE;
 	}
-	if (open_ledger(LEDGER_POLICY_RW, &l))
+	/* root on a fresh host: the first limit creates the ledger, as 'quota init' would (root owns the policy) */
+	created = geteuid() == 0 && ledger_missing();
+	if (open_ledger(LEDGER_POLICY_RW | (created ? LEDGER_CREATE : 0), &l))
 		return EXIT_FAIL;
+	if (created)
+		pr_debug("no ledger at %s: created an empty one", ledger_path(l));
 	warn_owner(l);
 	err = ledger_set_limit(l, &o.scope, k, value);
 	if (err) {
@@ -561,12 +581,60 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 	return 0;
 }
 
+static void show_doc(const char *path, uint64_t denials, struct json_object *scopes)
+{
+	struct json_object *doc = json_object_new_object();
+
+	json_object_object_add(doc, "ledger", json_object_new_string(path));
+	json_object_object_add(doc, "denials", json_object_new_uint64(denials));
+	json_object_object_add(doc, "scopes", scopes);
+	out_json(doc);
+}
+
+static void no_entry(void)
+{
+	char desc[LEDGER_CGROUP_MAX + 16];
+
+	pr_err("no ledger entry for %s (no limits, no managed process)", scope_desc(&o.scope, desc, sizeof(desc)));
+}
+
+/*
+ * No ledger yet: nothing is limited, nobody is managed. JSON is the document an empty ledger gives (its
+ * global scope, or the process asked for); a job or cgroup has no entry there either.
+ */
+static int show_missing(void)
+{
+	struct ledger_scope_stat st = { .scope.type = LEDGER_SCOPE_GLOBAL };
+	struct show_ctx c = { 0 };
+	int k;
+
+	pr_debug("no ledger at %s", ledger_file());
+	if (o.nscopes) {
+		st.scope = o.scope;
+		if (o.scope.type == LEDGER_SCOPE_JOB || o.scope.type == LEDGER_SCOPE_CGROUP ||
+		    (o.scope.type == LEDGER_SCOPE_PROCESS && !o.scope.start_time &&
+		     ledger_pid_start_time(o.scope.pid, &st.scope.start_time))) {
+			no_entry();
+			return EXIT_FAIL;
+		}
+	}
+	if (!opts.json) {
+		printf("no limits set\n");
+		return EXIT_OK;
+	}
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		st.limit[k] = LEDGER_UNLIMITED;
+	c.arr = json_object_new_array();
+	show_scope(&st, &c);
+	show_doc(ledger_file(), 0, c.arr);
+	return EXIT_OK;
+}
+
 static int do_show(void)
 {
 	struct show_ctx c = { 0 };
 	struct ledger_scope_stat st;
 	struct ledger *l;
-	char desc[LEDGER_CGROUP_MAX + 16];
 	uint64_t denials = 0;
 	int err;
 
@@ -580,8 +648,11 @@ static int do_show(void)
 			"of cgroups anyway)\nTry '%s --help' for more information.\n", util_prog, util_prog);
 		return EXIT_USAGE;
 	}
-	if (open_ledger(0, &l))
-		return EXIT_FAIL;
+	err = ledger_open(o.ledger, o.create ? LEDGER_CREATE : 0, &l);
+	if (err == -ENOENT && ledger_missing())
+		return show_missing();
+	if (err)
+		return open_error(err, 0);
 	/* reclaim dead holders first, so that they are not counted (needs write access to the usage file) */
 	err = ledger_gc(l, NULL);
 	if (err && err != -EACCES)
@@ -591,8 +662,7 @@ static int do_show(void)
 	if (o.nscopes) {
 		err = ledger_get_scope(l, &o.scope, &st);
 		if (err) {
-			pr_err("no ledger entry for %s (no limits, no managed process)",
-			       scope_desc(&o.scope, desc, sizeof(desc)));
+			no_entry();
 			json_object_put(c.arr);
 			ledger_close(l);
 			return EXIT_FAIL;
@@ -602,16 +672,10 @@ static int do_show(void)
 		ledger_foreach_scope(l, show_scope, &c);
 	}
 	ledger_denial_counts(l, &denials, NULL);
-	if (opts.json) {
-		struct json_object *doc = json_object_new_object();
-
-		json_object_object_add(doc, "ledger", json_object_new_string(ledger_path(l)));
-		json_object_object_add(doc, "denials", json_object_new_uint64(denials));
-		json_object_object_add(doc, "scopes", c.arr);
-		out_json(doc);
-	} else if (!o.nscopes) {
+	if (opts.json)
+		show_doc(ledger_path(l), denials, c.arr);
+	else if (!o.nscopes)
 		printf("denials: %" PRIu64 "\n", denials);
-	}
 	ledger_close(l);
 	return EXIT_OK;
 }

@@ -149,7 +149,7 @@ showq() {
 
 @test "a missing, truncated, foreign or garbage ledger: exit 1 with a clear message; init recreates it" {
 	rm "$RDMACTL_LEDGER"
-	run --separate-stderr -1 "$RDMACTL" -j quota show
+	run --separate-stderr -1 "$RDMACTL" -j quota gc
 	assert_output ""
 	[[ $stderr == *"no ledger (create one with 'rdmactl quota init')"* ]]
 
@@ -192,6 +192,71 @@ showq() {
 	assert_line --index 0 "global: 0 processes"
 	printf 'NOTMINE!' | dd of="$RDMACTL_LEDGER" conv=notrunc status=none
 	run -1 "$RDMACTL" quota show --create
+}
+
+@test "a fresh host: show says 'no limits set' (JSON: an empty ledger's document) and creates nothing" {
+	rm "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+	run --separate-stderr -0 "$RDMACTL" quota show
+	assert_output "no limits set"
+	assert_equal "$stderr" ""
+	run -0 "$RDMACTL" quota show --global
+	assert_output "no limits set"
+	run --separate-stderr -0 "$RDMACTL" -j quota show
+	local doc=$output
+	run -0 "$RDMACTL" -j -p quota show --pid $$
+	local pdoc=$output
+	# a job or a cgroup has no entry in an empty ledger either
+	run --separate-stderr -1 "$RDMACTL" -j quota show --job train
+	assert_output ""
+	assert_equal "$stderr" "rdmactl quota: no ledger entry for job train (no limits, no managed process)"
+	[ ! -e "$RDMACTL_LEDGER" ] && [ ! -e "$RDMACTL_LEDGER.usage" ]
+	run -0 "$RDMACTL" quota init
+	assert_equal "$("$RDMACTL" -j quota show)" "$doc"
+	assert_equal "$("$RDMACTL" -j -p quota show --pid $$)" "$pdoc"
+}
+
+@test "a fresh host: root's first set creates the ledger as 'quota init' does, then sets the limit" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root (the ledger is created only for root)"
+	rm "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+	run --separate-stderr -0 "$RDMACTL" quota set qp 10 --pid $$
+	assert_output ""
+	assert_equal "$stderr" ""
+	run -0 stat -c '%a %u' "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+	assert_line --index 0 "644 0"
+	assert_line --index 1 "666 0"
+	run -0 showq '.scopes | length == 2 and .[1].pid == '$$' and .[1].kinds.qp.limit == 10'
+	# unset, too
+	rm "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+	run -0 "$RDMACTL" quota unset qp --global
+	[ -e "$RDMACTL_LEDGER" ]
+	# a broken ledger is never replaced
+	rm "$RDMACTL_LEDGER"
+	run --separate-stderr -1 "$RDMACTL" quota set qp 10 --global
+	[[ $stderr == *"no ledger (create one with 'rdmactl quota init')"* ]]
+	[ ! -e "$RDMACTL_LEDGER" ]
+}
+
+@test "a fresh host: an unprivileged user's set or unset names 'quota init' (exit 1) and creates nothing" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to switch to an unprivileged user"
+	# root's directory, which the unprivileged user can search but not write (bats' own are 0700)
+	SHARED=$(mktemp -d /tmp/rdmactl-quota.XXXXXX)
+	chmod 755 "$SHARED"
+	export RDMACTL_LEDGER=$SHARED/ledger
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	local msg="rdmactl quota: cannot open the ledger: $RDMACTL_LEDGER: no ledger (create one with 'rdmactl quota init')"
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota set qp 10 --pid $$
+	assert_output ""
+	assert_equal "$stderr" "$msg"
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota unset qp --global
+	assert_equal "$stderr" "$msg"
+	run -0 "${nobody[@]}" "$RDMACTL" quota show
+	assert_output "no limits set"
+	# even where it could create the ledger, it does not: the policy would be its own
+	chmod 1777 "$SHARED"
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota set qp 10 --global
+	assert_equal "$stderr" "$msg"
+	run -0 ls -A "$SHARED"
+	assert_output ""
 }
 
 @test "an unprivileged user cannot set, unset or recreate; nothing changes; reading works" {
