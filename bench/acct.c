@@ -61,13 +61,13 @@ int main(int argc, char **argv)
 					tlb_flush();
 				t0 = ticks();
 				if (path == 0) {
-					if (acct_charge_wr(K_QP, 16, 16))
+					if (acct_charge_wr(LEDGER_QP, 16, 16))
 						return 1;
-					acct_release(K_QP, 0);
+					acct_release(LEDGER_QP, 0);
 				} else {
-					if (acct_charge(K_MR, 65536))
+					if (acct_charge(LEDGER_MR, 65536))
 						return 1;
-					acct_release(K_MR, 65536);
+					acct_release(LEDGER_MR, 65536);
 				}
 				t[i] = ticks() - t0;
 			}

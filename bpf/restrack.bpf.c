@@ -61,8 +61,6 @@ struct rdma_id_private___rdmactl {
 	struct rdma_restrack_entry___rdmactl res;
 } __attribute__((preserve_access_index));
 
-enum { T_PD, T_CQ, T_QP, T_CM_ID, T_MR, T_CTX, T_COUNTER, T_SRQ };
-
 /* Set by user space before load. */
 const volatile bool emit_events = true;
 const volatile bool devcache_on = false; /* only with the ib_dealloc_device hook loaded */
@@ -155,24 +153,24 @@ static __always_inline void *res_object(struct rdma_restrack_entry___rdmactl *re
 	void *base = res;
 
 	switch (type) {
-	case T_PD:
+	case RESTRACK_PD:
 		return OBJ_OF(ib_pd___rdmactl, device);
-	case T_CQ:
+	case RESTRACK_CQ:
 		return OBJ_OF(ib_cq___rdmactl, device);
-	case T_QP:
+	case RESTRACK_QP:
 		return OBJ_OF(ib_qp___rdmactl, device);
-	case T_CM_ID:
+	case RESTRACK_CM_ID:
 		/* rdma_cm's BTF is there only while the module is loaded */
 		if (bpf_core_type_exists(struct rdma_id_private___rdmactl))
 			return OBJ_OF(rdma_id_private___rdmactl, id.device);
 		return NULL;
-	case T_MR:
+	case RESTRACK_MR:
 		return OBJ_OF(ib_mr___rdmactl, device);
-	case T_CTX:
+	case RESTRACK_CTX:
 		return OBJ_OF(ib_ucontext___rdmactl, device);
-	case T_COUNTER:
+	case RESTRACK_COUNTER:
 		return OBJ_OF(rdma_counter___rdmactl, device);
-	case T_SRQ:
+	case RESTRACK_SRQ:
 		return OBJ_OF(ib_srq___rdmactl, device);
 	}
 	return NULL;
@@ -227,7 +225,7 @@ static __always_inline void res_device(struct rdma_restrack_entry___rdmactl *res
 	e->dev_index = MON_DEV_NONE;
 	if (!obj)
 		return;
-	if (type == T_MR) {
+	if (type == RESTRACK_MR) {
 		__u32 loff = bpf_core_field_offset(struct ib_mr___rdmactl, length);
 		__u64 head[8];
 
@@ -297,7 +295,7 @@ static __always_inline void fill_common(struct mon_event *e, __u8 op, __u8 hook,
 	e->type = type;
 	e->user = user;
 	/* A QP's id is its QPN; QP0/QP1 also carry their port in the top byte. */
-	e->id = type == T_QP ? id & 0xffffff : id;
+	e->id = type == RESTRACK_QP ? id & 0xffffff : id;
 	e->cur_tgid = bpf_get_current_pid_tgid() >> 32;
 }
 
@@ -312,7 +310,7 @@ static __always_inline bool fill_direct(struct mon_event *e, struct rdma_restrac
 	struct task_struct *task;
 	__u32 type = res->type;
 
-	if (!res->valid || type >= MON_NTYPES)
+	if (!res->valid || type >= RESTRACK_NTYPES)
 		return false;
 	fill_common(e, op, hook, type, res->user, res->id);
 	task = res->task;
@@ -336,7 +334,7 @@ static __always_inline bool fill_probe(struct mon_event *e, struct rdma_restrack
 	struct task_struct *task;
 	struct entry f;
 
-	if (!read_entry(res, &f) || !f.valid || f.type >= MON_NTYPES)
+	if (!read_entry(res, &f) || !f.valid || f.type >= RESTRACK_NTYPES)
 		return false;
 	fill_common(e, op, hook, f.type, f.user, f.id);
 	/* A plain local: BPF_CORE_READ(f.task, ...) would try to relocate struct entry itself. */
@@ -359,7 +357,7 @@ static __always_inline void count(const struct mon_event *e)
 	static const struct mon_counts zero;
 	struct mon_counts *c;
 	__u32 key = e->tgid;
-	__u32 t = e->type & (MON_NTYPES - 1);
+	__u32 t = e->type & (RESTRACK_NTYPES - 1);
 
 	c = bpf_map_lookup_elem(&counters, &key);
 	if (!c) {

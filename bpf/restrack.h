@@ -3,8 +3,8 @@
 #ifndef RDMACTL_RESTRACK_H
 #define RDMACTL_RESTRACK_H
 
-/* enum rdma_restrack_type of include/rdma/restrack.h (stable since 5.x): PD, CQ, QP, CM_ID, MR, CTX, ... */
-#define MON_NTYPES 8
+#include "kinds.h" /* enum restrack_type: mon_event.type */
+
 #define MON_COMM_LEN 16
 #define MON_DEV_LEN 64 /* IB_DEVICE_NAME_MAX */
 #define MON_DEV_NONE 0xffffffffu /* mon_event.dev_index of an object without a device (a CM id not bound yet) */
@@ -30,7 +30,7 @@ struct mon_event {
 	__u32 id;     /* res->id: QPN for QPs, else the restrack id netlink shows (cqn, mrn, pdn...) */
 	__u32 dev_index; /* ib_device.index as RDMA netlink reports it; MON_DEV_NONE: no device */
 	__u8 op;      /* enum mon_op */
-	__u8 type;    /* enum rdma_restrack_type */
+	__u8 type;    /* enum restrack_type (the kernel's enum rdma_restrack_type) */
 	__u8 user;    /* 1: user object (uverbs), 0: kernel object */
 	__u8 hook;    /* enum mon_hook */
 	char comm[MON_COMM_LEN]; /* owner's comm, or the kernel owner's name (res->kern_name) */
@@ -60,8 +60,8 @@ struct mon_ring_pos {
 
 /* Value of the per-tgid counters map (key: __u32 tgid, 0 = kernel objects). Only ever increases. */
 struct mon_counts {
-	__u64 create[MON_NTYPES];
-	__u64 destroy[MON_NTYPES];
+	__u64 create[RESTRACK_NTYPES];
+	__u64 destroy[RESTRACK_NTYPES];
 	__u64 mr_bytes_create;
 	__u64 mr_bytes_destroy;
 };

@@ -230,13 +230,13 @@ static struct json_object *json_fixed(double v, int decimals)
 struct proc_sum {
 	pid_t tgid;
 	char comm[MON_COMM_LEN];
-	uint64_t n[2][MON_NTYPES]; /* [0] create, [1] destroy */
+	uint64_t n[2][RESTRACK_NTYPES]; /* [0] create, [1] destroy */
 };
 
 static struct {
 	struct proc_sum *procs;
 	size_t n, cap;
-	uint64_t types[2][MON_NTYPES];
+	uint64_t types[2][RESTRACK_NTYPES];
 	uint64_t events, devices, denials;
 	double start;
 } sum;
@@ -268,12 +268,12 @@ static struct proc_sum *proc_sum(pid_t tgid, const char *comm)
 	return p;
 }
 
-static struct json_object *type_counts_json(const uint64_t n[2][MON_NTYPES])
+static struct json_object *type_counts_json(const uint64_t n[2][RESTRACK_NTYPES])
 {
 	struct json_object *o = json_object_new_object(), *t;
 	int i;
 
-	for (i = 0; i < MON_NTYPES; i++) {
+	for (i = 0; i < RESTRACK_NTYPES; i++) {
 		if (!n[0][i] && !n[1][i])
 			continue;
 		t = json_object_new_object();
@@ -284,11 +284,11 @@ static struct json_object *type_counts_json(const uint64_t n[2][MON_NTYPES])
 	return o;
 }
 
-static void print_type_counts(const uint64_t n[2][MON_NTYPES])
+static void print_type_counts(const uint64_t n[2][RESTRACK_NTYPES])
 {
 	int i;
 
-	for (i = 0; i < MON_NTYPES; i++)
+	for (i = 0; i < RESTRACK_NTYPES; i++)
 		if (n[0][i] || n[1][i])
 			printf(" %s +%" PRIu64 "/-%" PRIu64, mon_type_name(i), n[0][i], n[1][i]);
 }
@@ -311,14 +311,14 @@ static void print_summary(const struct mon_lost *lost)
 		json_object_object_add(l, "counters", json_object_new_uint64(lost ? lost->counters : 0));
 		json_object_object_add(l, "pending", json_object_new_uint64(lost ? lost->pending : 0));
 		json_object_object_add(j, "lost", l);
-		json_object_object_add(j, "types", type_counts_json((const uint64_t(*)[MON_NTYPES])sum.types));
+		json_object_object_add(j, "types", type_counts_json((const uint64_t(*)[RESTRACK_NTYPES])sum.types));
 		procs = json_object_new_array();
 		for (i = 0; i < sum.n; i++) {
 			p = json_object_new_object();
 			json_object_object_add(p, "pid", json_object_new_int(sum.procs[i].tgid));
 			json_object_object_add(p, "comm", json_object_new_string(sum.procs[i].comm));
 			json_object_object_add(p, "types",
-					       type_counts_json((const uint64_t(*)[MON_NTYPES])sum.procs[i].n));
+					       type_counts_json((const uint64_t(*)[RESTRACK_NTYPES])sum.procs[i].n));
 			json_object_array_add(procs, p);
 		}
 		json_object_object_add(j, "processes", procs);
@@ -331,11 +331,11 @@ static void print_summary(const struct mon_lost *lost)
 	       lost ? lost->ring + lost->counters + lost->pending : 0, lost ? lost->ring : 0,
 	       lost ? lost->counters : 0, lost ? lost->pending : 0);
 	printf("  %-22s", "all (create/destroy)");
-	print_type_counts((const uint64_t(*)[MON_NTYPES])sum.types);
+	print_type_counts((const uint64_t(*)[RESTRACK_NTYPES])sum.types);
 	printf("\n");
 	for (i = 0; i < sum.n; i++) {
 		printf("  %-7d %-14s", (int)sum.procs[i].tgid, sum.procs[i].comm);
-		print_type_counts((const uint64_t(*)[MON_NTYPES])sum.procs[i].n);
+		print_type_counts((const uint64_t(*)[RESTRACK_NTYPES])sum.procs[i].n);
 		printf("\n");
 	}
 	fflush(stdout);
@@ -496,7 +496,7 @@ static int on_event(const struct mon_event *e, void *arg)
 	(void)arg;
 	if (o.pid && (pid_t)e->tgid != o.pid)
 		return 0;
-	if ((o.type >= 0 && e->type != o.type) || e->type >= MON_NTYPES)
+	if ((o.type >= 0 && e->type != o.type) || e->type >= RESTRACK_NTYPES)
 		return 0;
 	dev = dev_name_of(e->dev_index, e->ts_ns / 1e9);
 	if (o.dev && strcmp(dev, o.dev))
@@ -529,7 +529,7 @@ static int on_event(const struct mon_event *e, void *arg)
 		snprintf(detail, sizeof(detail), "kernel");
 	else if (e->tid != e->tgid)
 		snprintf(detail, sizeof(detail), "tid %u", e->tid);
-	if (e->type == 4)
+	if (e->type == RESTRACK_MR)
 		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail), "%slen %s", detail[0] ? " " : "",
 			 fmt_size(e->mr_len, sz, sizeof(sz)));
 	if (util_verbose)
@@ -924,7 +924,7 @@ static int rate_cb(pid_t tgid, const struct mon_counts *c, void *arg)
 		return 0;
 	if (!p)
 		p = &zero;
-	for (t = 0; t < MON_NTYPES; t++)
+	for (t = 0; t < RESTRACK_NTYPES; t++)
 		any |= c->create[t] != p->create[t] || c->destroy[t] != p->destroy[t];
 	if (!any || (o.pid && tgid != o.pid))
 		return 0;
@@ -936,7 +936,7 @@ static int rate_cb(pid_t tgid, const struct mon_counts *c, void *arg)
 		struct json_object *j = json_object_new_object(), *cr = json_object_new_object(),
 				   *de = json_object_new_object();
 
-		for (t = 0; t < MON_NTYPES; t++) {
+		for (t = 0; t < RESTRACK_NTYPES; t++) {
 			if (o.type >= 0 && t != o.type)
 				continue;
 			if (c->create[t] != p->create[t])
@@ -953,7 +953,7 @@ static int rate_cb(pid_t tgid, const struct mon_counts *c, void *arg)
 		json_object_array_add(rates.arr, j);
 	} else {
 		printf("  %-7d %-15.15s", (int)tgid, comm);
-		for (t = 0; t < MON_NTYPES; t++) {
+		for (t = 0; t < RESTRACK_NTYPES; t++) {
 			if (o.type >= 0 && t != o.type)
 				continue;
 			if (c->create[t] != p->create[t] || c->destroy[t] != p->destroy[t])
@@ -1000,12 +1000,13 @@ static void print_rates(double dt, bool show)
 
 /* --- --audit ------------------------------------------------------------------------------------------- */
 
-/* Ledger kind for each top/netlink kind (+ mr_bytes last). */
-static const enum ledger_kind audit_kinds[NL_RES_NTYPES + 1] = {
-	[NL_RES_CTX] = LEDGER_CTX, [NL_RES_PD] = LEDGER_PD, [NL_RES_CQ] = LEDGER_CQ, [NL_RES_QP] = LEDGER_QP,
-	[NL_RES_SRQ] = LEDGER_SRQ, [NL_RES_MR] = LEDGER_MR, [NL_RES_CM_ID] = LEDGER_NKINDS,
-	[NL_RES_NTYPES] = LEDGER_MR_BYTES,
-};
+/* Ledger kind for each top/netlink kind (+ mr_bytes last); LEDGER_NKINDS where the ledger has none. */
+static enum ledger_kind audit_kind(size_t i)
+{
+	if (i == NL_RES_NTYPES)
+		return LEDGER_MR_BYTES;
+	return kind_ledger_of_nl[i] < 0 ? LEDGER_NKINDS : (enum ledger_kind)kind_ledger_of_nl[i];
+}
 
 struct audit_seen {
 	pid_t pid;
@@ -1097,7 +1098,7 @@ static void check_scope(const struct ledger_scope_stat *st, const uint64_t held[
 	int i;
 
 	for (i = 0; i <= NL_RES_NTYPES; i++) {
-		enum ledger_kind k = audit_kinds[i];
+		enum ledger_kind k = audit_kind(i);
 		uint64_t total;
 
 		if (k == LEDGER_NKINDS || !held[i] || st->limit[k] == LEDGER_UNLIMITED || *nov >= MAX_OVER)

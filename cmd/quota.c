@@ -281,8 +281,7 @@ static const char *fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t l
 /* The object kinds the kernel counts together as hca_object. */
 static bool is_object_kind(int k)
 {
-	return k == LEDGER_PD || k == LEDGER_CQ || k == LEDGER_QP || k == LEDGER_SRQ || k == LEDGER_MR ||
-	       k == LEDGER_AH || k == LEDGER_MW || k == LEDGER_XRCD || k == LEDGER_WQ;
+	return kind_rdmacg[k] == KIND_CG_O;
 }
 
 static int read_file(const char *path, char *buf, size_t len)

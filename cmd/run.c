@@ -37,18 +37,13 @@ static struct {
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Limits for the whole job (every process CMD starts shares them):", 1 },
-	{ "max-ctx", OPT_MAX_FIRST + LEDGER_CTX, "N", 0, "device contexts", 1 },
-	{ "max-pd", OPT_MAX_FIRST + LEDGER_PD, "N", 0, "protection domains", 1 },
-	{ "max-cq", OPT_MAX_FIRST + LEDGER_CQ, "N", 0, "completion queues", 1 },
-	{ "max-qp", OPT_MAX_FIRST + LEDGER_QP, "N", 0, "queue pairs", 1 },
-	{ "max-srq", OPT_MAX_FIRST + LEDGER_SRQ, "N", 0, "shared receive queues", 1 },
-	{ "max-mr", OPT_MAX_FIRST + LEDGER_MR, "N", 0, "memory regions", 1 },
-	{ "max-mr-bytes", OPT_MAX_FIRST + LEDGER_MR_BYTES, "SIZE", 0, "registered bytes (K, M, G, T suffixes)", 1 },
-	{ "max-ah", OPT_MAX_FIRST + LEDGER_AH, "N", 0, "address handles", 1 },
-	{ "max-mw", OPT_MAX_FIRST + LEDGER_MW, "N", 0, "memory windows", 1 },
-	{ "max-xrcd", OPT_MAX_FIRST + LEDGER_XRCD, "N", 0, "XRC domains", 1 },
-	{ "max-wq", OPT_MAX_FIRST + LEDGER_WQ, "N", 0, "work queues (ibv_create_wq)", 1 },
-	{ "max-wr", OPT_MAX_FIRST + LEDGER_WR, "N", 0, "work-request depth per QP or SRQ (a cap, not a count)", 1 },
+#define KIND_ARG_N "N"
+#define KIND_ARG_B "SIZE"
+#define KIND_ARG_C "N"
+#define X(name, NAME, led, nl, rt, rtv, cg, unit, uverbs, opt, help) \
+	KINDS_IF(led, { "max-" opt, OPT_MAX_FIRST + LEDGER_##NAME, KIND_ARG_##unit, 0, help, 1 }, )
+	KINDS(X)
+#undef X
 	{ NULL, 0, NULL, 0, "Job:", 2 },
 	{ "job", 'J', "NAME", 0, "job name (default: CMD's name and rdmactl's pid); "
 				  "'rdmactl quota set KIND N --job NAME' changes limits while it runs", 2 },
@@ -102,7 +97,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		ret = kind == LEDGER_MR_BYTES ? parse_size(arg, LEDGER_UNLIMITED - 1, &ro.limit[kind])
 					      : parse_u64(arg, 0, LEDGER_UNLIMITED - 1, &ro.limit[kind]);
 		if (ret)
-			argp_error(state, "--max-%s: invalid value '%s' (%s)", ledger_kind_name(kind), arg,
+			argp_error(state, "--max-%s: invalid value '%s' (%s)", kind_opt[kind], arg,
 				   kind == LEDGER_MR_BYTES ? "a size like 64M" : "a count or 'unlimited'");
 		break;
 	}

@@ -85,8 +85,13 @@ int mon_check(void)
 	return 0;
 }
 
-static const char *const hook_fns[] = { "rdma_restrack_add", "rdma_restrack_commit_del", "ib_dealloc_device" };
-#define NHOOK_FNS (sizeof(hook_fns) / sizeof(hook_fns[0]))
+/* The kernel functions the programs hook, by what each is for. */
+enum { FN_ADD, FN_COMMIT_DEL, FN_DEALLOC_DEVICE, NHOOK_FNS };
+static const char *const hook_fns[NHOOK_FNS] = {
+	[FN_ADD] = "rdma_restrack_add",
+	[FN_COMMIT_DEL] = "rdma_restrack_commit_del",
+	[FN_DEALLOC_DEVICE] = "ib_dealloc_device",
+};
 
 /* Which of hook_fns does the module's BTF describe? (fentry/fexit need it.) false: no usable BTF. */
 static bool module_btf_funcs(const char *module, bool found[NHOOK_FNS])
@@ -286,10 +291,10 @@ int mon_open(const struct mon_opts *opts, struct mon **out)
 	if (!btf)
 		kallsyms_funcs(found);
 	/* Kernels with the begin/commit split destroy PD, CQ, QP and SRQ without rdma_restrack_del. */
-	m->commit_del = found[1];
-	m->dealloc_hook = found[2];
+	m->commit_del = found[FN_COMMIT_DEL];
+	m->dealloc_hook = found[FN_DEALLOC_DEVICE];
 	force = getenv(MON_ENV_KPROBE);
-	fentry = !(force && *force && strcmp(force, "0")) && btf && found[0];
+	fentry = !(force && *force && strcmp(force, "0")) && btf && found[FN_ADD];
 	err = load_attach(m, fentry);
 	if (err && fentry) {
 		/* fentry needs trampolines and module BTF that match: fall back to kprobes on any failure. */
@@ -436,7 +441,7 @@ static bool balanced(const struct mon_counts *c)
 {
 	int t;
 
-	for (t = 0; t < MON_NTYPES; t++)
+	for (t = 0; t < RESTRACK_NTYPES; t++)
 		if (c->create[t] != c->destroy[t])
 			return false;
 	return true;

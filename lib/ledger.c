@@ -174,7 +174,10 @@ struct ledger {
 _Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");
 
 const char *const ledger_kind_names[] = {
-	"ctx", "pd", "cq", "qp", "srq", "mr", "mr_bytes", "ah", "mw", "xrcd", "wq", "wr", NULL,
+#define X(name, NAME, led, ...) KINDS_IF(led, #name, )
+	KINDS(X)
+#undef X
+	NULL,
 };
 
 static __thread char errbuf[512];

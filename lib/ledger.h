@@ -52,6 +52,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "kinds.h"
+
 #define LEDGER_DEFAULT_PATH "/dev/shm/rdmactl.ledger"
 #define LEDGER_ENV_PATH "RDMACTL_LEDGER" /* ledger path override */
 #define LEDGER_ENV_JOB "RDMACTL_JOB"     /* job name set by `rdmactl run` for the whole tree */
@@ -72,23 +74,15 @@
 #define LEDGER_MAX_PIDLIMITS 256
 #define LEDGER_DENIAL_RING 64
 
+/* The ledger's kinds: the rows of lib/kinds.h marked led, in that order (LEDGER_WR is a cap, see above). */
 enum ledger_kind {
-	LEDGER_CTX,
-	LEDGER_PD,
-	LEDGER_CQ,
-	LEDGER_QP,
-	LEDGER_SRQ,
-	LEDGER_MR,
-	LEDGER_MR_BYTES,
-	LEDGER_AH,
-	LEDGER_MW,
-	LEDGER_XRCD, /* XRC domains */
-	LEDGER_WQ,   /* work queues (ibv_create_wq) */
-	LEDGER_WR, /* per-QP WR depth cap: checked by reserve (amount = requested depth), never charged */
+#define X(name, NAME, led, ...) KINDS_IF(led, LEDGER_##NAME, )
+	KINDS(X)
+#undef X
 	LEDGER_NKINDS,
 };
 
-/* "ctx", "pd", ..., "mr_bytes", "ah", "mw", "xrcd", "wq", "wr"; NULL when out of range. */
+/* The kind's name in lib/kinds.h ("qp", "mr_bytes", "wr"...); NULL when out of range. */
 const char *ledger_kind_name(enum ledger_kind kind);
 /* The kind names in enum order, NULL-terminated (for match_word). */
 extern const char *const ledger_kind_names[];

@@ -8,11 +8,16 @@
 #include <string.h>
 #include <time.h>
 
-const char *const mon_type_names[] = { "pd", "cq", "qp", "cm_id", "mr", "ctx", "counter", "srq", NULL };
+#define X(name, NAME, led, nl, rt, ...) KINDS_IF(rt, [RESTRACK_##NAME] = #name, )
+/* Indexed by enum restrack_type; NULL-terminated. */
+const char *const mon_type_names[RESTRACK_NTYPES + 1] = { KINDS(X) };
+_Static_assert(sizeof((const char *[]){ KINDS(X) }) == RESTRACK_NTYPES * sizeof(char *),
+	       "RESTRACK_NTYPES is one past the largest restrack value");
+#undef X
 
 const char *mon_type_name(unsigned int type)
 {
-	return type < MON_NTYPES ? mon_type_names[type] : NULL;
+	return type < RESTRACK_NTYPES ? mon_type_names[type] : NULL;
 }
 
 const char *mon_op_name(unsigned int op)
@@ -179,7 +184,7 @@ int mon_event_json(const struct mon_event *e, const char *dev, uint64_t rt_ns, c
 	put_i64(&b, (int)e->dev_index);
 	PUT_LIT(&b, ",\"id\":");
 	put_u64(&b, e->id);
-	if (e->type == 4 /* MR */) {
+	if (e->type == RESTRACK_MR) {
 		PUT_LIT(&b, ",\"mr_len\":");
 		put_u64(&b, e->mr_len);
 	}
@@ -210,7 +215,7 @@ struct json_object *mon_event_json_object(const struct mon_event *e, const char 
 	json_object_object_add(j, "dev", json_object_new_string(dev));
 	json_object_object_add(j, "dev_index", json_object_new_int((int)e->dev_index));
 	json_object_object_add(j, "id", json_object_new_int64(e->id));
-	if (e->type == 4 /* MR */)
+	if (e->type == RESTRACK_MR)
 		json_object_object_add(j, "mr_len", json_object_new_uint64(e->mr_len));
 	json_object_object_add(j, "context_pid", json_object_new_int((int)e->cur_tgid));
 	json_object_object_add(j, "hook", json_object_new_string(mon_hook_name(e->hook)));

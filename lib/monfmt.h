@@ -11,7 +11,7 @@
 
 #include "../bpf/restrack.h"
 
-/* "pd", "cq", "qp", "cm_id", "mr", "ctx", "counter", "srq"; NULL when out of range. */
+/* The name of a restrack type (lib/kinds.h); NULL when out of range. */
 const char *mon_type_name(unsigned int type);
 /* The names in type order, NULL-terminated (for match_word). */
 extern const char *const mon_type_names[];

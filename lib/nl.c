@@ -98,7 +98,10 @@ static const enum mnl_attr_data_type policy[NL_ATTR_MAX] = {
 	[RDMA_NLDEV_ATTR_RES_SRQN] = MNL_TYPE_U32,
 };
 
-/* Per kind: dump command, table and entry attributes, id attribute. */
+/* The attribute that carries an object's number is NAMEN, except for a QP: its local QPN. */
+#define RDMA_NLDEV_ATTR_RES_QPN RDMA_NLDEV_ATTR_RES_LQPN
+
+/* Per kind: dump command, table and entry attributes, id attribute (from the rows of lib/kinds.h). */
 static const struct res_desc {
 	const char *name;
 	uint16_t cmd;
@@ -106,20 +109,11 @@ static const struct res_desc {
 	uint16_t entry;
 	uint16_t id;
 } res_desc[NL_RES_NTYPES] = {
-	[NL_RES_CTX] = { "ctx", RDMA_NLDEV_CMD_RES_CTX_GET, RDMA_NLDEV_ATTR_RES_CTX, RDMA_NLDEV_ATTR_RES_CTX_ENTRY,
-			 RDMA_NLDEV_ATTR_RES_CTXN },
-	[NL_RES_PD] = { "pd", RDMA_NLDEV_CMD_RES_PD_GET, RDMA_NLDEV_ATTR_RES_PD, RDMA_NLDEV_ATTR_RES_PD_ENTRY,
-			RDMA_NLDEV_ATTR_RES_PDN },
-	[NL_RES_CQ] = { "cq", RDMA_NLDEV_CMD_RES_CQ_GET, RDMA_NLDEV_ATTR_RES_CQ, RDMA_NLDEV_ATTR_RES_CQ_ENTRY,
-			RDMA_NLDEV_ATTR_RES_CQN },
-	[NL_RES_QP] = { "qp", RDMA_NLDEV_CMD_RES_QP_GET, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY,
-			RDMA_NLDEV_ATTR_RES_LQPN },
-	[NL_RES_SRQ] = { "srq", RDMA_NLDEV_CMD_RES_SRQ_GET, RDMA_NLDEV_ATTR_RES_SRQ, RDMA_NLDEV_ATTR_RES_SRQ_ENTRY,
-			 RDMA_NLDEV_ATTR_RES_SRQN },
-	[NL_RES_MR] = { "mr", RDMA_NLDEV_CMD_RES_MR_GET, RDMA_NLDEV_ATTR_RES_MR, RDMA_NLDEV_ATTR_RES_MR_ENTRY,
-			RDMA_NLDEV_ATTR_RES_MRN },
-	[NL_RES_CM_ID] = { "cm_id", RDMA_NLDEV_CMD_RES_CM_ID_GET, RDMA_NLDEV_ATTR_RES_CM_ID,
-			   RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, RDMA_NLDEV_ATTR_RES_CM_IDN },
+#define X(name, NAME, led, nl, ...)                                                                        \
+	KINDS_IF(nl, [NL_RES_##NAME] = { #name, RDMA_NLDEV_CMD_RES_##NAME##_GET, RDMA_NLDEV_ATTR_RES_##NAME, \
+					 RDMA_NLDEV_ATTR_RES_##NAME##_ENTRY, RDMA_NLDEV_ATTR_RES_##NAME##N }, )
+	KINDS(X)
+#undef X
 };
 
 const char *nl_res_name(enum nl_res_type t)

@@ -7,19 +7,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Resource kinds tracked by the kernel's restrack, in the order top shows them. */
+#include "kinds.h"
+
+/* Resource kinds RDMA netlink dumps: the rows of lib/kinds.h marked nl, in the order top shows them. */
 enum nl_res_type {
-	NL_RES_CTX,
-	NL_RES_PD,
-	NL_RES_CQ,
-	NL_RES_QP,
-	NL_RES_SRQ,
-	NL_RES_MR,
-	NL_RES_CM_ID,
+#define X(name, NAME, led, nl, ...) KINDS_IF(nl, NL_RES_##NAME, )
+	KINDS(X)
+#undef X
 	NL_RES_NTYPES,
 };
 
-/* "ctx", "pd", ... (the names RES_GET summaries use); NULL when out of range. */
+/* The kind's name in lib/kinds.h (also the name RES_GET summaries use); NULL when out of range. */
 const char *nl_res_name(enum nl_res_type t);
 /* Inverse of nl_res_name; -1 when unknown. */
 int nl_res_from_name(const char *name);

@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 const char *const top_key_names[TOP_NKEYS + 1] = {
-	[TOP_KEY_CTX] = "ctx", [TOP_KEY_PD] = "pd",	      [TOP_KEY_CQ] = "cq",   [TOP_KEY_QP] = "qp",
-	[TOP_KEY_SRQ] = "srq", [TOP_KEY_MR] = "mr",	      [TOP_KEY_CM_ID] = "cm_id",
-	[TOP_KEY_MR_BYTES] = "mr_bytes",		      [TOP_KEY_PID] = "pid", [TOP_KEY_USER] = "user",
-	[TOP_KEY_COMM] = "comm",			      [TOP_NKEYS] = NULL,
+#define X(name, NAME, led, nl, ...) KINDS_IF(nl, [TOP_KEY_##NAME] = #name, )
+	KINDS(X)
+#undef X
+	[TOP_KEY_MR_BYTES] = "mr_bytes", [TOP_KEY_PID] = "pid", [TOP_KEY_USER] = "user", [TOP_KEY_COMM] = "comm",
+	[TOP_NKEYS] = NULL,
 };
 
 struct uid_name {
@@ -508,11 +509,10 @@ void top_snap_free(struct top_snap *s)
 /* --- ledger join -------------------------------------------------------------------------------- */
 
 /* Ledger kind of each row column (NL_RES_NTYPES: MR bytes); -1 where the ledger has none. */
-static const int ledger_of[NL_RES_NTYPES + 1] = {
-	[NL_RES_CTX] = LEDGER_CTX, [NL_RES_PD] = LEDGER_PD, [NL_RES_CQ] = LEDGER_CQ, [NL_RES_QP] = LEDGER_QP,
-	[NL_RES_SRQ] = LEDGER_SRQ, [NL_RES_MR] = LEDGER_MR, [NL_RES_CM_ID] = -1,
-	[NL_RES_NTYPES] = LEDGER_MR_BYTES,
-};
+static int ledger_of(size_t col)
+{
+	return col == NL_RES_NTYPES ? LEDGER_MR_BYTES : kind_ledger_of_nl[col];
+}
 
 struct ljoin {
 	struct ledger_scope_stat *scopes;	/* global, cgroups, jobs */
@@ -607,7 +607,7 @@ static void join_row(struct top_row *r, const struct ljoin *j)
 	for (col = 0; col <= NL_RES_NTYPES; col++) {
 		r->quota.limit[col] = UINT64_MAX;
 		r->quota.scope[col] = -1;
-		r->quota.has_kind[col] = ledger_of[col] >= 0;
+		r->quota.has_kind[col] = ledger_of(col) >= 0;
 	}
 	for (i = 0; i < j->ndenied; i++)
 		if (j->denied[i] == r->pid)
@@ -620,7 +620,7 @@ static void join_row(struct top_row *r, const struct ljoin *j)
 	r->quota.managed = true;
 	snprintf(r->quota.job, sizeof(r->quota.job), "%s", p->job);
 	for (col = 0; col <= NL_RES_NTYPES; col++) {
-		k = ledger_of[col];
+		k = ledger_of(col);
 		if (k < 0)
 			continue;
 		r->quota.used[col] = p->usage[k];
@@ -724,10 +724,6 @@ static const struct mon_counts *counter_find(const struct top_counters *tc, pid_
 	return hit ? &hit->c : NULL;
 }
 
-/* Monitor type (enum rdma_restrack_type) -> row column; -1 for kinds top has no column for. */
-static const int nl_of_mon[MON_NTYPES] = { NL_RES_PD, NL_RES_CQ, NL_RES_QP, NL_RES_CM_ID, NL_RES_MR, NL_RES_CTX,
-					   -1, NL_RES_SRQ };
-
 static double per_s(uint64_t now, uint64_t before, double dt)
 {
 	return now > before ? (double)(now - before) / dt : 0.0;
@@ -756,14 +752,14 @@ void top_join_rates(struct top_snap *s, const struct top_counters *prev, const s
 		a = counter_find(prev, row->pid);
 		if (!a)
 			a = &zero;
-		for (t = 0; t < MON_NTYPES; t++) {
+		for (t = 0; t < RESTRACK_NTYPES; t++) {
 			double c = per_s(b->create[t], a->create[t], dt), d = per_s(b->destroy[t], a->destroy[t], dt);
 
 			row->rate.create_total += c;
 			row->rate.destroy_total += d;
-			if (nl_of_mon[t] >= 0) {
-				row->rate.create[nl_of_mon[t]] = c;
-				row->rate.destroy[nl_of_mon[t]] = d;
+			if (kind_nl_of_restrack[t] >= 0) {
+				row->rate.create[kind_nl_of_restrack[t]] = c;
+				row->rate.destroy[kind_nl_of_restrack[t]] = d;
 			}
 		}
 	}

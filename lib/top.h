@@ -103,13 +103,9 @@ struct top_filter {
 };
 
 enum top_key {
-	TOP_KEY_CTX = NL_RES_CTX,
-	TOP_KEY_PD = NL_RES_PD,
-	TOP_KEY_CQ = NL_RES_CQ,
-	TOP_KEY_QP = NL_RES_QP,
-	TOP_KEY_SRQ = NL_RES_SRQ,
-	TOP_KEY_MR = NL_RES_MR,
-	TOP_KEY_CM_ID = NL_RES_CM_ID,
+#define X(name, NAME, led, nl, ...) KINDS_IF(nl, TOP_KEY_##NAME = NL_RES_##NAME, )
+	KINDS(X)
+#undef X
 	TOP_KEY_MR_BYTES = NL_RES_NTYPES,
 	TOP_KEY_PID,
 	TOP_KEY_USER,

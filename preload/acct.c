@@ -16,23 +16,16 @@
 #include "preload.h"
 #include "util.h"
 
-const char *const pk_name[K_NR] = { "ctx", "pd", "cq", "qp", "srq", "mr", "ah", "mw", "xrcd", "wq" };
-static const enum ledger_kind pk_ledger[K_NR] HOT_CONST = {
-	LEDGER_CTX, LEDGER_PD, LEDGER_CQ, LEDGER_QP, LEDGER_SRQ, LEDGER_MR, LEDGER_AH, LEDGER_MW,
-	LEDGER_XRCD, LEDGER_WQ,
-};
-
 struct pcfg pcfg HOT_DATA = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
 
 /* Process-local usage and the RDMACTL_MAX_* limits that apply to this process alone. */
-enum { L_BYTES = K_NR, L_WR, L_NR };
-static _Atomic uint64_t used[L_NR] HOT_DATA;
+static _Atomic uint64_t used[LEDGER_NKINDS] HOT_DATA;
 /* UINT64_MAX: no such limit, and used[] is not kept (set once, before the first charge) */
-static uint64_t limit[L_NR] HOT_DATA;
-static const char *const limit_env[L_NR] = {
-	"RDMACTL_MAX_CTX", "RDMACTL_MAX_PD", "RDMACTL_MAX_CQ", "RDMACTL_MAX_QP", "RDMACTL_MAX_SRQ",
-	"RDMACTL_MAX_MR", "RDMACTL_MAX_AH", "RDMACTL_MAX_MW", "RDMACTL_MAX_XRCD", "RDMACTL_MAX_WQ",
-	"RDMACTL_MAX_MR_BYTES", "RDMACTL_MAX_WR",
+static uint64_t limit[LEDGER_NKINDS] HOT_DATA;
+static const char *const limit_env[LEDGER_NKINDS] = {
+#define X(name, NAME, led, ...) KINDS_IF(led, "RDMACTL_MAX_" #NAME, )
+	KINDS(X)
+#undef X
 };
 
 static struct ledger *ledger HOT_DATA;
@@ -143,14 +136,14 @@ static void read_env(void)
 	}
 	s = getenv(LEDGER_ENV_FAIL);
 	pcfg.fail_closed = s && !strcasecmp(s, "closed");
-	for (i = 0; i < L_NR; i++) {
+	for (i = 0; i < LEDGER_NKINDS; i++) {
 		limit[i] = UINT64_MAX;
 		s = getenv(limit_env[i]);
 		if (!s || !*s)
 			continue;
 		if (!strcasecmp(s, "unlimited"))
 			continue;
-		if ((i == L_BYTES ? parse_size(s, UINT64_MAX, &v) : parse_u64(s, 0, UINT64_MAX, &v)))
+		if ((i == LEDGER_MR_BYTES ? parse_size(s, UINT64_MAX, &v) : parse_u64(s, 0, UINT64_MAX, &v)))
 			plog(1, "ignoring %s=%s: not a number", limit_env[i], s);
 		else
 			limit[i] = v;
@@ -200,7 +193,7 @@ void acct_atfork_child(void)
 	int i;
 
 	my_pid = getpid();
-	for (i = 0; i < L_NR; i++)
+	for (i = 0; i < LEDGER_NKINDS; i++)
 		atomic_store_explicit(&used[i], 0, memory_order_relaxed);
 	atomic_store(&reattach, true);
 }
@@ -223,11 +216,6 @@ static inline void ensure_attached(void)
 
 /* ---- charging ----------------------------------------------------------------------------------- */
 
-static const char *kind_word(int i)
-{
-	return i == L_BYTES ? "mr_bytes" : i == L_WR ? "wr" : pk_name[i];
-}
-
 static const char *job_part(char *buf, size_t len)
 {
 	if (my_job[0])
@@ -237,23 +225,18 @@ static const char *job_part(char *buf, size_t len)
 	return buf;
 }
 
-static COLD_FN enum ledger_kind local_kind(int i)
-{
-	return i == L_BYTES ? LEDGER_MR_BYTES : i == L_WR ? LEDGER_WR : pk_ledger[i];
-}
-
 /* A refusal by an RDMACTL_MAX_* limit: into the ledger's denial ring too, so monitor and top see it. */
 static COLD_FN void note_local_denial(int i, uint64_t n, uint64_t cur)
 {
 	if (ledger && ledger_attached(ledger))
-		ledger_note_denial(ledger, local_kind(i), n, cur, limit[i], limit_env[i], NULL);
+		ledger_note_denial(ledger, (enum ledger_kind)i, n, cur, limit[i], limit_env[i], NULL);
 }
 
 static COLD_FN int local_refused(int i, uint64_t n, uint64_t cur)
 {
 	char jb[LEDGER_NAME_MAX + 8];
 
-	log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s", kind_word(i),
+	log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s", ledger_kind_names[i],
 		    (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
 	note_local_denial(i, n, cur);
 	return -pcfg.err;
@@ -336,37 +319,37 @@ static COLD_FN int refuse_closed(const char *what)
 }
 
 /* The debug line of a charge, out of the hot path: "charged KIND 1", an MR with its bytes. */
-static COLD_FN void log_charged(enum pk kind, uint64_t bytes)
+static COLD_FN void log_charged(enum ledger_kind kind, uint64_t bytes)
 {
-	if (kind == K_MR)
+	if (kind == LEDGER_MR)
 		plog_line(2, "charged mr 1 (%" PRIu64 " bytes) for pid %d", bytes, (int)my_pid);
 	else
-		plog_line(2, "charged %s 1 for pid %d", pk_name[kind], (int)my_pid);
+		plog_line(2, "charged %s 1 for pid %d", ledger_kind_names[kind], (int)my_pid);
 }
 
 /* The first function of the create side. */
-HOT_CREATE_FIRST int acct_charge(enum pk kind, uint64_t bytes)
+HOT_CREATE_FIRST int acct_charge(enum ledger_kind kind, uint64_t bytes)
 {
 	/* an MR's count and bytes in one ledger operation */
-	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
+	enum ledger_kind k[2] = { kind, LEDGER_MR_BYTES };
 	uint64_t n[2] = { 1, bytes };
 	int ret;
 
 	if (refuse_all)
-		return refuse_closed(pk_name[kind]);
+		return refuse_closed(ledger_kind_names[kind]);
 	ensure_attached();
 	ret = local_charge(kind, 1);
 	if (ret)
 		return ret;
-	if (kind == K_MR && (ret = local_charge(L_BYTES, bytes))) {
+	if (kind == LEDGER_MR && (ret = local_charge(LEDGER_MR_BYTES, bytes))) {
 		local_release(kind, 1);
 		return ret;
 	}
-	ret = ledger_charge_n(k, n, kind == K_MR && bytes ? 2 : 1);
+	ret = ledger_charge_n(k, n, kind == LEDGER_MR && bytes ? 2 : 1);
 	if (ret) {
 		local_release(kind, 1);
-		if (kind == K_MR)
-			local_release(L_BYTES, bytes);
+		if (kind == LEDGER_MR)
+			local_release(LEDGER_MR_BYTES, bytes);
 		return ret;
 	}
 	if (pcfg.log_level >= 2)
@@ -375,19 +358,19 @@ HOT_CREATE_FIRST int acct_charge(enum pk kind, uint64_t bytes)
 }
 
 /* The first function of the destroy side. */
-HOT_DESTROY_FIRST void acct_release(enum pk kind, uint64_t bytes)
+HOT_DESTROY_FIRST void acct_release(enum ledger_kind kind, uint64_t bytes)
 {
-	enum ledger_kind k[2] = { pk_ledger[kind], LEDGER_MR_BYTES };
+	enum ledger_kind k[2] = { kind, LEDGER_MR_BYTES };
 	uint64_t n[2] = { 1, bytes };
 
 	if (refuse_all)
 		return;
 	local_release(kind, 1);
-	if (kind == K_MR)
-		local_release(L_BYTES, bytes);
+	if (kind == LEDGER_MR)
+		local_release(LEDGER_MR_BYTES, bytes);
 	if (ledger)
-		ledger_release_n(ledger, k, n, kind == K_MR && bytes ? 2 : 1);
-	plog(2, "released %s for pid %d", pk_name[kind], (int)my_pid);
+		ledger_release_n(ledger, k, n, kind == LEDGER_MR && bytes ? 2 : 1);
+	plog(2, "released %s for pid %d", ledger_kind_names[kind], (int)my_pid);
 }
 
 int acct_mr_bytes(int64_t delta)
@@ -397,42 +380,42 @@ int acct_mr_bytes(int64_t delta)
 	if (refuse_all)
 		return delta > 0 ? refuse_closed("mr_bytes") : 0;
 	if (delta <= 0) {
-		local_release(L_BYTES, (uint64_t)-delta);
+		local_release(LEDGER_MR_BYTES, (uint64_t)-delta);
 		ledger_uncharge(LEDGER_MR_BYTES, (uint64_t)-delta);
 		return 0;
 	}
 	ensure_attached();
-	ret = local_charge(L_BYTES, (uint64_t)delta);
+	ret = local_charge(LEDGER_MR_BYTES, (uint64_t)delta);
 	if (ret)
 		return ret;
 	ret = ledger_charge(LEDGER_MR_BYTES, (uint64_t)delta);
 	if (ret)
-		local_release(L_BYTES, (uint64_t)delta);
+		local_release(LEDGER_MR_BYTES, (uint64_t)delta);
 	return ret;
 }
 
-static COLD_FN int local_wr_refused(enum pk kind, uint32_t depth)
+static COLD_FN int local_wr_refused(enum ledger_kind kind, uint32_t depth)
 {
 	char jb[LEDGER_NAME_MAX + 8];
 
 	log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64 " set by RDMACTL_MAX_WR",
-		    pk_name[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[L_WR]);
-	note_local_denial(L_WR, depth, 0);
+		    ledger_kind_names[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[LEDGER_WR]);
+	note_local_denial(LEDGER_WR, depth, 0);
 	return -pcfg.err;
 }
 
-HOT_CREATE int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+HOT_CREATE int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
 {
 	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
 	/* the ledger checks the depth against its WR caps first, then counts the queue */
-	enum ledger_kind k[2] = { LEDGER_WR, pk_ledger[kind] };
+	enum ledger_kind k[2] = { LEDGER_WR, kind };
 	uint64_t n[2] = { depth, 1 };
 	int ret;
 
 	if (refuse_all)
-		return refuse_closed(pk_name[kind]);
+		return refuse_closed(ledger_kind_names[kind]);
 	ensure_attached();
-	if (limit[L_WR] != UINT64_MAX && depth > limit[L_WR])
+	if (limit[LEDGER_WR] != UINT64_MAX && depth > limit[LEDGER_WR])
 		return local_wr_refused(kind, depth);
 	ret = local_charge(kind, 1);
 	if (ret)
@@ -442,7 +425,7 @@ HOT_CREATE int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr)
 		local_release(kind, 1);
 		return ret;
 	}
-	plog(2, "charged %s 1 (depth %" PRIu32 ") for pid %d", pk_name[kind], depth, (int)my_pid);
+	plog(2, "charged %s 1 (depth %" PRIu32 ") for pid %d", ledger_kind_names[kind], depth, (int)my_pid);
 	return 0;
 }
 

@@ -66,7 +66,7 @@ struct obj {
 	struct obj *next;
 	uint64_t bytes;
 	unsigned int gen;
-	enum pk kind;
+	enum ledger_kind kind;
 };
 
 #define NBUCKET 4096u
@@ -500,7 +500,7 @@ static inline void need_real(void)
 /* ---- the charge/track protocol around each create and destroy ----------------------------------- */
 
 struct track {
-	enum pk kind;
+	enum ledger_kind kind;
 	uint64_t bytes;
 	struct obj *o;
 	bool counted;
@@ -527,7 +527,7 @@ static COLD_FN int pre_create_failed(int ret)
 }
 
 /* After the charge: the record the object will be tracked by. 0, or -1 with nothing charged. */
-static inline ALWAYS_INLINE int pre_create_rec(struct track *t, enum pk kind, uint64_t bytes, int ret)
+static inline ALWAYS_INLINE int pre_create_rec(struct track *t, enum ledger_kind kind, uint64_t bytes, int ret)
 {
 	t->kind = kind;
 	t->bytes = bytes;
@@ -545,13 +545,13 @@ static inline ALWAYS_INLINE int pre_create_rec(struct track *t, enum pk kind, ui
 }
 
 /* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
-static inline ALWAYS_INLINE int pre_create(struct track *t, enum pk kind, uint64_t bytes)
+static inline ALWAYS_INLINE int pre_create(struct track *t, enum ledger_kind kind, uint64_t bytes)
 {
 	return pre_create_rec(t, kind, bytes, acct_charge(kind, bytes));
 }
 
 /* Same for a queue: its depth against the WR caps, and its count, in one charge. */
-static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum pk kind, uint32_t send_wr, uint32_t recv_wr)
+static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
 {
 	return pre_create_rec(t, kind, 0, acct_charge_wr(kind, send_wr, recv_wr));
 }
@@ -671,7 +671,7 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	/* an open in progress: a charged context whose uverbs fd is not there yet (see ledger_open_mark) */
 	acct_open_mark();
-	if (pre_create(&t, K_CTX, 0)) {
+	if (pre_create(&t, LEDGER_CTX, 0)) {
 		acct_open_mark();
 		leave();
 		return NULL;
@@ -730,7 +730,7 @@ PRELOAD_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	need_real();
 	NOSYS_NULL(real.alloc_pd);
-	CREATE(struct ibv_pd *, K_PD, 0, real.alloc_pd(context), r->context);
+	CREATE(struct ibv_pd *, LEDGER_PD, 0, real.alloc_pd(context), r->context);
 }
 
 PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
@@ -744,7 +744,7 @@ PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
 static HOT_CREATE struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 					      unsigned int access)
 {
-	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
 }
 
 /*
@@ -755,7 +755,7 @@ static HOT_CREATE struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
 static COLD_FN struct ibv_mr *reg_mr_old(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	NOSYS_NULL(real.reg_mr);
-	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr(pd, addr, length, access), r->context);
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr(pd, addr, length, access), r->context);
 }
 
 PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
@@ -773,7 +773,7 @@ PRELOAD_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 	if (real.reg_mr_iova2)
 		return reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 	NOSYS_NULL(real.reg_mr_iova);
-	CREATE(struct ibv_mr *, K_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
 }
 
 PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
@@ -789,7 +789,7 @@ PRELOAD_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 {
 	need_real();
 	NOSYS_NULL(real.reg_dmabuf_mr);
-	CREATE(struct ibv_mr *, K_MR, length, real.reg_dmabuf_mr(pd, offset, length, iova, fd, access),
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_dmabuf_mr(pd, offset, length, iova, fd, access),
 	       r->context);
 }
 
@@ -851,7 +851,7 @@ PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, v
 {
 	need_real();
 	NOSYS_NULL(real.create_cq);
-	CREATE(struct ibv_cq *, K_CQ, 0, real.create_cq(context, cqe, cq_context, channel, comp_vector),
+	CREATE(struct ibv_cq *, LEDGER_CQ, 0, real.create_cq(context, cqe, cq_context, channel, comp_vector),
 	       r->context);
 }
 
@@ -866,7 +866,7 @@ PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 {
 	need_real();
 	NOSYS_NULL(real.create_srq);
-	CREATE_QUEUE(struct ibv_srq *, K_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq(pd, attr), r->context);
+	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq(pd, attr), r->context);
 }
 
 PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
@@ -880,7 +880,7 @@ PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ib
 {
 	need_real();
 	NOSYS_NULL(real.create_qp);
-	CREATE_QUEUE(struct ibv_qp *, K_QP, attr ? attr->cap.max_send_wr : 0,
+	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
 		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp(pd, attr), r->context);
 }
 
@@ -895,7 +895,7 @@ PRELOAD_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 {
 	need_real();
 	NOSYS_NULL(real.create_ah);
-	CREATE(struct ibv_ah *, K_AH, 0, real.create_ah(pd, attr), r->context);
+	CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah(pd, attr), r->context);
 }
 
 PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
@@ -903,7 +903,7 @@ PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_w
 {
 	need_real();
 	NOSYS_NULL(real.create_ah_from_wc);
-	CREATE(struct ibv_ah *, K_AH, 0, real.create_ah_from_wc(pd, wc, grh, port_num), r->context);
+	CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah_from_wc(pd, wc, grh, port_num), r->context);
 }
 
 PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
@@ -934,46 +934,46 @@ PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_qp_ex);
-	CREATE_QUEUE(struct ibv_qp *, K_QP, attr ? attr->cap.max_send_wr : 0,
+	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
 		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, ops->create_qp_ex(ctx, attr), r->context);
 }
 
 static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_cq_ex);
-	CREATE(struct ibv_cq_ex *, K_CQ, 0, ops->create_cq_ex(ctx, attr), r->context);
+	CREATE(struct ibv_cq_ex *, LEDGER_CQ, 0, ops->create_cq_ex(ctx, attr), r->context);
 }
 
 static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_srq_ex);
-	CREATE_QUEUE(struct ibv_srq *, K_SRQ, 0, attr ? attr->attr.max_wr : 0, ops->create_srq_ex(ctx, attr),
+	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, ops->create_srq_ex(ctx, attr),
 		     r->context);
 }
 
 static struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, open_qp);
-	CREATE(struct ibv_qp *, K_QP, 0, ops->open_qp(ctx, attr), r->context);
+	CREATE(struct ibv_qp *, LEDGER_QP, 0, ops->open_qp(ctx, attr), r->context);
 }
 
 static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_null_mr);
-	CREATE(struct ibv_mr *, K_MR, 0, ops->alloc_null_mr(pd), r->context);
+	CREATE(struct ibv_mr *, LEDGER_MR, 0, ops->alloc_null_mr(pd), r->context);
 }
 
 static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
 				  unsigned int access)
 {
 	OPS_OR_FAIL(ops, pd->context, reg_dm_mr);
-	CREATE(struct ibv_mr *, K_MR, len, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
+	CREATE(struct ibv_mr *, LEDGER_MR, len, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
 }
 
 static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_mw);
-	CREATE(struct ibv_mw *, K_MW, 0, ops->alloc_mw(pd, type), r->context);
+	CREATE(struct ibv_mw *, LEDGER_MW, 0, ops->alloc_mw(pd, type), r->context);
 }
 
 static int w_dealloc_mw(struct ibv_mw *mw)
@@ -984,7 +984,7 @@ static int w_dealloc_mw(struct ibv_mw *mw)
 static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, open_xrcd);
-	CREATE(struct ibv_xrcd *, K_XRCD, 0, ops->open_xrcd(ctx, attr), r->context);
+	CREATE(struct ibv_xrcd *, LEDGER_XRCD, 0, ops->open_xrcd(ctx, attr), r->context);
 }
 
 static int w_close_xrcd(struct ibv_xrcd *xrcd)
@@ -995,7 +995,7 @@ static int w_close_xrcd(struct ibv_xrcd *xrcd)
 static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_wq);
-	CREATE_QUEUE(struct ibv_wq *, K_WQ, 0, attr ? attr->max_wr : 0, ops->create_wq(ctx, attr), r->context);
+	CREATE_QUEUE(struct ibv_wq *, LEDGER_WQ, 0, attr ? attr->max_wr : 0, ops->create_wq(ctx, attr), r->context);
 }
 
 static int w_destroy_wq(struct ibv_wq *wq)

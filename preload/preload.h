@@ -6,24 +6,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ledger.h"
+
 #define PRELOAD_API __attribute__((visibility("default")))
 
-/* Kinds the interceptor charges; MR bytes travel with K_MR. */
-enum pk {
-	K_CTX,
-	K_PD,
-	K_CQ,
-	K_QP,
-	K_SRQ,
-	K_MR,
-	K_AH,
-	K_MW,
-	K_XRCD,
-	K_WQ,
-	K_NR,
-};
-
-extern const char *const pk_name[K_NR];
+/* The interceptor counts in ledger kinds (lib/kinds.h); an MR's bytes travel with LEDGER_MR. */
 
 /* Settings read once from the environment. */
 struct pcfg {
@@ -38,16 +25,16 @@ extern struct pcfg pcfg;
  * Reserve one object of kind (and bytes, for MRs) for this process before the real verb runs.
  * Returns 0, or -errno when refused (the refusal is logged and recorded; errno to return is pcfg.err).
  */
-int acct_charge(enum pk kind, uint64_t bytes);
+int acct_charge(enum ledger_kind kind, uint64_t bytes);
 /* Give back what acct_charge() took (also on the create's failure path). */
-void acct_release(enum pk kind, uint64_t bytes);
+void acct_release(enum ledger_kind kind, uint64_t bytes);
 /* Change the bytes of a live MR by delta (rereg). Growing may be refused like acct_charge. */
 int acct_mr_bytes(int64_t delta);
 /*
  * A queue (QP, SRQ, WQ): its requested depth against every work-request cap, then acct_charge(kind, 0), in
  * one ledger operation. 0 or -errno.
  */
-int acct_charge_wr(enum pk kind, uint32_t send_wr, uint32_t recv_wr);
+int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr);
 /* One-time setup (settings, ledger); called under the init once. */
 void acct_init(void);
 /* Bracket a device open (before its charge, after the open returned): the gc may then check the process. */

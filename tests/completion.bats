@@ -69,3 +69,13 @@ setup() {
 	run complete_words rdmactl quota show --cgroup "${root%/*}/"
 	assert_line "$root"
 }
+
+@test "quota kinds and run's --max options are the binary's (one table of kinds)" {
+	local kinds
+	kinds=$("$RDMACTL" quota set nosuch 1 2>&1 | sed -n "s/.*(one of: \(.*\))$/\1/p" | tr -d "',")
+	[ -n "$kinds" ]
+	run complete_words rdmactl quota set ""
+	assert_output "$(printf '%s\n' $kinds | sort)"
+	run complete_words rdmactl run --max-
+	assert_output "$("$RDMACTL" run --help | grep -o -- '--max-[a-z-]*' | sort -u)"
+}

@@ -50,7 +50,7 @@ static void test_closed_error_names_the_queue(void)
 	setenv("RDMACTL_LOG_FILE", logpath, 1);
 	acct_init();
 	CHECK(ledger && ledger_attached(ledger), "the preload's handle is attached");
-	CHECK(acct_charge_wr(K_QP, 16, 16) == 0, "a QP within limits");
+	CHECK(acct_charge_wr(LEDGER_QP, 16, 16) == 0, "a QP within limits");
 	pid = fork();
 	if (pid == 0) {
 		struct usage *u = ledger->use;
@@ -70,7 +70,7 @@ static void test_closed_error_names_the_queue(void)
 			ASTORE(&s->state, ENT_LIVE);
 			ASTORE(&s->owner, me->owner);
 		}
-		bad |= acct_charge_wr(K_QP, 16, 16) != -ENOMEM;
+		bad |= acct_charge_wr(LEDGER_QP, 16, 16) != -ENOMEM;
 		bad |= ledger_attached(ledger);
 		_exit(bad);
 	}
