@@ -19,6 +19,8 @@
 #include "ledger.h"
 #include "nl.h"
 #include "nlmon.h"
+#include <json-c/json.h>
+
 #include "out.h"
 #include "rdmactl.h"
 #include "top.h"
@@ -299,7 +301,7 @@ static void print_summary(const struct mon_lost *lost)
 	double dur = now_mono() - sum.start;
 	size_t i;
 
-	if (opts.json) {
+	if (out_is_json()) {
 		j = json_object_new_object();
 		json_object_object_add(j, "event", json_object_new_string("summary"));
 		json_object_object_add(j, "duration_s", json_fixed(dur, 3));
@@ -362,7 +364,7 @@ static void stream_json(struct json_object *j)
 
 static void text_header(void)
 {
-	if (header_done || opts.json || o.stats)
+	if (header_done || out_is_json() || o.stats)
 		return;
 	printf("%-15s %7s %-15s %-8s %-7s %-8s %8s  %s\n", "TIME", "PID", "COMM", "OP", "TYPE", "DEV", "ID",
 	       "DETAIL");
@@ -509,7 +511,7 @@ static int on_event(const struct mon_event *e, void *arg)
 	if (o.stats)
 		return 0;
 	rt = e->ts_ns + mon_realtime_offset(mon);
-	if (opts.json) {
+	if (out_is_json()) {
 		char buf[MON_JSON_LEN];
 		int n;
 
@@ -547,7 +549,7 @@ static void report_lost(const struct mon_lost *now, struct mon_lost *seen)
 
 	if (!d)
 		return;
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *j = json_object_new_object();
 
 		json_object_object_add(j, "time", json_object_new_string(fmt_time(now_rt_ns(), true, tbuf, sizeof(tbuf))));
@@ -587,7 +589,7 @@ static void print_device(const char *action, const char *dev, const char *old, c
 	sum.devices++;
 	if (o.stats)
 		return;
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *j = json_object_new_object();
 
 		json_object_object_add(j, "time", json_object_new_string(fmt_time(now_rt_ns(), true, tbuf, sizeof(tbuf))));
@@ -813,7 +815,7 @@ static int on_denial(const struct ledger_denial_event *ev, void *arg)
 		return 0;
 	read_comm(ev->d.pid, comm, sizeof(comm));
 	ledger_format_denial(&ev->d, text, sizeof(text));
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *j = json_object_new_object();
 
 		json_object_object_add(j, "time", json_object_new_string(fmt_time(ev->time_ns, true, tbuf, sizeof(tbuf))));
@@ -932,7 +934,7 @@ static int rate_cb(pid_t tgid, const struct mon_counts *c, void *arg)
 		read_comm(tgid, comm, sizeof(comm));
 	else
 		snprintf(comm, sizeof(comm), "[kernel]");
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *j = json_object_new_object(), *cr = json_object_new_object(),
 				   *de = json_object_new_object();
 
@@ -973,12 +975,12 @@ static void print_rates(double dt, bool show)
 
 	rates.dt = dt > 0 ? dt : 1;
 	rates.nn = 0;
-	if (show && opts.json)
+	if (show && out_is_json())
 		rates.arr = json_object_new_array();
 	else if (show)
 		printf("%s rates per second (create/destroy):\n", fmt_time(now_rt_ns(), false, tbuf, sizeof(tbuf)));
 	mon_counters_foreach(mon_counters_fd(mon), rate_cb, &show);
-	if (show && opts.json) {
+	if (show && out_is_json()) {
 		struct json_object *j = json_object_new_object();
 
 		json_object_object_add(j, "time", json_object_new_string(fmt_time(now_rt_ns(), true, tbuf, sizeof(tbuf))));
@@ -1156,7 +1158,7 @@ static void audit_report(const struct top_row *r, bool managed, bool have_ledger
 	char tbuf[48], lim[32], hb[32];
 	int i;
 
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *j = json_object_new_object(), *h = json_object_new_object(),
 				   *arr = json_object_new_array();
 
@@ -1354,7 +1356,7 @@ int cmd_monitor(int argc, char **argv)
 	ufd = device_events_open();
 	pr_debug("device events from %s", dev_source);
 	dev_names_load(); /* after: a device added from now on is in the dump or in the device events */
-	if (opts.json) {
+	if (out_is_json()) {
 		/* Tells a reader that everything from now on is seen (loading takes a while on slow machines). */
 		struct json_object *j = json_object_new_object();
 		char tbuf[48];

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "gid.h"
+#include <json-c/json.h>
+
 #include "out.h"
 #include "pp.h"
 #include "rdmactl.h"
@@ -566,7 +568,7 @@ static void print_result(const struct choice *ch, const struct pp_dest *me, cons
 {
 	char gid[INET6_ADDRSTRLEN];
 
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *o = json_object_new_object(), *l = json_object_new_object();
 
 		json_object_object_add(o, "mode", json_object_new_string("rc"));
@@ -846,7 +848,7 @@ static int run_cm(void)
 	}
 	gid_str(r.sgid, sgid, sizeof(sgid));
 	gid_str(r.dgid, dgid, sizeof(dgid));
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *j = json_object_new_object();
 
 		json_object_object_add(j, "mode", json_object_new_string("cm"));
@@ -1169,7 +1171,7 @@ static int run_check(void)
 		json_object_object_add(root, "route", r);
 	}
 	gid_table_free(&t);
-	if (opts.json) {
+	if (out_is_json()) {
 		out_json(root);
 	} else {
 		print_check_text(root);

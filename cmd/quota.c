@@ -12,6 +12,8 @@
 
 #include "cgroup.h"
 #include "ledger.h"
+#include <json-c/json.h>
+
 #include "out.h"
 #include "rdmactl.h"
 #include "util.h"
@@ -515,7 +517,7 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 		ncur = read_kernel(st->scope.name, "rdma.current", kcur, 16);
 	}
 	c->shown++;
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *s = json_object_new_object(), *kinds = json_object_new_object();
 
 		json_object_object_add(s, "scope", json_object_new_string(ledger_scope_type_name(st->scope.type)));
@@ -556,7 +558,7 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 		printf("%s: %u process%s\n", scope_desc(&st->scope, desc, sizeof(desc)), st->nprocs,
 		       st->nprocs == 1 ? "" : "es");
 	for (k = 0; k < LEDGER_NKINDS; k++) {
-		if (!opts.verbose && st->limit[k] == LEDGER_UNLIMITED && !st->usage[k])
+		if (!util_verbose && st->limit[k] == LEDGER_UNLIMITED && !st->usage[k])
 			continue;
 		if (!printed++)
 			printf("  %-9s %10s %10s %10s\n", "kind", "limit", "usage", "headroom");
@@ -617,7 +619,7 @@ static int show_missing(void)
 			return EXIT_FAIL;
 		}
 	}
-	if (!opts.json) {
+	if (!out_is_json()) {
 		printf("no limits set\n");
 		return EXIT_OK;
 	}
@@ -656,7 +658,7 @@ static int do_show(void)
 	err = ledger_gc(l, NULL);
 	if (err && err != -EACCES)
 		pr_debug("gc: %s", strerror(-err));
-	if (opts.json)
+	if (out_is_json())
 		c.arr = json_object_new_array();
 	if (o.nscopes) {
 		err = ledger_get_scope(l, &o.scope, &st);
@@ -671,7 +673,7 @@ static int do_show(void)
 		ledger_foreach_scope(l, show_scope, &c);
 	}
 	ledger_denial_counts(l, &denials, NULL);
-	if (opts.json)
+	if (out_is_json())
 		show_doc(ledger_path(l), denials, c.arr);
 	else if (!o.nscopes)
 		printf("denials: %" PRIu64 "\n", denials);
@@ -707,7 +709,7 @@ static int do_gc(void)
 		       err == -EBUSY ? " (a process is stopped in the middle of an operation; try again)" : "");
 		return EXIT_FAIL;
 	}
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *doc = json_object_new_object();
 
 		json_object_object_add(doc, "reclaimed", json_object_new_int((int)n));
@@ -742,7 +744,7 @@ static int do_init(void)
 		pr_err("cannot create the ledger: %s", ledger_error());
 		return EXIT_FAIL;
 	}
-	if (opts.json) {
+	if (out_is_json()) {
 		struct json_object *doc = json_object_new_object();
 
 		json_object_object_add(doc, "ledger", json_object_new_string(path));

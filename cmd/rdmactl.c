@@ -9,7 +9,6 @@
 #include "rdmactl.h"
 #include "util.h"
 
-struct rdmactl_opts opts;
 
 static const struct cmd {
 	const char *name;
@@ -29,13 +28,14 @@ static error_t common_parse(int key, char *arg, struct argp_state *state)
 	(void)state;
 	switch (key) {
 	case 'j':
-		opts.json = true;
+		out_init(NULL, true, out_is_pretty());
 		break;
 	case 'p':
-		opts.pretty = out_pretty = true;
+		out_init(NULL, out_is_json(), true);
+		out_pretty = true;
 		break;
 	case 'v':
-		opts.verbose = util_verbose = true;
+		util_verbose = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

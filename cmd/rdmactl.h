@@ -6,16 +6,13 @@
 #include <argp.h>
 #include <stdbool.h>
 
+#include "out.h"
 #include "util.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
-struct rdmactl_opts {
-	bool json;
-	bool pretty;
-	bool verbose;
-};
-extern struct rdmactl_opts opts;
+/* The global options live where they are used: -j and -p in the output layer (out_is_json(),
+ * out_is_pretty()), -v in util (util_verbose). */
 
 /*
  * -j/-p/-v, accepted before the subcommand and after it: add as a child to each subcommand's argp:

@@ -311,7 +311,7 @@ int cmd_run(int argc, char **argv)
 	if (env_prepend("LD_PRELOAD", preload) || env_prepend("LD_AUDIT", preload) ||
 	    setenv(LEDGER_ENV_JOB, job, 1) || setenv(LEDGER_ENV_PATH, ledger_path(l), 1) ||
 	    (ro.log && setenv("RDMACTL_LOG_FILE", ro.log, 1)) || (ro.fail && setenv(LEDGER_ENV_FAIL, ro.fail, 1)) ||
-	    (opts.verbose && setenv("RDMACTL_LOG_LEVEL", "2", 1))) {
+	    (util_verbose && setenv("RDMACTL_LOG_LEVEL", "2", 1))) {
 		pr_err("cannot set the environment: %s", strerror(errno));
 		ret = EXIT_FAIL;
 		goto out;

@@ -16,6 +16,8 @@
 
 #include "bpfmon.h"
 #include "ledger.h"
+#include <json-c/json.h>
+
 #include "out.h"
 #include "rdmactl.h"
 #include "top.h"
@@ -473,7 +475,7 @@ static int batch(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 			if (snapshot(t, f, &s, false))
 				return EXIT_FAIL;
 		}
-		if (opts.json) {
+		if (out_is_json()) {
 			out_json(top_snap_json(&s, o.key));
 		} else {
 			render(&s, &l, false);
@@ -658,7 +660,7 @@ int cmd_top(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (!o.batch && !opts.json && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
+	if (!o.batch && !out_is_json() && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
 		ret = interactive(t, &f, &s);
 	} else {
 		/* Not a terminal (or -j): batch mode; without -d, back-to-back snapshots are pointless. */
