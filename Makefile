@@ -183,8 +183,16 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
 	$(Q)$(MAKE) --no-print-directory check-host check-lab
 
-check-unit: $(UNIT_BIN)
-	$(Q)tests/run-unit $(UNIT_BIN)
+# T=SUITE[:CASE]: only tests/unit/test_SUITE.c (% is a wildcard), and in it only the RUN() tests whose name
+# matches CASE (a glob; unit.h reads it from UNIT_TEST).
+T_SUITE     := $(patsubst x%,%,$(word 1,$(subst :, ,x$(T))))
+T_CASE      := $(word 2,$(subst :, ,x$(T)))
+UNIT_SEL    := $(if $(T),$(filter $(T_SUITE:%=$(OUT)/tests/test_%),$(UNIT_BIN)),$(UNIT_BIN))
+
+check-unit: $(UNIT_SEL)
+	$(Q)$(if $(UNIT_SEL),,echo "make check-unit: T=$(T): no unit test tests/unit/test_$(T_SUITE).c" \
+		"(T=SUITE[:CASE], SUITE one of: $(UNIT_BIN:$(OUT)/tests/test_%=%))" >&2; exit 2;) \
+	$(if $(T_CASE),UNIT_TEST='$(T_CASE)') tests/run-unit $(UNIT_SEL)
 
 check-fuzz: $(FUZZ_BIN)
 	$(Q)tests/run-fuzz $(FUZZ_SECONDS) $(FUZZ_BIN)
