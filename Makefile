@@ -68,7 +68,7 @@ MANPAGES    := $(wildcard man/*.8)
 .DELETE_ON_ERROR:
 # Keep the BPF chain (vmlinux.h, .bpf.o) between builds.
 .SECONDARY:
-.PHONY: all deps check check-host check-unit check-lab check-fuzz demo lab install uninstall clean help bench
+.PHONY: all deps check check-host check-unit check-bats check-lab check-fuzz demo lab install uninstall clean help bench
 
 all: $(OUT)/rdmactl $(OUT)/librdmactl-preload.so $(LAB_HELPERS)
 
@@ -197,8 +197,19 @@ check-unit: $(UNIT_SEL)
 check-fuzz: $(FUZZ_BIN)
 	$(Q)tests/run-fuzz $(FUZZ_SECONDS) $(FUZZ_BIN)
 
+# S=SUITE...: only tests/SUITE.bats (% is a wildcard); F=REGEX: only the tests whose name matches it
+# (bats --filter; read from the environment, so any quoting survives).
+BATS_HOST   := $(wildcard tests/*.bats)
+BATS_UNKNOWN := $(foreach s,$(S),$(if $(filter tests/$(s).bats,$(BATS_HOST)),,$(s)))
+BATS_SEL    := $(if $(S),$(filter $(S:%=tests/%.bats),$(BATS_HOST)),$(BATS_HOST))
+
+check-bats: all
+	$(Q)$(if $(BATS_UNKNOWN),echo "make check-bats: S=$(S): no host suite tests/$(firstword $(BATS_UNKNOWN)).bats" \
+		"(S=SUITE..., one of: $(BATS_HOST:tests/%.bats=%))" >&2; exit 2;) \
+	tests/run-bats host $${F:+--filter "$$F"} $(BATS_SEL)
+
 check-host: all check-unit check-fuzz
-	$(Q)tests/run-bats host tests/*.bats
+	$(Q)$(MAKE) --no-print-directory check-bats
 
 # Every lab suite on each kernel: Debian's stable one (6.1) and the newest of bookworm-backports (6.12).
 LAB_KERNELS ?= stable backports
