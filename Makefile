@@ -214,8 +214,12 @@ check-host: all check-unit check-fuzz
 # Every lab suite on each kernel: Debian's stable one (6.1) and the newest of bookworm-backports (6.12).
 LAB_KERNELS ?= stable backports
 
+# F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES);
+# LAB_FILTER=REGEX: only the tests whose name matches it.
 check-lab: all
-	$(Q)rc=0; for k in $(LAB_KERNELS); do \
+	$(Q)if [ -n "$${F-}" ]; then export LAB_SUITES="$$F"; fi; \
+	if [ -n "$${LAB_SUITES-}" ]; then tests/lab/check --list >/dev/null || exit 2; fi; \
+	rc=0; for k in $(LAB_KERNELS); do \
 		echo "lab: $$k kernel"; \
 		LAB_KERNEL=$$k LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check || rc=1; \
 	done; exit $$rc
