@@ -77,7 +77,12 @@ help:
 	@echo "  all (default)  build $(OUT)/rdmactl and $(OUT)/librdmactl-preload.so"
 	@echo "  deps           install the Debian packages the build, the tests and the lab need (root)"
 	@echo "  check          deps + build + host tests (unit, CLI, fuzz) + lab tests inside the soft-RoCE lab"
-	@echo "  check-host     host tests only;  check-lab: lab tests only"
+	@echo "  check-host     host tests only: check-unit, check-fuzz, check-bats"
+	@echo "  check-unit     C unit tests of lib/ (tests/unit); T=SUITE[:CASE] runs one: T=ledger, T=ledger:basic"
+	@echo "  check-bats     host CLI suites (tests/*.bats); S=SUITE... picks files (S=quota), F=REGEX test names"
+	@echo "  check-fuzz     libFuzzer harnesses (tests/fuzz) for FUZZ_SECONDS=$(FUZZ_SECONDS) each"
+	@echo "  check-lab      lab suites (tests/lab/*.bats) in the soft-RoCE VM, once per kernel of LAB_KERNELS;"
+	@echo "                 F=REGEX picks suites by file name (F=run), LAB_FILTER=REGEX tests by name"
 	@echo "  demo           boot the lab and run a narrated tour of rdmactl"
 	@echo "  lab            interactive shell inside the lab (rxe0 on veth0, 192.0.2.1/24)"
 	@echo "  bench          build the benchmarks under $(OUT)/bench (run bench/*.sh; see their headers)"
@@ -85,6 +90,7 @@ help:
 	@echo "  uninstall, clean"
 	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
 	@echo "           LAB_KERNELS=\"$(LAB_KERNELS)\" (kernels check-lab boots: stable, backports)"
+	@echo "Tests by name: tests/README.md, e.g. make check-bats S=quota F='fresh host'"
 
 deps:
 	$(Q)tests/deps.sh

@@ -1,0 +1,75 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Picking tests through make: check-unit T=SUITE[:CASE], check-bats S=SUITE F=REGEX, check-lab F=REGEX.
+
+load helper
+
+# make in the source tree on this build, untouched by the make (and its selection) and the bats this suite
+# runs under: a bats started with this one's variables, or with its libexec first in PATH, does not find
+# its own parts.
+mk() {
+	local -a unset=()
+	local v path=:$PATH:
+
+	for v in $(compgen -e); do
+		case $v in
+		BATS_* | MAKEFLAGS | MFLAGS | MAKELEVEL | T | F | S | LAB_SUITES | LAB_FILTER) unset+=(-u "$v") ;;
+		esac
+	done
+	path=${path//:$BATS_LIBEXEC:/:}
+	path=${path#:}
+	env "${unset[@]}" PATH="${path%:}" make -s --no-print-directory -C "$TOP" OUT="$BUILD" "$@"
+}
+
+@test "check-unit T=util runs test_util only; T=util:CASE the tests of it that CASE names" {
+	run --separate-stderr -0 mk check-unit T=util
+	# (a LINK line first when it had to be built)
+	assert_equal "$(grep '^# ' <<<"$output")" "# $BUILD/tests/test_util"
+	assert_line "ok - test_parse_size"
+	assert_line "ok - test_match_word"
+	run --separate-stderr -0 mk check-unit T=util:parse_size
+	assert_equal "$(grep '^ok - ' <<<"$output")" "ok - test_parse_size"
+	run --separate-stderr -0 mk check-unit T='util:test_parse_*'
+	[ "$(grep -c '^ok - test_parse_' <<<"$output")" = 3 ]
+	[ "$(grep -c '^ok - ' <<<"$output")" = 3 ]
+}
+
+@test "check-unit: an unknown suite or test is an error that names the known ones" {
+	run --separate-stderr mk check-unit T=nosuch
+	assert_failure
+	assert_output ""
+	[[ $stderr == *"make check-unit: T=nosuch: no unit test tests/unit/test_nosuch.c"* ]]
+	[[ $stderr == *"(T=SUITE[:CASE], SUITE one of: "*" ledger "*" util)"* ]]
+	run --separate-stderr mk check-unit T=util:nosuch
+	assert_failure
+	[[ $stderr == *"test_util: no test matches UNIT_TEST=nosuch (tests: test_parse_u64 "* ]]
+	[[ $stderr == *"FAILED: $BUILD/tests/test_util"* ]]
+}
+
+@test "check-bats S=cli F=NAME runs that one test" {
+	run -0 mk check-bats S=cli F='^an unknown command is a usage error'
+	assert_line "1..1"
+	assert_line "ok 1 an unknown command is a usage error naming the candidates"
+	assert_line "host: 1 passed, 0 failed, 0 skipped"
+}
+
+@test "check-bats: an unknown suite is an error, a filter that matches nothing fails" {
+	run --separate-stderr mk check-bats S=nosuch
+	assert_failure
+	[[ $stderr == "make check-bats: S=nosuch: no host suite tests/nosuch.bats (S=SUITE..., one of: cli "* ]]
+	run --separate-stderr mk check-bats S=cli F='no test has this name'
+	assert_failure
+	[[ $stderr == *"host: no test ran"* ]]
+}
+
+@test "check-lab F=REGEX picks lab suites by file name; one that matches none fails before booting" {
+	run -0 env LAB_SUITES=run "$TOP/tests/lab/check" --list
+	assert_output "tests/lab/run.bats"
+	run -0 env LAB_SUITES='^(quota|top)$' "$TOP/tests/lab/check" --list
+	assert_equal "${lines[*]}" "tests/lab/quota.bats tests/lab/top.bats"
+	SECONDS=0
+	run --separate-stderr mk check-lab F=nosuch
+	assert_failure
+	[[ $stderr == "tests/lab/check: LAB_SUITES=nosuch: no lab suite's file name matches (suites: "*" run "* ]]
+	[ "$SECONDS" -lt 30 ]
+}
