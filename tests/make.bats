@@ -23,8 +23,8 @@ mk() {
 
 @test "check-unit T=util runs test_util only; T=util:CASE the tests of it that CASE names" {
 	run --separate-stderr -0 mk check-unit T=util
-	# (a LINK line first when it had to be built)
-	assert_equal "$(grep '^# ' <<<"$output")" "# $BUILD/tests/test_util"
+	# tests/run-unit names each binary it runs (after a LINK line when it had to be built)
+	assert_equal "$(grep "^# $BUILD/" <<<"$output")" "# $BUILD/tests/test_util"
 	assert_line "ok - test_parse_size"
 	assert_line "ok - test_match_word"
 	run --separate-stderr -0 mk check-unit T=util:parse_size
