@@ -13,6 +13,7 @@
 static struct {
 	FILE *f;
 	bool json, pretty;
+	bool batched; /* no flush at the end of each document */
 	/* the document being written */
 	char *buf;
 	size_t len, cap;
@@ -194,7 +195,8 @@ static void end_document(void)
 		fwrite(w.buf, 1, w.len, f);
 	else
 		fputs("{\"error\":\"out of memory\"}\n", f);
-	fflush(f);
+	if (!w.batched)
+		fflush(f);
 	w.len = 0;
 	w.oom = false;
 }
@@ -252,6 +254,16 @@ void out_open_array(const char *key)
 void out_close_array(void)
 {
 	close_container(true);
+}
+
+void out_set_batched(bool batched)
+{
+	w.batched = batched;
+}
+
+void out_flush(void)
+{
+	fflush(out_file());
 }
 
 void out_discard(void)

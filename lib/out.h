@@ -57,6 +57,13 @@ void print_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void print_nl(void);
 
 /*
+ * Batched streams (monitor's events come in bursts): a finished document is not flushed on its own; the
+ * caller flushes with out_flush() after a burst, always at a document boundary.
+ */
+void out_set_batched(bool batched);
+void out_flush(void);
+
+/*
  * Drop a document that was begun but not finished (an error in the middle of it): nothing of it is written.
  * The next out_open_*() begins a new document.
  */

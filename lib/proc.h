@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Readers of /proc: a process's comm and its cgroup v2 path. */
+#ifndef RDMACTL_PROC_H
+#define RDMACTL_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* comm of pid into buf ("?" when the process is gone or unreadable). */
+void proc_comm(pid_t pid, char *buf, size_t len);
+/* The cgroup v2 path of pid (0: this process) as /proc/PID/cgroup's "0::" line gives it. -ENOENT, -errno. */
+int proc_cgroup(pid_t pid, char *buf, size_t len);
+
+#endif
