@@ -47,7 +47,11 @@ override CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 LIBS_CMD := -libverbs -lrdmacm -lmnl -ljson-c -lncursesw -lbpf -lelf -lz -lpthread -lrt
 LIBS_PRELOAD := -ldl -lpthread -lrt
 
-LIB_SRC     := $(wildcard lib/*.c)
+# lib/ is three libraries: the core the preload links (kinds, ledger, /proc readers, parsing), everything else
+# the commands share, and the monitor's BPF loader, the one object that needs the BPF skeleton (clang).
+CORE_SRC    := lib/kinds.c lib/ledger.c lib/proc.c lib/util.c
+BPFLIB_SRC  := lib/bpfmon.c
+LIB_SRC     := $(filter-out $(BPFLIB_SRC),$(wildcard lib/*.c))
 CMD_SRC     := $(wildcard cmd/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
@@ -55,6 +59,7 @@ BENCH_SRC   := $(wildcard bench/*.c)
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 BPF_SRC     := $(wildcard bpf/*.bpf.c)
 LIB_OBJ     := $(LIB_SRC:%.c=$(OUT)/%.o)
+BPFLIB_OBJ  := $(BPFLIB_SRC:%.c=$(OUT)/%.o)
 CMD_OBJ     := $(CMD_SRC:%.c=$(OUT)/%.o)
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(OUT)/preload-obj/%.o)
 UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(OUT)/tests/%)
@@ -114,11 +119,14 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # --- C ----------------------------------------------------------------------------------------------
-$(OUT)/lib/%.o: lib/%.c | $(OUT)/lib $(BPF_SKEL)
+$(OUT)/lib/%.o: lib/%.c | $(OUT)/lib
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUT)/cmd/%.o: cmd/%.c | $(OUT)/cmd $(BPF_SKEL)
+# Only the monitor's loader includes the skeleton.
+$(BPFLIB_OBJ): | $(BPF_SKEL)
+
+$(OUT)/cmd/%.o: cmd/%.c | $(OUT)/cmd
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Icmd -c $< -o $@
 
@@ -126,19 +134,23 @@ $(OUT)/librdmactl.a: $(LIB_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(OUT)/rdmactl: $(CMD_OBJ) $(OUT)/librdmactl.a
+$(OUT)/rdmactl: $(CMD_OBJ) $(BPFLIB_OBJ) $(OUT)/librdmactl.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $(CMD_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
+	$(Q)$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
 
 # The preload gets its own objects: no ASan, hidden visibility, only the wrappers exported.
 PRELOAD_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) $(PRELOAD_SAN) -fvisibility=hidden
-PRELOAD_LIB_OBJ := $(LIB_SRC:%.c=$(OUT)/preload-obj/%.o)
+PRELOAD_LIB_OBJ := $(CORE_SRC:%.c=$(OUT)/preload-obj/%.o)
 
-$(OUT)/preload-obj/%.o: %.c | $(OUT)/preload-obj/preload $(BPF_SKEL)
+$(OUT)/preload-obj/%.o: %.c | $(OUT)/preload-obj/preload
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(PRELOAD_CFLAGS) -DRDMACTL_PRELOAD -c $< -o $@
 
 $(OUT)/preload-obj/librdmactl-preload.a: $(PRELOAD_LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# Lab programs play applications and also read netlink: all of lib/ (but the BPF loader), built like the preload.
+$(OUT)/preload-obj/librdmactl-app.a: $(LIB_SRC:%.c=$(OUT)/preload-obj/%.o)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(OUT)/librdmactl-preload.so: $(PRELOAD_OBJ) $(OUT)/preload-obj/librdmactl-preload.a preload/preload.map
@@ -154,14 +166,19 @@ $(OUT)/bench/%: bench/%.c $(OUT)/librdmactl.a | $(OUT)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
 
+# The probes' benchmark loads them itself.
+$(OUT)/bench/monprobe: bench/monprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OUT)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
+
 # Lab programs play the part of applications: they run under the preload, so they are built like it
 # (no ASan, whose runtime must come first in a process), against the preload's copy of lib/.
-$(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-preload.a | $(OUT)/lab-progs
+$(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-app.a | $(OUT)/lab-progs
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(PRELOAD_CFLAGS) $(PRELOAD_SAN) -o $@ $< $(OUT)/preload-obj/librdmactl-preload.a $(LIBS_CMD) -ldl
+	$(Q)$(CC) $(PRELOAD_CFLAGS) $(PRELOAD_SAN) -o $@ $< $(OUT)/preload-obj/librdmactl-app.a $(LIBS_CMD) -ldl
 
 # libFuzzer harnesses: clang, built from the sources (not the gcc archive).
-$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz $(BPF_SKEL)
+$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -I$(OUT) -fsanitize=fuzzer,address,undefined \
 		-o $@ $< $(LIB_SRC) $(LIBS_CMD)
