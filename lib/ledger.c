@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The shared-memory ledger: file format, validation, attach/reserve/release, gc and recount, read side. */
 #include "ledger.h"
+#include "hot.h"
 #include "util.h"
 
 #include <dirent.h>

@@ -14,6 +14,7 @@
 
 #include "ledger.h"
 #include "preload.h"
+#include "hot.h"
 #include "util.h"
 
 struct pcfg pcfg HOT_DATA = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The inline verbs of verbs.h (create_qp_ex, create_cq_ex, alloc_mw, ...): their op pointers wrapped per context. */
+#include <stddef.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "wrap.h"
+
+struct ctx_ops {
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *, struct ibv_qp_init_attr_ex *);
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *);
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *, struct ibv_srq_init_attr_ex *);
+	struct ibv_qp *(*open_qp)(struct ibv_context *, struct ibv_qp_open_attr *);
+	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *);
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int);
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *, enum ibv_mw_type);
+	int (*dealloc_mw)(struct ibv_mw *);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *, struct ibv_xrcd_init_attr *);
+	int (*close_xrcd)(struct ibv_xrcd *);
+	struct ibv_wq *(*create_wq)(struct ibv_context *, struct ibv_wq_init_attr *);
+	int (*destroy_wq)(struct ibv_wq *);
+};
+
+#define NCTX 256
+static struct ctx_ent {
+	struct ibv_context *_Atomic ctx;
+	bool imported;
+	struct ctx_ops ops;
+} ctxs[NCTX];
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct ctx_ops *ctx_ops_of(struct ibv_context *ctx)
+{
+	unsigned int i;
+
+	for (i = 0; i < NCTX; i++)
+		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_acquire) == ctx)
+			return &ctxs[i].ops;
+	return NULL;
+}
+
+/* verbs_get_ctx_op() without the op check: is field at offset off present in this context? */
+static bool vctx_has(struct verbs_context *v, size_t off)
+{
+	return v && v->sz >= sizeof(*v) - off;
+}
+
+static struct ibv_qp *w_create_qp_ex(struct ibv_context *, struct ibv_qp_init_attr_ex *);
+static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *, struct ibv_cq_init_attr_ex *);
+static struct ibv_srq *w_create_srq_ex(struct ibv_context *, struct ibv_srq_init_attr_ex *);
+static struct ibv_qp *w_open_qp(struct ibv_context *, struct ibv_qp_open_attr *);
+static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *);
+static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int);
+static struct ibv_mw *w_alloc_mw(struct ibv_pd *, enum ibv_mw_type);
+static int w_dealloc_mw(struct ibv_mw *);
+static struct ibv_xrcd *w_open_xrcd(struct ibv_context *, struct ibv_xrcd_init_attr *);
+static int w_close_xrcd(struct ibv_xrcd *);
+static struct ibv_wq *w_create_wq(struct ibv_context *, struct ibv_wq_init_attr *);
+static int w_destroy_wq(struct ibv_wq *);
+
+#define WRAP_VOP(v, e, name)                                                                   \
+	do {                                                                                   \
+		if (vctx_has(v, offsetof(struct verbs_context, name)) && (v)->name) {           \
+			(e)->ops.name = (v)->name;                                             \
+			(v)->name = w_##name;                                                  \
+		}                                                                              \
+	} while (0)
+
+void ctx_wrap(struct ibv_context *ctx, bool imported)
+{
+	struct verbs_context *v = verbs_get_ctx(ctx);
+	struct ctx_ent *e = NULL;
+	unsigned int i;
+
+	pthread_mutex_lock(&ctx_lock);
+	for (i = 0; i < NCTX && !e; i++)
+		if (!atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed))
+			e = &ctxs[i];
+	if (!e) {
+		pthread_mutex_unlock(&ctx_lock);
+		plog(1, "more than %d open contexts: inline verbs on the new one are not counted", NCTX);
+		return;
+	}
+	memset(&e->ops, 0, sizeof(e->ops));
+	e->imported = imported;
+	WRAP_VOP(v, e, create_qp_ex);
+	WRAP_VOP(v, e, create_cq_ex);
+	WRAP_VOP(v, e, create_srq_ex);
+	WRAP_VOP(v, e, open_qp);
+	WRAP_VOP(v, e, alloc_null_mr);
+	WRAP_VOP(v, e, reg_dm_mr);
+	WRAP_VOP(v, e, open_xrcd);
+	WRAP_VOP(v, e, close_xrcd);
+	WRAP_VOP(v, e, create_wq);
+	WRAP_VOP(v, e, destroy_wq);
+	if (ctx->ops.alloc_mw && ctx->ops.dealloc_mw) {
+		e->ops.alloc_mw = ctx->ops.alloc_mw;
+		e->ops.dealloc_mw = ctx->ops.dealloc_mw;
+		ctx->ops.alloc_mw = w_alloc_mw;
+		ctx->ops.dealloc_mw = w_dealloc_mw;
+	}
+	atomic_store_explicit(&e->ctx, ctx, memory_order_release);
+	pthread_mutex_unlock(&ctx_lock);
+}
+
+bool ctx_unwrap(struct ibv_context *ctx)
+{
+	bool imported = false;
+	unsigned int i;
+
+	pthread_mutex_lock(&ctx_lock);
+	for (i = 0; i < NCTX; i++) {
+		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == ctx) {
+			imported = ctxs[i].imported;
+			atomic_store_explicit(&ctxs[i].ctx, NULL, memory_order_release);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx_lock);
+	return imported;
+}
+
+void ctx_atfork_child(void)
+{
+	pthread_mutex_init(&ctx_lock, NULL);
+}
+
+/* --- the wrapped ops -------------------------------------------------------------------------------- */
+
+#define OPS_OR_FAIL(ops, ctx, name)                          \
+	const struct ctx_ops *ops = ctx_ops_of(ctx);         \
+	if (!ops || !ops->name) {                            \
+		errno = EOPNOTSUPP;                          \
+		return NULL;                                 \
+	}
+
+/* A destroy through the op saved for x's context. */
+#define DESTROY_OP(x, name)                                                         \
+	do {                                                                        \
+		const struct ctx_ops *ops_ = (x) ? ctx_ops_of((x)->context) : NULL; \
+		if (!ops_ || !ops_->name)                                           \
+			return EOPNOTSUPP;                                          \
+		DESTROY(x, ops_->name(x));                                          \
+	} while (0)
+
+static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+{
+	OPS_OR_FAIL(ops, ctx, create_qp_ex);
+	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
+		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, ops->create_qp_ex(ctx, attr), r->context);
+}
+
+static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
+{
+	OPS_OR_FAIL(ops, ctx, create_cq_ex);
+	CREATE(struct ibv_cq_ex *, LEDGER_CQ, 0, ops->create_cq_ex(ctx, attr), r->context);
+}
+
+static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
+{
+	OPS_OR_FAIL(ops, ctx, create_srq_ex);
+	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, ops->create_srq_ex(ctx, attr),
+		     r->context);
+}
+
+static struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
+{
+	OPS_OR_FAIL(ops, ctx, open_qp);
+	CREATE(struct ibv_qp *, LEDGER_QP, 0, ops->open_qp(ctx, attr), r->context);
+}
+
+static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
+{
+	OPS_OR_FAIL(ops, pd->context, alloc_null_mr);
+	CREATE(struct ibv_mr *, LEDGER_MR, 0, ops->alloc_null_mr(pd), r->context);
+}
+
+static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
+				  unsigned int access)
+{
+	OPS_OR_FAIL(ops, pd->context, reg_dm_mr);
+	CREATE(struct ibv_mr *, LEDGER_MR, len, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
+}
+
+static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	OPS_OR_FAIL(ops, pd->context, alloc_mw);
+	CREATE(struct ibv_mw *, LEDGER_MW, 0, ops->alloc_mw(pd, type), r->context);
+}
+
+static int w_dealloc_mw(struct ibv_mw *mw)
+{
+	DESTROY_OP(mw, dealloc_mw);
+}
+
+static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
+{
+	OPS_OR_FAIL(ops, ctx, open_xrcd);
+	CREATE(struct ibv_xrcd *, LEDGER_XRCD, 0, ops->open_xrcd(ctx, attr), r->context);
+}
+
+static int w_close_xrcd(struct ibv_xrcd *xrcd)
+{
+	DESTROY_OP(xrcd, close_xrcd);
+}
+
+static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
+{
+	OPS_OR_FAIL(ops, ctx, create_wq);
+	CREATE_QUEUE(struct ibv_wq *, LEDGER_WQ, 0, attr ? attr->max_wr : 0, ops->create_wq(ctx, attr), r->context);
+}
+
+static int w_destroy_wq(struct ibv_wq *wq)
+{
+	DESTROY_OP(wq, destroy_wq);
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The interceptor's table of the objects it charged, by pointer: what each destroy must give back. */
+#include "objtab.h"
+
+#include "preload.h"
+
+struct bucket obj_buckets[NBUCKET];
+unsigned int obj_gen HOT_DATA;
+struct obj obj_static[OBJ_STATIC] HOT_DATA;
+struct obj_spare obj_spare HOT_DATA;
+struct obj_recent obj_recent HOT_DATA;
+
+COLD_FN void obj_free_mem(struct obj *o)
+{
+	int saved = errno;
+
+	free(o);
+	errno = saved;
+}
+
+/* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
+HOT_DESTROY struct obj *obj_take(const void *key)
+{
+	struct obj *o;
+
+	/* the parent's objects, seen in a forked child, are not charged here: drop them, look further */
+	while ((o = obj_unlink(key)) && o->gen != obj_gen)
+		obj_free(o);
+	return o;
+}
+
+void obj_drop_ctx(struct ibv_context *ctx)
+{
+	struct obj *r, *dropped = NULL;
+	unsigned int i;
+
+	spin_lock(&obj_recent.lock);
+	for (i = 0; i < NRECENT; i++) {
+		if ((r = obj_recent.slot[i]) && r->ctx == ctx) {
+			obj_recent.slot[i] = NULL;
+			r->next = dropped;
+			dropped = r;
+		}
+	}
+	spin_unlock(&obj_recent.lock);
+	while ((r = dropped)) {
+		dropped = r->next;
+		if (r->gen == obj_gen)
+			acct_release(r->kind, r->bytes);
+		obj_free(r);
+	}
+	for (i = 0; i < NBUCKET; i++) {
+		struct bucket *b = &obj_buckets[i];
+		struct obj **pp, *o, *gone = NULL;
+
+		if (!__atomic_load_n(&b->head, __ATOMIC_RELAXED))
+			continue;
+		bucket_lock(b);
+		for (pp = &b->head; (o = *pp);) {
+			if (o->ctx == ctx) {
+				*pp = o->next;
+				o->next = gone;
+				gone = o;
+			} else {
+				pp = &o->next;
+			}
+		}
+		bucket_unlock(b);
+		while ((o = gone)) {
+			gone = o->next;
+			if (o->gen == obj_gen)
+				acct_release(o->kind, o->bytes);
+			obj_free(o);
+		}
+	}
+}
+
+
+void obj_init(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < OBJ_STATIC; i++)
+		obj_free(&obj_static[OBJ_STATIC - 1 - i]);
+}
+
+void obj_atfork_child(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < NBUCKET; i++)
+		atomic_flag_clear_explicit(&obj_buckets[i].lock, memory_order_relaxed);
+	atomic_flag_clear_explicit(&obj_spare.lock, memory_order_relaxed);
+	atomic_flag_clear_explicit(&obj_recent.lock, memory_order_relaxed);
+	obj_gen++;
+}

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* librdmactl-preload.so's exported verbs: libibverbs' create and destroy entry points, charged and tracked. */
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "util.h"
+#include "wrap.h"
+
+PRELOAD_API const char rdmactl_preload_version[] = RDMACTL_VERSION;
+
+PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct ibv_context *ctx;
+	struct track t;
+
+	need_real();
+	NOSYS_NULL(real.open_device);
+	if (!enter()) {
+		ctx = real.open_device(device);
+		leave();
+		return ctx;
+	}
+	/* an open in progress: a charged context whose uverbs fd is not there yet (see ledger_open_mark) */
+	acct_open_mark();
+	if (pre_create(&t, LEDGER_CTX, 0)) {
+		acct_open_mark();
+		leave();
+		return NULL;
+	}
+	ctx = real.open_device(device);
+	if (ctx)
+		ctx_wrap(ctx, false);
+	post_create(&t, ctx, ctx);
+	acct_open_mark();
+	leave();
+	return ctx;
+}
+
+PRELOAD_API struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	struct ibv_context *ctx;
+
+	need_real();
+	NOSYS_NULL(real.import_device);
+	/* An import shares the exporter's kernel context: nothing new to charge, but its ops are wrapped. */
+	if (!enter()) {
+		ctx = real.import_device(cmd_fd);
+		leave();
+		return ctx;
+	}
+	ctx = real.import_device(cmd_fd);
+	if (ctx)
+		ctx_wrap(ctx, true);
+	leave();
+	return ctx;
+}
+
+PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
+{
+	struct obj *o;
+	int ret;
+
+	need_real();
+	NOSYS_INT(real.close_device);
+	if (!enter()) {
+		ret = real.close_device(ctx);
+		leave();
+		return ret;
+	}
+	o = obj_take(ctx);
+	if (!ctx_unwrap(ctx))
+		obj_drop_ctx(ctx);
+	ret = real.close_device(ctx);
+	/* A failed close leaves a context we no longer wrap: safer to stop charging it than to guess. */
+	post_destroy(o, 0);
+	leave();
+	return ret;
+}
+
+PRELOAD_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	need_real();
+	NOSYS_NULL(real.alloc_pd);
+	CREATE(struct ibv_pd *, LEDGER_PD, 0, real.alloc_pd(context), r->context);
+}
+
+PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	need_real();
+	NOSYS_INT(real.dealloc_pd);
+	DESTROY(pd, real.dealloc_pd(pd));
+}
+
+/* Where libibverbs has it (IBVERBS_1.8, rdma-core 29 on), every MR registration below ends up here. */
+static HOT_CREATE struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+					      unsigned int access)
+{
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
+}
+
+/*
+ * libibverbs' ibv_reg_mr and ibv_reg_mr_iova are ibv_reg_mr_iova2(pd, addr, length, iova (addr for
+ * ibv_reg_mr), access) through its PLT, which comes back here as a nested call: where iova2 exists, call it
+ * directly (same result, one library hop and one pass through a wrapper less).
+ */
+static COLD_FN struct ibv_mr *reg_mr_old(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	NOSYS_NULL(real.reg_mr);
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr(pd, addr, length, access), r->context);
+}
+
+PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	need_real();
+	if (__builtin_expect(!real.reg_mr_iova2, 0))
+		return reg_mr_old(pd, addr, length, access);
+	return reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+PRELOAD_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+					   int access)
+{
+	need_real();
+	if (real.reg_mr_iova2)
+		return reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+	NOSYS_NULL(real.reg_mr_iova);
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
+}
+
+PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+						       unsigned int access)
+{
+	need_real();
+	NOSYS_NULL(real.reg_mr_iova2);
+	return reg_mr_iova2(pd, addr, length, iova, access);
+}
+
+PRELOAD_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+					     int fd, int access)
+{
+	need_real();
+	NOSYS_NULL(real.reg_dmabuf_mr);
+	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_dmabuf_mr(pd, offset, length, iova, fd, access),
+	       r->context);
+}
+
+PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+			     int access)
+{
+	struct obj *o;
+	int64_t delta = 0;
+	int ret;
+
+	need_real();
+	if (!real.rereg_mr) {
+		errno = EOPNOTSUPP;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (!enter()) {
+		ret = real.rereg_mr(mr, flags, pd, addr, length, access);
+		leave();
+		return ret;
+	}
+	o = obj_take(mr);
+	if (o && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		delta = (int64_t)length - (int64_t)o->bytes;
+		if (delta > 0 && (ret = acct_mr_bytes(delta))) {
+			/* Refused before anything changed: the MR keeps its old translation. */
+			obj_insert(o);
+			errno = -ret;
+			leave();
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+	}
+	ret = real.rereg_mr(mr, flags, pd, addr, length, access);
+	if (o) {
+		int saved = errno;
+
+		if (ret && delta > 0)
+			acct_mr_bytes(-delta);
+		else if (!ret && delta < 0)
+			acct_mr_bytes(delta);
+		if (!ret)
+			o->bytes = length;
+		/* After a failed command the MR may be gone or still there: keep the record, dereg settles it. */
+		obj_insert(o);
+		errno = saved;
+	}
+	leave();
+	return ret;
+}
+
+PRELOAD_API HOT_DESTROY int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	need_real();
+	NOSYS_INT(real.dereg_mr);
+	DESTROY(mr, real.dereg_mr(mr));
+}
+
+PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					 struct ibv_comp_channel *channel, int comp_vector)
+{
+	need_real();
+	NOSYS_NULL(real.create_cq);
+	CREATE(struct ibv_cq *, LEDGER_CQ, 0, real.create_cq(context, cqe, cq_context, channel, comp_vector),
+	       r->context);
+}
+
+PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	need_real();
+	NOSYS_INT(real.destroy_cq);
+	DESTROY(cq, real.destroy_cq(cq));
+}
+
+PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	need_real();
+	NOSYS_NULL(real.create_srq);
+	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq(pd, attr), r->context);
+}
+
+PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	need_real();
+	NOSYS_INT(real.destroy_srq);
+	DESTROY(srq, real.destroy_srq(srq));
+}
+
+PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	need_real();
+	NOSYS_NULL(real.create_qp);
+	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
+		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp(pd, attr), r->context);
+}
+
+PRELOAD_API HOT_DESTROY int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	need_real();
+	NOSYS_INT(real.destroy_qp);
+	DESTROY(qp, real.destroy_qp(qp));
+}
+
+PRELOAD_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	need_real();
+	NOSYS_NULL(real.create_ah);
+	CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah(pd, attr), r->context);
+}
+
+PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+						 uint8_t port_num)
+{
+	need_real();
+	NOSYS_NULL(real.create_ah_from_wc);
+	CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah_from_wc(pd, wc, grh, port_num), r->context);
+}
+
+PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	need_real();
+	NOSYS_INT(real.destroy_ah);
+	DESTROY(ah, real.destroy_ah(ah));
+}
+
+/* ---- the table the audit redirection uses --------------------------------------------------------- */
+
+#define W(n) { #n, (void *)n }
+const struct wrap_sym wrap_syms[] = {
+	W(ibv_open_device), W(ibv_close_device), W(ibv_import_device), W(ibv_alloc_pd),
+	W(ibv_dealloc_pd), W(ibv_reg_mr), W(ibv_reg_mr_iova), W(ibv_reg_mr_iova2),
+	W(ibv_reg_dmabuf_mr), W(ibv_rereg_mr), W(ibv_dereg_mr), W(ibv_create_cq),
+	W(ibv_destroy_cq), W(ibv_create_srq), W(ibv_destroy_srq), W(ibv_create_qp),
+	W(ibv_destroy_qp), W(ibv_create_ah), W(ibv_create_ah_from_wc), W(ibv_destroy_ah),
+};
+#undef W
+const unsigned int wrap_nsyms = ARRAY_SIZE(wrap_syms);

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What the interceptor's rooms share: the real verbs, the nesting guard, the charge/track protocol. */
+#ifndef RDMACTL_PRELOAD_WRAP_H
+#define RDMACTL_PRELOAD_WRAP_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "hot.h"
+#include "objtab.h"
+#include "preload.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+/* Internal to the preload (built -fvisibility=hidden): direct PC-relative access, no GOT. */
+#pragma GCC visibility push(hidden)
+
+/* The real verbs, looked up once. Default versions: IBVERBS_1.1 unless the verb is newer. */
+struct real_verbs {
+	struct ibv_context *(*open_device)(struct ibv_device *);
+	int (*close_device)(struct ibv_context *);
+	struct ibv_context *(*import_device)(int);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
+	int (*dealloc_pd)(struct ibv_pd *);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
+	struct ibv_mr *(*reg_mr_iova)(struct ibv_pd *, void *, size_t, uint64_t, int);
+	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t, unsigned int);
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *, uint64_t, size_t, uint64_t, int, int);
+	int (*rereg_mr)(struct ibv_mr *, int, struct ibv_pd *, void *, size_t, int);
+	int (*dereg_mr)(struct ibv_mr *);
+	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
+	int (*destroy_cq)(struct ibv_cq *);
+	struct ibv_srq *(*create_srq)(struct ibv_pd *, struct ibv_srq_init_attr *);
+	int (*destroy_srq)(struct ibv_srq *);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
+	int (*destroy_qp)(struct ibv_qp *);
+	struct ibv_ah *(*create_ah)(struct ibv_pd *, struct ibv_ah_attr *);
+	struct ibv_ah *(*create_ah_from_wc)(struct ibv_pd *, struct ibv_wc *, struct ibv_grh *, uint8_t);
+	int (*destroy_ah)(struct ibv_ah *);
+};
+extern struct real_verbs real;
+
+
+extern pthread_once_t pl_init_once;
+/* Init is done: the fast path skips pthread_once() (a call into libc on every verb). */
+extern bool pl_inited;
+/* False in rdmactl's own processes and when libibverbs could not be found: then everything passes through. */
+extern bool pl_active;
+/*
+ * Set while this thread is inside an intercepted verb: libibverbs calls some of its own exported verbs
+ * through the PLT (ibv_reg_mr -> ibv_reg_mr_iova2, create_qp@1.0 -> @@1.1, create_ah_from_wc ->
+ * create_ah), and those land here again. Only the outermost call charges.
+ */
+extern __thread int pl_guard __attribute__((tls_model("initial-exec")));
+
+/* Look the real verbs up, read the settings, attach to the ledger (init.c). */
+void pl_init_once_fn(void);
+
+/* Resolve the real table (first call may come before any enter(), e.g. a nested pass-through). */
+static inline void need_real(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&pl_inited, __ATOMIC_ACQUIRE), 0))
+		pthread_once(&pl_init_once, pl_init_once_fn);
+}
+
+/* ctxops.c: the op pointers behind the inline verbs of verbs.h, wrapped per context. */
+void ctx_wrap(struct ibv_context *ctx, bool imported);
+/* Forget a context before the real close frees it; returns whether it was an imported one. */
+bool ctx_unwrap(struct ibv_context *ctx);
+void ctx_atfork_child(void);
+
+struct track {
+	enum ledger_kind kind;
+	uint64_t bytes;
+	struct obj *o;
+	bool counted;
+};
+
+/* Enter a wrapper. Returns false when this call is nested or rdmactl is inactive: pass through. */
+static inline bool enter(void)
+{
+	if (pl_guard++)
+		return false;
+	need_real();
+	return pl_active;
+}
+
+static inline void leave(void)
+{
+	pl_guard--;
+}
+
+/* errno = -ret; -1. */
+COLD_FN int pre_create_failed(int ret);
+
+/* After the charge: the record the object will be tracked by. 0, or -1 with nothing charged. */
+static inline ALWAYS_INLINE int pre_create_rec(struct track *t, enum ledger_kind kind, uint64_t bytes, int ret)
+{
+	t->kind = kind;
+	t->bytes = bytes;
+	t->counted = false;
+	t->o = NULL;
+	if (ret)
+		return pre_create_failed(ret);
+	t->o = obj_alloc();
+	if (!t->o) {
+		acct_release(kind, bytes);
+		return pre_create_failed(-ENOMEM);
+	}
+	t->counted = true;
+	return 0;
+}
+
+/* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
+static inline ALWAYS_INLINE int pre_create(struct track *t, enum ledger_kind kind, uint64_t bytes)
+{
+	return pre_create_rec(t, kind, bytes, acct_charge(kind, bytes));
+}
+
+/* Same for a queue: its depth against the WR caps, and its count, in one charge. */
+static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
+{
+	return pre_create_rec(t, kind, 0, acct_charge_wr(kind, send_wr, recv_wr));
+}
+
+/* After the real create: keep the charge with the object, or give it back. errno is preserved. */
+HOT_CREATE void post_create(struct track *t, const void *obj, struct ibv_context *ctx);
+/* After the real destroy of obj whose record was taken by obj_take(): release, or put it back. */
+HOT_DESTROY void post_destroy(struct obj *o, int ret);
+
+#define NOSYS_NULL(fn)                    \
+	do {                              \
+		if (!(fn)) {              \
+			errno = EOPNOTSUPP; \
+			return NULL;      \
+		}                         \
+	} while (0)
+
+#define NOSYS_INT(fn)                     \
+	do {                              \
+		if (!(fn))                \
+			return EOPNOTSUPP; \
+	} while (0)
+
+/*
+ * One create wrapper: charge, call, track. CALL is the real call expression, CTX the owning context
+ * expression (evaluated on the result r).
+ */
+/* A create wrapper: pass through when nested or inactive, else charge with PRE (which sees t), create, track. */
+#define CREATE_WITH(type, PRE, CALL, CTX)                         \
+	do {                                                      \
+		struct track t;                                   \
+		type r;                                           \
+		if (!enter()) {                                   \
+			r = (CALL);                               \
+			leave();                                  \
+			return r;                                 \
+		}                                                 \
+		if (PRE) {                                        \
+			leave();                                  \
+			return NULL;                              \
+		}                                                 \
+		r = (CALL);                                       \
+		post_create(&t, r, r ? (CTX) : NULL);             \
+		leave();                                          \
+		return r;                                         \
+	} while (0)
+
+#define CREATE(type, kind, bytes, CALL, CTX) CREATE_WITH(type, pre_create(&t, kind, bytes), CALL, CTX)
+/* A queue: its depth (the larger of s and rq) against the WR caps, and its count, in one charge. */
+#define CREATE_QUEUE(type, kind, s, rq, CALL, CTX) CREATE_WITH(type, pre_create_wr(&t, kind, s, rq), CALL, CTX)
+
+#define DESTROY(x, CALL)                                          \
+	do {                                                      \
+		struct obj *o;                                    \
+		int ret;                                          \
+		if (!(x))                                         \
+			return EINVAL;                            \
+		if (!enter()) {                                   \
+			ret = (CALL);                             \
+			leave();                                  \
+			return ret;                               \
+		}                                                 \
+		o = obj_take(x);                                  \
+		ret = (CALL);                                     \
+		post_destroy(o, ret);                             \
+		leave();                                          \
+		return ret;                                       \
+	} while (0)
+
+#pragma GCC visibility pop
+
+#endif
