@@ -16,11 +16,9 @@
 
 #include "bpfmon.h"
 #include "ledger.h"
-#include <json-c/json.h>
-
 #include "out.h"
 #include "rdmactl.h"
-#include "top.h"
+#include "top_view.h"
 #include "util.h"
 
 #define MAX_PIDS 64
@@ -463,29 +461,21 @@ static void sleep_s(double secs)
 		;
 }
 
+/* Snapshots one after another: text views apart by a blank line, or a JSON object a line. */
 static int batch(struct top_ctx *t, const struct top_filter *f, struct top_snap *first)
 {
+	struct top_view v = { .key = o.key, .reverse = o.reverse };
 	struct top_snap s = *first;
-	struct lines l = { 0 };
 	uint64_t i;
-	size_t k;
 
 	for (i = 0;; i++) {
 		if (i) {
 			if (snapshot(t, f, &s, false))
 				return EXIT_FAIL;
+			print_nl();
 		}
-		if (out_is_json()) {
-			out_json(top_snap_json(&s, o.key));
-		} else {
-			render(&s, &l, false);
-			if (i)
-				putchar('\n');
-			for (k = 0; k < l.n; k++)
-				puts(l.v[k]);
-			fflush(stdout);
-			free_lines(&l);
-		}
+		top_print(&s, &v, NULL);
+		fflush(stdout);
 		top_snap_free(&s);
 		if ((o.count && i + 1 >= o.count) || exiting)
 			break;

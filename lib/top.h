@@ -8,8 +8,6 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include <json-c/json.h>
-
 #include "bpfmon.h"
 #include "nl.h"
 
@@ -135,9 +133,6 @@ void top_snap_free(struct top_snap *s);
 
 /* Sort rows: counts and sizes largest first, pid/user/comm ascending; reverse flips that. */
 void top_sort(struct top_snap *s, enum top_key key, bool reverse);
-
-/* The snapshot as the JSON object documented in rdmactl-top(8). */
-struct json_object *top_snap_json(const struct top_snap *s, enum top_key key);
 
 /*
  * Join the ledger's view into the process rows: managed or not, the process's usage, and per kind the

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What the rooms of rdmactl top share: how a snapshot is shown and its printer. */
+#ifndef RDMACTL_TOP_VIEW_H
+#define RDMACTL_TOP_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "top.h"
+
+/* How snapshots are shown: sort key and order, batch text or the screen. */
+struct top_view {
+	enum top_key key;
+	bool reverse;
+	bool screen;		/* the header line also names the screen's keys */
+};
+
+/* Lines of one text snapshot, for the screen: the column header, the process rows after it. */
+struct top_layout {
+	size_t header;		/* line index of the column header */
+	size_t rows;		/* line index of the first process row */
+	size_t nrows;
+	size_t lines;		/* all lines, the per-device totals last */
+};
+
+/*
+ * top_print.c: one snapshot through the output layer: the text view, or with -j the JSON object of
+ * rdmactl-top(8). lay (may be NULL) gets the text's line layout.
+ */
+void top_print(const struct top_snap *s, const struct top_view *v, struct top_layout *lay);
+
+#endif
