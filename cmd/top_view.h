@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* What the rooms of rdmactl top share: how a snapshot is shown and its printer. */
+/* What the rooms of rdmactl top share: how a snapshot is shown, its printer, the interactive screen. */
 #ifndef RDMACTL_TOP_VIEW_H
 #define RDMACTL_TOP_VIEW_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "top.h"
 
-/* How snapshots are shown: sort key and order, batch text or the screen. */
+/* How snapshots are shown: sort key and order (the screen changes them), batch text or the screen. */
 struct top_view {
 	enum top_key key;
 	bool reverse;
@@ -28,5 +29,15 @@ struct top_layout {
  * rdmactl-top(8). lay (may be NULL) gets the text's line layout.
  */
 void top_print(const struct top_snap *s, const struct top_view *v, struct top_layout *lay);
+
+/* top.c: a sorted snapshot with the ledger and rate columns joined; on failure s is released (0 or -errno). */
+int top_take(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, const struct top_view *v,
+	     bool quiet);
+void top_take_error(struct top_ctx *t, int err);
+extern volatile sig_atomic_t top_exiting;
+
+/* top_tui.c: the ncurses screen, refreshed every delay seconds from first on; an exit code. */
+int top_screen(struct top_ctx *t, const struct top_filter *f, struct top_snap *first, struct top_view *v,
+	       double delay);
 
 #endif
