@@ -49,9 +49,9 @@ LIBS_PRELOAD := -ldl -lpthread -lrt
 
 # lib/ is three libraries: the core the preload links (kinds, ledger, /proc readers, parsing), everything else
 # the commands share, and the monitor's BPF loader, the one object that needs the BPF skeleton (clang).
-CORE_SRC    := lib/kinds.c lib/ledger.c lib/proc.c lib/util.c
+CORE_SRC    := lib/kinds.c $(wildcard lib/ledger/*.c) lib/proc.c lib/util.c
 BPFLIB_SRC  := lib/bpfmon.c
-LIB_SRC     := $(filter-out $(BPFLIB_SRC),$(wildcard lib/*.c))
+LIB_SRC     := $(filter-out $(BPFLIB_SRC),$(wildcard lib/*.c lib/ledger/*.c))
 CMD_SRC     := $(wildcard cmd/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
@@ -121,7 +121,7 @@ $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 # --- C ----------------------------------------------------------------------------------------------
 $(OUT)/lib/%.o: lib/%.c | $(OUT)/lib
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -c $< -o $@
 
 # Only the monitor's loader includes the skeleton.
 $(BPFLIB_OBJ): | $(BPF_SKEL)

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Readers of /proc: a process's comm and its cgroup v2 path. */
+/* Readers of /proc: a process's comm, its cgroup v2 path, its start time. */
 #include "proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 void proc_comm(pid_t pid, char *buf, size_t len)
 {
@@ -48,4 +50,40 @@ int proc_cgroup(pid_t pid, char *buf, size_t len)
 	}
 	fclose(f);
 	return ret;
+}
+
+int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long st;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	/* comm may contain spaces and parentheses: fields restart after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -EPROTO;
+	p += 2;
+	if (zombie)
+		*zombie = *p == 'Z' || *p == 'X';
+	/* p is at field 3 (state); field 22 is 19 fields further */
+	for (i = 3; i < 22; i++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -EPROTO;
+		p++;
+	}
+	if (sscanf(p, "%llu", &st) != 1)
+		return -EPROTO;
+	*start = st;
+	return 0;
 }

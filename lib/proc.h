@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Readers of /proc: a process's comm and its cgroup v2 path. */
+/* Readers of /proc: a process's comm, its cgroup v2 path, its start time. */
 #ifndef RDMACTL_PROC_H
 #define RDMACTL_PROC_H
 
@@ -12,5 +12,10 @@
 void proc_comm(pid_t pid, char *buf, size_t len);
 /* The cgroup v2 path of pid (0: this process) as /proc/PID/cgroup's "0::" line gives it. -ENOENT, -errno. */
 int proc_cgroup(pid_t pid, char *buf, size_t len);
+/*
+ * Start time of pid (/proc/PID/stat field 22, clock ticks since boot: with the pid, a process's identity) and
+ * whether it is a zombie (zombie may be NULL). -ESRCH when gone, -EPROTO when the file is not understood.
+ */
+int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie);
 
 #endif

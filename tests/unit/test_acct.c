@@ -12,7 +12,7 @@
  * The ledger's internals are needed to take every slot deterministically (as live processes would), and
  * acct.c's to reach its handle: compile both sources into the test, as test_ledger does with ledger.c.
  */
-#include "ledger.c"
+#include "ledger/internal.h"
 #include "../../preload/acct.c"
 
 #include "unit.h"

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The ledger's reclaimer: the gc lock, freeze and recount, giving back what dead processes held. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* ---- gc lock, freeze, recount ------------------------------------------------------------------- */
+
+uint64_t self_owner(uint64_t *start)
+{
+	uint64_t st = 0;
+
+	ledger_pid_start_time(getpid(), &st);
+	if (start)
+		*start = st;
+	return pack_owner(getpid(), st);
+}
+
+/* Take the gc lock; steal it from a dead holder. Waits up to wait_ms; -EBUSY otherwise. */
+int gc_lock(struct ledger *l, int wait_ms)
+{
+	uint64_t me = self_owner(NULL), cur;
+	uint64_t deadline = clock_mono_ns() + (uint64_t)wait_ms * 1000000ull;
+
+	for (;;) {
+		cur = 0;
+		if (ACAS(&l->use->gc_owner, &cur, me))
+			return 0;
+		if (cur != me && !owner_alive(cur) && ACAS(&l->use->gc_owner, &cur, me))
+			return 0;
+		if (clock_mono_ns() >= deadline)
+			return -EBUSY;
+		usleep(1000);
+	}
+}
+
+void gc_unlock(struct ledger *l)
+{
+	ASTORE(&l->use->gc_owner, 0);
+}
+
+/*
+ * After any change of a limit or of the cgroup and pid tables (the writer has the usage file mapped
+ * writable): the next operation of every process refreshes the limits it caches.
+ */
+void limits_changed(struct ledger *l)
+{
+	AADD(&l->use->gen, 1);
+}
+
+/* Which cgroup entries cover cgroup path cg; returns how many (up to max). */
+int cg_matches(const struct policy *pol, const char *cg, int *idx, int max)
+{
+	char path[LEDGER_CGROUP_MAX];
+	int i, n = 0;
+
+	for (i = 0; i < LEDGER_MAX_CGROUPS && n < max; i++) {
+		if (ALOAD(&pol->cg[i].state) != ENT_LIVE)
+			continue;
+		copy_str(path, pol->cg[i].path, sizeof(path));
+		if (cg_covers(path, cg))
+			idx[n++] = i;
+	}
+	return n;
+}
+
+int slot_job(const struct slot *s)
+{
+	int j = ALOADR(&s->job);
+
+	return j >= 0 && j < LEDGER_MAX_JOBS ? j : -1;
+}
+
+/* The scopes a slot's usage counts in besides the global one: its job and the cgroup entries it matches. */
+struct slot_scopes {
+	int job; /* -1 none */
+	int ncg;
+	int cg[MAX_CG_PER_PROC];
+};
+
+static void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc)
+{
+	char cg[LEDGER_CGROUP_MAX];
+
+	copy_str(cg, s->cgroup, sizeof(cg));
+	sc->ncg = cg_matches(l->pol, cg, sc->cg, MAX_CG_PER_PROC);
+	sc->job = slot_job(s);
+}
+
+/* Take n of kind k off the global total and every scope in sc (the slot's own count is the caller's). */
+static void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n)
+{
+	int c;
+
+	sub_clamp(&u->global_total[k], n);
+	if (sc->job >= 0)
+		sub_clamp(&u->jobs[sc->job].total[k], n);
+	for (c = 0; c < sc->ncg; c++)
+		sub_clamp(&u->cg_total[sc->cg[c]][k], n);
+}
+
+/*
+ * Freeze operations, wait until no live slot has one in flight (slots that turn out dead are marked
+ * RECLAIMING), then set every total to the sum of live slot usage. Caller holds the gc lock.
+ */
+int recount(struct ledger *l)
+{
+	struct usage *u = l->use;
+	uint64_t sums_cg[LEDGER_MAX_CGROUPS][LEDGER_NKINDS];
+	uint64_t sums_g[LEDGER_NKINDS] = { 0 }, sums_j[LEDGER_MAX_JOBS][LEDGER_NKINDS];
+	struct slot_scopes sc;
+	uint64_t deadline;
+	int i, j, k;
+
+	memset(sums_j, 0, sizeof(sums_j));
+	memset(sums_cg, 0, sizeof(sums_cg));
+	ASTORE(&u->need_recount, 1);
+	__atomic_store_n(&u->frozen, 1, __ATOMIC_SEQ_CST);
+	deadline = clock_mono_ns() + 2000000000ull;
+	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		struct slot *s = &u->slots[i];
+		unsigned int spins = 0;
+
+		while (__atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST) && ALOAD(&s->state) == ENT_LIVE) {
+			if (++spins % 64 == 0 && !pid_alive(s->pid, s->start)) {
+				uint32_t st = ENT_LIVE;
+
+				ACAS(&s->state, &st, ENT_RECLAIMING);
+				break;
+			}
+			if (clock_mono_ns() > deadline) {
+				__atomic_store_n(&u->frozen, 0, __ATOMIC_SEQ_CST);
+				return -EBUSY;
+			}
+			sched_yield();
+		}
+	}
+	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		struct slot *s = &u->slots[i];
+		uint32_t st = ALOAD(&s->state);
+
+		if (st == ENT_RECLAIMING) {
+			memset((void *)s->usage, 0, sizeof(s->usage));
+			s->job = -1;
+			s->inflight = 0;
+			ASTORE(&s->state, ENT_FREE);
+			ASTORE(&s->owner, 0);
+			continue;
+		}
+		if (st != ENT_LIVE)
+			continue;
+		slot_scopes(l, s, &sc);
+		for (k = 0; k < LEDGER_NKINDS; k++) {
+			uint64_t v = ALOADR(&s->usage[k]);
+
+			sums_g[k] += v;
+			if (sc.job >= 0)
+				sums_j[sc.job][k] += v;
+			for (int c = 0; c < sc.ncg; c++)
+				sums_cg[sc.cg[c]][k] += v;
+		}
+	}
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		ASTORE(&u->global_total[k], sums_g[k]);
+		for (j = 0; j < LEDGER_MAX_JOBS; j++)
+			ASTORE(&u->jobs[j].total[k], sums_j[j][k]);
+		for (i = 0; i < LEDGER_MAX_CGROUPS; i++)
+			ASTORE(&u->cg_total[i][k], sums_cg[i][k]);
+	}
+	ASTORE(&u->need_recount, 0);
+	__atomic_store_n(&u->frozen, 0, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/* Give a dead slot's usage back to its scopes and free it. Caller holds the gc lock; slot is RECLAIMING. */
+void reclaim_slot(struct ledger *l, struct slot *s)
+{
+	struct slot_scopes sc;
+	int k;
+
+	slot_scopes(l, s, &sc);
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		uint64_t v = ALOADR(&s->usage[k]);
+
+		if (!v)
+			continue;
+		scopes_sub(l->use, &sc, k, v);
+		ASTORE(&s->usage[k], 0);
+	}
+	s->job = -1;
+	ASTORE(&s->state, ENT_FREE);
+	ASTORE(&s->owner, 0);
+}
+
+/*
+ * Does process pid hold an open uverbs device (/dev/infiniband/uverbsN, by its name wherever it is
+ * mounted)? 1 yes, 0 no, -1 when /proc cannot tell (another user's process, hidepid): treated as yes.
+ */
+static int holds_uverbs(pid_t pid)
+{
+	char path[64], link[PATH_MAX];
+	struct dirent *de;
+	const char *base;
+	int ret = 0;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n < 0) {
+			if (errno == ENOENT)
+				continue; /* closed meanwhile */
+			ret = -1;
+			break;
+		}
+		link[n] = '\0';
+		base = strrchr(link, '/');
+		if (base && !strncmp(base + 1, "uverbs", 6)) {
+			ret = 1;
+			break;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * A live process whose interceptor slot holds usage while the process holds no uverbs device: the image
+ * that charged it exec()ed away (libibverbs opens the device O_CLOEXEC, so the kernel destroyed its objects)
+ * and the new image has not attached, perhaps never will (it need not use verbs; take_over_stale() only runs
+ * when it does). Give the usage back to every scope and leave the slot to the process: its next image takes
+ * it over, or the gc frees it at exit.
+ * The image attached to a slot cannot hold usage without a device open: it charges only through a context,
+ * and a context is the open device. The exceptions are bracketed: opening (vseq odd, or changed while we
+ * looked) and closing (the process's own release then finds less in its slot and changes nothing; what
+ * leaves the slot leaves the totals, on either side). Caller holds the gc lock (no takeover, no recount).
+ * Returns 1 if something was given back.
+ */
+static int take_back_execd(struct ledger *l, struct slot *s)
+{
+	uint64_t snap[LEDGER_NKINDS], any = 0;
+	uint32_t v = __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST);
+	struct slot_scopes sc;
+	int k;
+
+	if (!v || v & 1)
+		return 0;
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		snap[k] = k == LEDGER_WR ? 0 : __atomic_load_n(&s->usage[k], __ATOMIC_SEQ_CST);
+		any |= snap[k];
+	}
+	if (!any || holds_uverbs(s->pid) != 0)
+		return 0;
+	/* still the same process, and no open began or ended while we looked */
+	if (!pid_alive(s->pid, s->start) || __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST) != v ||
+	    ALOAD(&s->state) != ENT_LIVE)
+		return 0;
+	slot_scopes(l, s, &sc);
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		uint64_t cur = snap[k] ? ALOADR(&s->usage[k]) : 0, take;
+
+		do {
+			take = cur < snap[k] ? cur : snap[k];
+		} while (take && !ACAS(&s->usage[k], &cur, cur - take));
+		if (take)
+			scopes_sub(l->use, &sc, k, take);
+	}
+	return 1;
+}
+
+static bool job_in_use(const struct usage *u, int j)
+{
+	int i;
+
+	for (i = 0; i < LEDGER_MAX_PROCS; i++)
+		if (ALOAD(&u->slots[i].state) != ENT_FREE && slot_job(&u->slots[i]) == j)
+			return true;
+	return false;
+}
+
+int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given)
+{
+	struct usage *u = l->use;
+	bool need = force_recount || ALOAD(&u->need_recount) || ALOAD(&u->frozen);
+	unsigned int freed = 0, back = 0;
+	int i, err = 0;
+
+	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		struct slot *s = &u->slots[i];
+		uint64_t owner = ALOAD(&s->owner);
+		uint32_t st = ALOAD(&s->state);
+
+		if (!owner)
+			continue;
+		if (st == ENT_LIVE) {
+			if (pid_alive(s->pid, s->start)) {
+				back += take_back_execd(l, s);
+				continue;
+			}
+			if (!ACAS(&s->state, &st, ENT_RECLAIMING))
+				continue;
+			freed++;
+			if (__atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST))
+				need = true; /* died mid-operation: only a recount is exact */
+			else
+				reclaim_slot(l, s);
+		} else if (st == ENT_RECLAIMING) {
+			need = true; /* left by a gc that died */
+		} else if (st == ENT_CLAIMING || st == ENT_FREE) {
+			/* attach in progress, or died before finishing it */
+			if (!owner_alive(owner) && ACAS(&s->owner, &owner, 0))
+				ASTORE(&s->state, ENT_FREE);
+		}
+	}
+	if (need)
+		err = recount(l);
+	/* finished jobs */
+	for (i = 0; i < LEDGER_MAX_JOBS; i++) {
+		struct job *jb = &u->jobs[i];
+
+		if (ALOAD(&jb->state) != ENT_LIVE)
+			continue;
+		if (ALOAD(&jb->owner_active) && pid_alive(jb->owner_pid, jb->owner_start))
+			continue;
+		if (job_in_use(u, i))
+			continue;
+		ASTORE(&jb->state, ENT_FREE);
+	}
+	/* stale pid limits */
+	if (l->policy_rw) {
+		bool changed = false;
+
+		for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++) {
+			struct pol_pid *pp = &l->pol->pid[i];
+
+			if (ALOAD(&pp->state) == ENT_LIVE && !pid_alive(pp->pid, pp->start)) {
+				ASTORE(&pp->state, ENT_FREE);
+				changed = true;
+			}
+		}
+		if (changed)
+			limits_changed(l);
+	}
+	ASTORE(&u->last_gc_ns, clock_mono_ns());
+	if (reclaimed)
+		*reclaimed = freed;
+	if (given)
+		*given = back;
+	return err;
+}
+
+int ledger_gc(struct ledger *l, unsigned int *reclaimed)
+{
+	int err;
+
+	if (reclaimed)
+		*reclaimed = 0;
+	if (!l->usage_rw)
+		return -EACCES;
+	err = gc_lock(l, 3000);
+	if (err)
+		return err;
+	err = gc_locked(l, false, reclaimed, NULL);
+	gc_unlock(l);
+	return err;
+}

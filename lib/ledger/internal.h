@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Inside the ledger: the two files' layout, the handle, and what its rooms share (not part of the API). */
+#ifndef RDMACTL_LEDGER_INTERNAL_H
+#define RDMACTL_LEDGER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "clock.h"
+#include "hot.h"
+#include "ledger.h"
+
+/* Shared by the ledger's files only (and its unit tests): hidden in the preload, direct access. */
+#pragma GCC visibility push(hidden)
+
+/*
+ * 2: denials carry the environment variable of a per-process limit; kinds xrcd and wq.
+ * 3: every limit change bumps the usage file's generation (processes cache their limits by it); job and slot
+ *    entries never straddle a page.
+ */
+#define LEDGER_VERSION 3
+#define POLICY_MAGIC "RDMAPOL1"
+#define USAGE_MAGIC "RDMAUSE1"
+#define USAGE_SUFFIX ".usage"
+#define MAX_CG_PER_PROC 16
+/*
+ * Cached limits are also refreshed every this many operations, whatever the generation says: the usage file
+ * is writable by every user, and a writer that puts the generation back must not hide a limit change for
+ * good.
+ */
+#define VIEW_RECHECK 1024
+
+#define ALOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define ALOADR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ASTORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define AADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define ASUB(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_SEQ_CST)
+#define ACAS(p, expp, v) __atomic_compare_exchange_n((p), (expp), (v), false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)
+
+/* Static header, identical in shape for both files; checksummed. */
+struct lhdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t file_size;
+	uint32_t nprocs, njobs, ncgroups, npidlimits, nring, nkinds;
+	uint64_t ledger_id; /* pairs a policy file with its usage file */
+	uint64_t created_ns;
+	uint32_t checksum; /* FNV-1a of every byte above */
+	uint32_t pad;
+};
+
+enum { ENT_FREE = 0, ENT_CLAIMING = 1, ENT_LIVE = 2, ENT_RECLAIMING = 3 };
+
+struct pol_cgroup {
+	uint32_t state;
+	uint32_t pad;
+	char path[LEDGER_CGROUP_MAX];
+	uint64_t limit[LEDGER_NKINDS];
+};
+
+struct pol_pid {
+	uint32_t state;
+	int32_t pid;
+	uint64_t start;
+	uint64_t limit[LEDGER_NKINDS];
+};
+
+struct policy {
+	struct lhdr h;
+	uint64_t global_limit[LEDGER_NKINDS];
+	struct pol_cgroup cg[LEDGER_MAX_CGROUPS];
+	struct pol_pid pid[LEDGER_MAX_PIDLIMITS];
+};
+
+struct ring_ent {
+	uint64_t seq; /* 0 while being written */
+	struct ledger_denial_event ev;
+};
+
+struct job {
+	uint32_t state;
+	int32_t owner_pid;
+	uint64_t owner_start;
+	uint32_t owner_active;
+	uint32_t pad;
+	char name[LEDGER_NAME_MAX];
+	uint64_t limit[LEDGER_NKINDS];
+	uint64_t total[LEDGER_NKINDS];
+} __attribute__((aligned(512))); /* limit and total on one page */
+
+struct slot {
+	/* hot: written by the owner on every operation */
+	uint64_t inflight;
+	uint64_t usage[LEDGER_NKINDS];
+	/* cold */
+	uint64_t owner; /* 0 free, else pid | (start & 0xffffffff) << 32: claimed by CAS */
+	uint32_t state;
+	int32_t pid;
+	uint64_t start;
+	int32_t job; /* index into jobs, -1 none */
+	/*
+	 * 0: usage charged through the API. Else the interceptor's slot, whose usage mirrors uverbs objects:
+	 * +1 when a device open begins, +1 when it ended (odd: an open in progress). See take_back_execd().
+	 */
+	uint32_t vseq;
+	char cgroup[LEDGER_CGROUP_MAX];
+} __attribute__((aligned(512))); /* the hot part on one page */
+
+struct usage {
+	struct lhdr h;
+	/* Read by every operation, written rarely: one line, on the page of the global totals. */
+	uint32_t frozen __attribute__((aligned(64))); /* recount in progress: operations wait */
+	uint32_t pad;
+	/*
+	 * Bumped by every change of a limit (any scope) and of the cgroup and pid tables: a process caches the
+	 * limits that apply to it and refreshes them when this moves, so that operations never read the policy
+	 * file unless a cgroup entry applies.
+	 */
+	uint64_t gen;
+	uint32_t need_recount __attribute__((aligned(64))); /* a recount could not finish; the next gc retries */
+	uint64_t gc_owner;    /* gc lock: packed pid|start32, 0 free */
+	uint64_t last_gc_ns;
+	uint64_t denial_total;
+	uint64_t denial_kind[LEDGER_NKINDS];
+	uint64_t denial_seq;
+	uint64_t global_total[LEDGER_NKINDS] __attribute__((aligned(64)));
+	uint64_t cg_total[LEDGER_MAX_CGROUPS][LEDGER_NKINDS] __attribute__((aligned(64)));
+	struct ring_ent ring[LEDGER_DENIAL_RING];
+	struct job jobs[LEDGER_MAX_JOBS];
+	struct slot slots[LEDGER_MAX_PROCS];
+};
+
+struct ledger {
+	struct policy *pol;
+	struct usage *use;
+	bool policy_rw, usage_rw;
+	pthread_mutex_t mtx;
+
+	/* this process's attachment */
+	int slot; /* -1 when not attached */
+	pid_t pid;
+	uint64_t start;
+	int job;
+	char jobname[LEDGER_NAME_MAX];
+	char cgroup[LEDGER_CGROUP_MAX];
+
+	/*
+	 * The limits that apply, refreshed when use->gen moves (fields read with relaxed atomics, after an
+	 * acquire of view_gen): pid and global limits copied, the cgroup entries by index.
+	 */
+	uint64_t view_gen;
+	uint32_t view_ops; /* operations since the last refresh, loosely counted (VIEW_RECHECK) */
+	uint64_t view_pid[LEDGER_NKINDS];    /* LEDGER_UNLIMITED without a pid entry */
+	uint64_t view_global[LEDGER_NKINDS];
+	int view_ncg;
+	int view_cg[MAX_CG_PER_PROC];
+	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
+	uint64_t stuck_check;
+
+	char *path;
+	bool own; /* allocated by ledger_open() (not ledger_open_in()): freed by ledger_close() */
+};
+
+_Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");
+
+bool pid_alive(pid_t pid, uint64_t start);
+uint64_t pack_owner(pid_t pid, uint64_t start);
+bool owner_alive(uint64_t owner);
+void self_cgroup(char *out, size_t len);
+bool cg_covers(const char *a, const char *b);
+void copy_str(char *dst, const char *src, size_t len);
+/* The headers' checksum (FNV-1a). */
+uint32_t fnv1a(const void *p, size_t n);
+/* The message of the last failure (ledger_error()); seterr() writes it and returns err. */
+extern __thread char ledger_errbuf[512];
+int seterr(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t self_owner(uint64_t *start);
+int gc_lock(struct ledger *l, int wait_ms);
+void gc_unlock(struct ledger *l);
+void limits_changed(struct ledger *l);
+int cg_matches(const struct policy *pol, const char *cg, int *idx, int max);
+int slot_job(const struct slot *s);
+int recount(struct ledger *l);
+void reclaim_slot(struct ledger *l, struct slot *s);
+int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given);
+int find_job(const struct usage *u, const char *name);
+void take_over_stale(struct ledger *l, uint64_t owner);
+
+/* Subtract without going below zero (a total can only be short after a crash mid-recount). */
+static inline HOT_DESTROY void sub_clamp(uint64_t *p, uint64_t n)
+{
+	uint64_t cur = ALOADR(p);
+
+	do {
+		if (cur < n)
+			n = cur;
+	} while (!ACAS(p, &cur, cur - n));
+}
+
+#pragma GCC visibility pop
+
+#endif

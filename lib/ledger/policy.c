@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The ledger's policy: limits per pid, cgroup and globally; the jobs of rdmactl run. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* ---- policy ------------------------------------------------------------------------------------- */
+
+static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind kind, uint64_t value)
+{
+	struct policy *pol = l->pol;
+	int i, k, fr = -1, err;
+
+	for (i = 0; i < LEDGER_MAX_CGROUPS; i++) {
+		if (ALOAD(&pol->cg[i].state) != ENT_LIVE) {
+			if (fr < 0)
+				fr = i;
+			continue;
+		}
+		if (strncmp(pol->cg[i].path, path, LEDGER_CGROUP_MAX))
+			continue;
+		ASTORE(&pol->cg[i].limit[kind], value);
+		for (k = 0; k < LEDGER_NKINDS; k++)
+			if (ALOAD(&pol->cg[i].limit[k]) != LEDGER_UNLIMITED)
+				break;
+		/* no limit left: drop the entry (its total is no longer kept) */
+		if (k == LEDGER_NKINDS)
+			ASTORE(&pol->cg[i].state, ENT_FREE);
+		limits_changed(l);
+		return 0;
+	}
+	if (value == LEDGER_UNLIMITED)
+		return 0;
+	if (fr < 0)
+		return seterr(-ENOSPC, "no free cgroup entry in the ledger (%d in use)", LEDGER_MAX_CGROUPS);
+	/*
+	 * A new entry must start from the exact usage of the processes already in that cgroup: publish it
+	 * while operations are frozen and recount before anyone charges it.
+	 */
+	err = gc_lock(l, 3000);
+	if (err)
+		return seterr(err, "ledger busy (gc lock held)");
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		pol->cg[fr].limit[k] = LEDGER_UNLIMITED;
+	pol->cg[fr].limit[kind] = value;
+	copy_str(pol->cg[fr].path, path, sizeof(pol->cg[fr].path));
+	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
+	ASTORE(&pol->cg[fr].state, ENT_LIVE);
+	limits_changed(l);
+	err = gc_locked(l, true, NULL, NULL);
+	gc_unlock(l);
+	if (err)
+		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
+	return 0;
+}
+
+static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum ledger_kind kind, uint64_t value)
+{
+	struct policy *pol = l->pol;
+	uint64_t start = sc->start_time;
+	int i, k, fr = -1, err;
+
+	if (!start) {
+		err = ledger_pid_start_time(sc->pid, &start);
+		if (err)
+			return seterr(-ESRCH, "no process %d", (int)sc->pid);
+	}
+	for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++) {
+		struct pol_pid *pp = &pol->pid[i];
+
+		if (ALOAD(&pp->state) != ENT_LIVE) {
+			if (fr < 0)
+				fr = i;
+			continue;
+		}
+		if (pp->pid != sc->pid || pp->start != start)
+			continue;
+		ASTORE(&pp->limit[kind], value);
+		for (k = 0; k < LEDGER_NKINDS; k++)
+			if (ALOAD(&pp->limit[k]) != LEDGER_UNLIMITED)
+				break;
+		if (k == LEDGER_NKINDS)
+			ASTORE(&pp->state, ENT_FREE);
+		limits_changed(l);
+		return 0;
+	}
+	if (value == LEDGER_UNLIMITED)
+		return 0;
+	if (fr < 0) {
+		/* maybe stale entries of dead processes */
+		gc_locked(l, false, NULL, NULL);
+		for (i = 0; i < LEDGER_MAX_PIDLIMITS && fr < 0; i++)
+			if (ALOAD(&pol->pid[i].state) != ENT_LIVE)
+				fr = i;
+		if (fr < 0)
+			return seterr(-ENOSPC, "no free pid-limit entry in the ledger (%d in use)",
+				      LEDGER_MAX_PIDLIMITS);
+	}
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		pol->pid[fr].limit[k] = LEDGER_UNLIMITED;
+	pol->pid[fr].limit[kind] = value;
+	pol->pid[fr].pid = sc->pid;
+	pol->pid[fr].start = start;
+	ASTORE(&pol->pid[fr].state, ENT_LIVE);
+	limits_changed(l);
+	return 0;
+}
+
+int ledger_set_limit(struct ledger *l, const struct ledger_scope *sc, enum ledger_kind kind, uint64_t value)
+{
+	char path[LEDGER_CGROUP_MAX];
+	int j, err;
+
+	ledger_errbuf[0] = '\0';
+	if ((unsigned int)kind >= LEDGER_NKINDS)
+		return seterr(-EINVAL, "unknown resource kind");
+	/* every change bumps the usage file's generation (limits_changed()) */
+	if (!l->usage_rw)
+		return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
+	if (sc->type == LEDGER_SCOPE_JOB) {
+		j = find_job(l->use, sc->name);
+		if (j < 0)
+			return seterr(-ENOENT, "no job '%.*s' in the ledger", LEDGER_NAME_MAX, sc->name);
+		ASTORE(&l->use->jobs[j].limit[kind], value);
+		limits_changed(l);
+		return 0;
+	}
+	if (!l->policy_rw)
+		return seterr(-EACCES, "%s: permission denied (limits are changed by the ledger's owner)", l->path);
+	switch (sc->type) {
+	case LEDGER_SCOPE_GLOBAL:
+		ASTORE(&l->pol->global_limit[kind], value);
+		limits_changed(l);
+		return 0;
+	case LEDGER_SCOPE_CGROUP:
+		err = ledger_cgroup_normalize(sc->name, path, sizeof(path));
+		if (err || !strcmp(path, "/"))
+			return seterr(-EINVAL, "invalid cgroup path '%.*s'", LEDGER_CGROUP_MAX, sc->name);
+		return set_cgroup_limit(l, path, kind, value);
+	case LEDGER_SCOPE_PROCESS:
+		if (sc->pid <= 0)
+			return seterr(-ESRCH, "no process %d", (int)sc->pid);
+		err = gc_lock(l, 3000);
+		if (err)
+			return seterr(err, "ledger busy (gc lock held)");
+		err = set_pid_limit(l, sc, kind, value);
+		gc_unlock(l);
+		return err;
+	default:
+		return seterr(-EINVAL, "unknown scope");
+	}
+}
+
+/* ---- jobs --------------------------------------------------------------------------------------- */
+
+int ledger_job_create(struct ledger *l, const char *name, const uint64_t limit[LEDGER_NKINDS])
+{
+	struct usage *u = l->use;
+	uint64_t start;
+	int i, k, err;
+
+	ledger_errbuf[0] = '\0';
+	if (!name || !*name || strlen(name) >= LEDGER_NAME_MAX)
+		return seterr(-EINVAL, "invalid job name");
+	if (!l->usage_rw)
+		return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
+	err = gc_lock(l, 3000);
+	if (err)
+		return seterr(err, "ledger busy (gc lock held)");
+	gc_locked(l, false, NULL, NULL);
+	if (find_job(u, name) >= 0) {
+		gc_unlock(l);
+		return seterr(-EEXIST, "a job named '%s' is running", name);
+	}
+	for (i = 0; i < LEDGER_MAX_JOBS; i++)
+		if (ALOAD(&u->jobs[i].state) == ENT_FREE)
+			break;
+	if (i == LEDGER_MAX_JOBS) {
+		gc_unlock(l);
+		return seterr(-ENOSPC, "no free job entry in the ledger (%d in use)", LEDGER_MAX_JOBS);
+	}
+	self_owner(&start);
+	memset(u->jobs[i].name, 0, sizeof(u->jobs[i].name));
+	copy_str(u->jobs[i].name, name, sizeof(u->jobs[i].name));
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		ASTORE(&u->jobs[i].limit[k], limit ? limit[k] : LEDGER_UNLIMITED);
+		ASTORE(&u->jobs[i].total[k], 0);
+	}
+	u->jobs[i].owner_pid = getpid();
+	u->jobs[i].owner_start = start;
+	ASTORE(&u->jobs[i].owner_active, 1);
+	ASTORE(&u->jobs[i].state, ENT_LIVE);
+	gc_unlock(l);
+	return 0;
+}
+
+int ledger_job_release(struct ledger *l, const char *name)
+{
+	int j, err;
+
+	if (!l->usage_rw)
+		return -EACCES;
+	j = find_job(l->use, name);
+	if (j < 0)
+		return -ENOENT;
+	ASTORE(&l->use->jobs[j].owner_active, 0);
+	err = gc_lock(l, 1000);
+	if (err)
+		return 0; /* the next gc frees it */
+	gc_locked(l, false, NULL, NULL);
+	gc_unlock(l);
+	return 0;
+}

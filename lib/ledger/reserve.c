@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The ledger's hot path: reserve and release against every scope, lock-free, no system call. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* ---- hot path ----------------------------------------------------------------------------------- */
+
+/*
+ * Cache the limits that apply to this process (read after the generation: a change that lands meanwhile
+ * moves it again, and the next operation refreshes once more).
+ */
+static COLD_FN void refresh_view(struct ledger *l)
+{
+	const struct policy *pol = l->pol;
+	int idx[MAX_CG_PER_PROC], n, i, k, p = -1;
+	uint64_t gen;
+
+	pthread_mutex_lock(&l->mtx);
+	gen = ALOAD(&l->use->gen);
+	n = cg_matches(pol, l->cgroup, idx, MAX_CG_PER_PROC);
+	for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++)
+		if (ALOAD(&pol->pid[i].state) == ENT_LIVE && pol->pid[i].pid == l->pid &&
+		    pol->pid[i].start == l->start) {
+			p = i;
+			break;
+		}
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		__atomic_store_n(&l->view_pid[k], p >= 0 ? ALOADR(&pol->pid[p].limit[k]) : LEDGER_UNLIMITED,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&l->view_global[k], ALOADR(&pol->global_limit[k]), __ATOMIC_RELAXED);
+	}
+	for (i = 0; i < n; i++)
+		__atomic_store_n(&l->view_cg[i], idx[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&l->view_ncg, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->view_ops, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->view_gen, gen, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&l->mtx);
+}
+
+/*
+ * Wait for a recount to finish; if its gc died, finish it ourselves. A ledger frozen for more than 5 s
+ * (a live gc stuck, or a hostile writer of the usage file) is ignored: returns false and the operation
+ * goes ahead, so that nothing can block an application forever.
+ */
+static COLD_FN bool wait_unfrozen(struct ledger *l)
+{
+	uint64_t start = 0, first = 0;
+	unsigned int spins = 0;
+
+	while (__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST)) {
+		if (++spins < 1000) {
+			sched_yield();
+			continue;
+		}
+		if (!first)
+			first = clock_mono_ns();
+		if (clock_mono_ns() - first > 5000000000ull)
+			return false;
+		if (!start)
+			start = clock_mono_ns();
+		if (clock_mono_ns() - start > 500000000ull && !gc_lock(l, 0)) {
+			/* the lock was free or stolen from a dead gc: nobody else is recounting */
+			gc_locked(l, true, NULL, NULL);
+			gc_unlock(l);
+			start = 0;
+		}
+		usleep(100);
+	}
+	return true;
+}
+
+/* Ignoring a stuck freeze: every 100 ms, see whether its holder died and the recount can be finished. */
+static COLD_FN void stuck_repair(struct ledger *l)
+{
+	uint64_t now = clock_mono_ns();
+
+	if (now - __atomic_load_n(&l->stuck_check, __ATOMIC_RELAXED) < 100000000ull)
+		return;
+	__atomic_store_n(&l->stuck_check, now, __ATOMIC_RELAXED);
+	if (!gc_lock(l, 0)) {
+		gc_locked(l, true, NULL, NULL);
+		gc_unlock(l);
+	}
+}
+
+/* Add n to *p unless that passes lim. On refusal *cur is the value seen. */
+static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
+{
+	uint64_t c = ALOADR(p);
+
+	do {
+		if (c + n < c || c + n > lim) {
+			*cur = c;
+			return false;
+		}
+	} while (!__atomic_compare_exchange_n(p, &c, c + n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	return true;
+}
+
+/* Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line). */
+static inline void op_enter(struct ledger *l, struct slot *s)
+{
+	bool ignore_frozen = false;
+	uint32_t ops;
+
+	for (;;) {
+		__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
+		if (__builtin_expect(__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST), 0)) {
+			if (!ignore_frozen && !__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED)) {
+				__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
+				ignore_frozen = !wait_unfrozen(l);
+				if (ignore_frozen)
+					__atomic_store_n(&l->frozen_stuck, true, __ATOMIC_RELAXED);
+				continue;
+			}
+			if (!ignore_frozen) {
+				__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
+				ignore_frozen = true;
+				stuck_repair(l);
+				continue;
+			}
+		} else if (__builtin_expect(__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED), 0)) {
+			__atomic_store_n(&l->frozen_stuck, false, __ATOMIC_RELAXED);
+		}
+		ops = __atomic_load_n(&l->view_ops, __ATOMIC_RELAXED) + 1;
+		__atomic_store_n(&l->view_ops, ops, __ATOMIC_RELAXED); /* a lost update only delays a recheck */
+		if (__builtin_expect(ALOAD(&l->use->gen) != __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE) ||
+					     ops >= VIEW_RECHECK,
+				     0)) {
+			__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
+			refresh_view(l);
+			continue;
+		}
+		return;
+	}
+}
+
+static inline void op_leave(struct slot *s)
+{
+	__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
+}
+
+static COLD_FN void fill_denial(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+			enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = kind;
+	d->pid = l->pid;
+	copy_str(d->job, l->jobname, sizeof(d->job));
+	d->amount = amount;
+	d->usage = usage;
+	d->limit = limit;
+	d->scope.type = type;
+	switch (type) {
+	case LEDGER_SCOPE_PROCESS:
+		d->scope.pid = l->pid;
+		d->scope.start_time = l->start;
+		break;
+	case LEDGER_SCOPE_JOB:
+		copy_str(d->scope.name, l->jobname, sizeof(l->jobname));
+		break;
+	case LEDGER_SCOPE_CGROUP:
+		copy_str(d->scope.name, l->pol->cg[idx].path, sizeof(d->scope.name));
+		break;
+	case LEDGER_SCOPE_GLOBAL:
+		break;
+	}
+}
+
+static COLD_FN void record_denial(struct ledger *l, const struct ledger_denial *d)
+{
+	struct usage *u = l->use;
+	struct ring_ent *e;
+	uint64_t seq;
+
+	AADD(&u->denial_total, 1);
+	if ((unsigned int)d->kind < LEDGER_NKINDS)
+		AADD(&u->denial_kind[d->kind], 1);
+	seq = AADD(&u->denial_seq, 1) + 1;
+	e = &u->ring[seq % LEDGER_DENIAL_RING];
+	__atomic_store_n(&e->seq, 0, __ATOMIC_SEQ_CST);
+	e->ev.seq = seq;
+	e->ev.time_ns = clock_rt_ns();
+	e->ev.d = *d;
+	__atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
+}
+
+/* The cgroup scopes of this process, read once per operation (after op_enter(): current). */
+struct view {
+	int ncg;
+	int cg[MAX_CG_PER_PROC];
+};
+
+static inline void view_load(const struct ledger *l, struct view *v)
+{
+	int i;
+
+	v->ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
+	if ((unsigned int)v->ncg > MAX_CG_PER_PROC)
+		v->ncg = 0;
+	for (i = 0; i < v->ncg; i++) {
+		v->cg[i] = __atomic_load_n(&l->view_cg[i], __ATOMIC_RELAXED);
+		if ((unsigned int)v->cg[i] >= LEDGER_MAX_CGROUPS)
+			v->cg[i] = 0;
+	}
+}
+
+static COLD_FN int deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+			enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
+{
+	fill_denial(l, d, kind, amount, type, idx, usage, limit);
+	return -EDQUOT;
+}
+
+/* LEDGER_WR: the requested depth against every scope's cap (checked, never charged). */
+static inline ALWAYS_INLINE int check_wr(struct ledger *l, const struct view *v, uint64_t n, struct ledger_denial *d)
+{
+	const struct policy *pol = l->pol;
+	uint64_t lim;
+	int i;
+
+	lim = ALOADR(&l->view_pid[LEDGER_WR]);
+	if (n > lim)
+		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_PROCESS, 0, 0, lim);
+	if (l->job >= 0) {
+		lim = ALOADR(&l->use->jobs[l->job].limit[LEDGER_WR]);
+		if (n > lim)
+			return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_JOB, l->job, 0, lim);
+	}
+	for (i = 0; i < v->ncg; i++) {
+		lim = ALOADR(&pol->cg[v->cg[i]].limit[LEDGER_WR]);
+		if (n > lim)
+			return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_CGROUP, v->cg[i], 0, lim);
+	}
+	lim = ALOADR(&l->view_global[LEDGER_WR]);
+	if (n > lim)
+		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_GLOBAL, 0, 0, lim);
+	return 0;
+}
+
+/* Charge n of kind k to the process and to every scope, or nothing: -EDQUOT with *d filled. */
+static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, const struct view *v,
+					     enum ledger_kind k, uint64_t n, struct ledger_denial *d)
+{
+	struct usage *u = l->use;
+	const struct policy *pol = l->pol;
+	uint64_t lim, cur;
+	int i = 0, j = l->job, err;
+
+	lim = ALOADR(&l->view_pid[k]);
+	if (!cas_add(&s->usage[k], n, lim, &cur))
+		return deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, cur, lim);
+	if (j >= 0) {
+		lim = ALOADR(&u->jobs[j].limit[k]);
+		if (!cas_add(&u->jobs[j].total[k], n, lim, &cur)) {
+			err = deny(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
+			goto undo_proc;
+		}
+	}
+	for (i = 0; i < v->ncg; i++) {
+		lim = ALOADR(&pol->cg[v->cg[i]].limit[k]);
+		if (!cas_add(&u->cg_total[v->cg[i]][k], n, lim, &cur)) {
+			err = deny(l, d, k, n, LEDGER_SCOPE_CGROUP, v->cg[i], cur, lim);
+			goto undo_cg;
+		}
+	}
+	lim = ALOADR(&l->view_global[k]);
+	if (!cas_add(&u->global_total[k], n, lim, &cur)) {
+		err = deny(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
+		goto undo_cg;
+	}
+	return 0;
+
+undo_cg:
+	while (i--)
+		sub_clamp(&u->cg_total[v->cg[i]][k], n);
+	if (j >= 0)
+		sub_clamp(&u->jobs[j].total[k], n);
+undo_proc:
+	sub_clamp(&s->usage[k], n);
+	return err;
+}
+
+/* Give n of kind k back to the process and every scope; -EINVAL if the process holds less (nothing changed). */
+static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, const struct view *v,
+					     enum ledger_kind k, uint64_t n)
+{
+	struct usage *u = l->use;
+	uint64_t cur = ALOADR(&s->usage[k]);
+	int i;
+
+	do {
+		if (cur < n)
+			return -EINVAL;
+	} while (!__atomic_compare_exchange_n(&s->usage[k], &cur, cur - n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	if (l->job >= 0)
+		sub_clamp(&u->jobs[l->job].total[k], n);
+	for (i = 0; i < v->ncg; i++)
+		sub_clamp(&u->cg_total[v->cg[i]][k], n);
+	sub_clamp(&u->global_total[k], n);
+	return 0;
+}
+
+/* release_kind() out of line, for the refusal path of a reserve. */
+static COLD_FN void undo_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n)
+{
+	release_kind(l, s, v, k, n);
+}
+
+/* One attempt at every kind, all or nothing. Returns 0, or -EDQUOT with *d filled. */
+static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+					    const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
+{
+	struct view v;
+	unsigned int i;
+	int err = 0;
+
+	op_enter(l, s);
+	view_load(l, &v);
+	for (i = 0; i < n; i++) {
+		if (kinds[i] == LEDGER_WR)
+			err = check_wr(l, &v, amounts[i], d);
+		else
+			err = reserve_kind(l, s, &v, kinds[i], amounts[i], d);
+		if (err)
+			break;
+	}
+	/* kinds[i] was refused: give back the ones before it */
+	while (err && i--)
+		if (kinds[i] != LEDGER_WR)
+			undo_kind(l, s, &v, kinds[i], amounts[i]);
+	op_leave(s);
+	return err;
+}
+
+_Static_assert(LEDGER_NKINDS <= 32, "kinds_valid() keeps a bit per kind");
+
+static inline bool kinds_valid(const enum ledger_kind *kinds, unsigned int n)
+{
+	uint32_t seen = 0;
+	unsigned int i;
+
+	if (n - 1 >= LEDGER_NKINDS)
+		return false;
+	for (i = 0; i < n; i++) {
+		if ((unsigned int)kinds[i] >= LEDGER_NKINDS || seen & 1u << kinds[i])
+			return false;
+		seen |= 1u << kinds[i];
+	}
+	return true;
+}
+
+/* Cold: a dead holder may be what blocks us. gc at most every 100 ms, never waiting for the lock. */
+static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+				   const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
+{
+	int err = -EDQUOT;
+
+	/* a WR depth above a cap stays above it whoever dies */
+	if (d->kind != LEDGER_WR && clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
+		unsigned int freed = 0, given = 0;
+
+		gc_locked(l, false, &freed, &given);
+		gc_unlock(l);
+		if (freed || given)
+			err = try_reserve(l, s, kinds, amounts, n, d);
+	}
+	if (err)
+		record_denial(l, d);
+	return err;
+}
+
+HOT_CREATE int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
+				unsigned int n, struct ledger_denial *why)
+{
+	struct ledger_denial local;
+	struct ledger_denial *d = why ? why : &local;
+	struct slot *s;
+	int err;
+
+	if (l->slot < 0)
+		return -ENOTCONN;
+	if (!kinds_valid(kinds, n))
+		return -EINVAL;
+	s = &l->use->slots[l->slot];
+	err = try_reserve(l, s, kinds, amounts, n, d);
+	if (__builtin_expect(!err, 1))
+		return 0;
+	return reserve_refused(l, s, kinds, amounts, n, d);
+}
+
+int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why)
+{
+	return ledger_reserve_n(l, &kind, &amount, 1, why);
+}
+
+HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
+				 unsigned int n)
+{
+	struct view v;
+	struct slot *s;
+	unsigned int i;
+	int err = 0;
+
+	if (l->slot < 0)
+		return -ENOTCONN;
+	if (!kinds_valid(kinds, n))
+		return -EINVAL;
+	s = &l->use->slots[l->slot];
+	op_enter(l, s);
+	view_load(l, &v);
+	for (i = 0; i < n; i++)
+		if (kinds[i] != LEDGER_WR && release_kind(l, s, &v, kinds[i], amounts[i]))
+			err = -EINVAL;
+	op_leave(s);
+	return err;
+}
+
+int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount, uint64_t usage, uint64_t limit,
+		       const char *env, struct ledger_denial *out)
+{
+	struct ledger_denial local;
+	struct ledger_denial *d = out ? out : &local;
+
+	if (l->slot < 0)
+		return -ENOTCONN;
+	if ((unsigned int)kind >= LEDGER_NKINDS)
+		return -EINVAL;
+	fill_denial(l, d, kind, amount, LEDGER_SCOPE_PROCESS, 0, usage, limit);
+	if (env)
+		copy_str(d->env, env, sizeof(d->env));
+	record_denial(l, d);
+	return 0;
+}
+
+int ledger_release(struct ledger *l, enum ledger_kind kind, uint64_t amount)
+{
+	return ledger_release_n(l, &kind, &amount, 1);
+}
