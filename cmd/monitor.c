@@ -19,9 +19,6 @@
 #include "rdmactl.h"
 #include "util.h"
 
-struct monitor_opts mopt = { .type = -1, .interval = 2.0 };
-volatile sig_atomic_t monitor_exiting;
-struct monitor_sum msum;
 
 static void on_signal(int sig)
 {
@@ -161,18 +158,6 @@ static const struct argp argp = {
 
 /* --- events ------------------------------------------------------------------------------------------ */
 
-struct mon *mon;
-static bool header_done;
-
-void text_header(void)
-{
-	if (header_done || out_is_json() || mopt.stats)
-		return;
-	print_text("%-15s %7s %-15s %-8s %-7s %-8s %8s  %s\n", "TIME", "PID", "COMM", "OP", "TYPE", "DEV", "ID",
-		   "DETAIL");
-	out_flush();
-	header_done = true;
-}
 
 static int on_event(const struct mon_event *e, void *arg)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* What the rooms of rdmactl monitor share: its options, the running summary, the BPF monitor, device names. */
+/* What the rooms of rdmactl monitor share (defined in monitor_state.c unless said otherwise). */
 #ifndef RDMACTL_MONITOR_H
 #define RDMACTL_MONITOR_H
 
@@ -39,7 +39,7 @@ struct monitor_sum {
 };
 extern struct monitor_sum msum;
 
-/* The loaded BPF monitor (monitor.c). */
+/* The loaded BPF monitor. */
 extern struct mon *mon;
 
 /* The column header of the text stream, once (not with -j or --stats). */
