@@ -2,17 +2,15 @@
 /* rdmactl pingpong: ibv_rc_pingpong-compatible RoCE check that picks the GID itself and explains failures. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gid.h"
-#include <json-c/json.h>
-
 #include "out.h"
 #include "pp.h"
 #include "rdmactl.h"
@@ -34,18 +32,6 @@ static struct {
 } a = {
 	.ib_port = 1, .gidx = -1, .size = 4096, .iters = 1000, .rx_depth = 500, .mtu = 1024, .port = 18515,
 	.timeout_s = 5,
-};
-
-/* Device, port and GID to use, and why. */
-struct choice {
-	char dev[64];
-	int port;
-	int gidx; /* -1: no GRH (InfiniBand without -g) */
-	struct gid_entry gid;
-	char why[800];
-	char note[512];
-	int suggest; /* with -g: the GID the route wants instead, else -1 */
-	char suggest_desc[160];
 };
 
 static const struct argp_option options[] = {
@@ -178,29 +164,6 @@ static const struct argp argp = {
 	children, NULL, NULL,
 };
 
-static const char *state_str(int s);
-
-/* --- choosing device, port and GID ---------------------------------------------------------------- */
-
-static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
-{
-	const void *p = sa->sa_family == AF_INET ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr :
-						   (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-	struct sockaddr_in in;
-
-	/* An IPv4 client on a dual-stack socket shows up as ::ffff:a.b.c.d: print the IPv4 address. */
-	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr)) {
-		memset(&in, 0, sizeof(in));
-		memcpy(&in.sin_addr, (const uint8_t *)p + 12, 4);
-		p = &in.sin_addr;
-		sa = (const struct sockaddr *)&in;
-		in.sin_family = AF_INET;
-	}
-	if (!inet_ntop(sa->sa_family, p, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-	return buf;
-}
-
 /* Turn ::ffff:a.b.c.d (dual-stack accept) into a plain IPv4 sockaddr so GIDs and netdevs match. */
 static void unmap(struct sockaddr_storage *ss)
 {
@@ -215,149 +178,27 @@ static void unmap(struct sockaddr_storage *ss)
 	memcpy(ss, &in, sizeof(in));
 }
 
-static bool is_ib(const char *dev, int port)
-{
-	char ll[32];
+/* --- the choice of device, port and GID ------------------------------------------------------------ */
 
-	return !gid_port_attr(dev, port, "link_layer", ll, sizeof(ll)) && !strcmp(ll, "InfiniBand");
+static struct pp_choose_opts choose_opts(void)
+{
+	return (struct pp_choose_opts){ .dev = a.dev, .ib_port = a.ib_port, .gidx = a.gid_set ? a.gidx : -1 };
 }
 
-static int first_dev(char *dev, size_t len)
+static int choose(const struct sockaddr *local, const char *whence, struct pp_choice *ch)
 {
-	char **names;
+	struct pp_choose_opts o = choose_opts();
+	char err[1024];
 	int ret;
 
-	ret = gid_dev_names(&names);
+	ret = pp_choose(&o, local, whence, ch, err, sizeof(err));
 	if (ret)
-		return ret;
-	if (!names[0]) {
-		gid_free_names(names);
-		return -ENODEV;
-	}
-	snprintf(dev, len, "%s", names[0]);
-	gid_free_names(names);
-	return 0;
-}
-
-static void gid_desc(const struct gid_entry *e, char *buf, size_t len)
-{
-	char ip[INET6_ADDRSTRLEN];
-
-	snprintf(buf, len, "%s, %s%s%s%s", gid_type_str(e->type), gid_ip_str(e->raw, ip, sizeof(ip)),
-		 gid_is_link_local(e->raw) ? " link-local" : "", *e->ndev ? " on " : "", e->ndev);
-}
-
-/*
- * Pick device, port and GID. local is our address towards the peer (the route's source for a client,
- * the address the client reached for a server), NULL when unknown; whence says how it was found, with
- * "{}" where the address (and its netdev) goes.
- */
-static int choose(const struct sockaddr *local, const char *whence, struct choice *ch)
-{
-	char ip[INET6_ADDRSTRLEN] = "", ndev[IF_NAMESIZE] = "", desc[160], where[256] = "";
-	const char *mark = strstr(whence, "{}");
-	int ret, pre = mark ? (int)(mark - whence) : (int)strlen(whence);
-	struct gid_table t = { 0 };
-	const struct gid_entry *e;
-	struct gid_choice gc;
-
-	memset(ch, 0, sizeof(*ch));
-	ch->port = a.ib_port;
-	ch->gidx = -1;
-	ch->suggest = -1;
-	ret = gid_table_read(a.dev, 0, &t);
-	if (ret == -ENODEV) {
-		pr_err("device %s not found (see 'rdmactl pingpong --check' for the devices there are)", a.dev);
-		return ret;
-	}
-	if (ret) {
-		pr_err("cannot read the GID tables: %s", strerror(-ret));
-		return ret;
-	}
-	if (local) {
-		addr_str(local, ip, sizeof(ip));
-		gid_addr_netdev(local, ndev);
-		snprintf(where, sizeof(where), "%.*s%s%s%s%s", pre, whence, ip, *ndev ? " on " : "", ndev,
-			 mark ? mark + 2 : "");
-	}
-	/* The device: as given, else the one whose GID has our address, else the first. */
-	if (a.dev) {
-		snprintf(ch->dev, sizeof(ch->dev), "%s", a.dev);
-	} else if (local && !gid_pick_for_addr(&t, NULL, a.ib_port, local, &gc)) {
-		snprintf(ch->dev, sizeof(ch->dev), "%s", gc.gid.dev);
-	} else {
-		ret = first_dev(ch->dev, sizeof(ch->dev));
-		if (ret) {
-			pr_err("no RDMA device found (load the driver; for Soft-RoCE: rdma link add rxe0 type rxe "
-			       "netdev eth0)");
-			goto out;
-		}
-	}
-
-	if (a.gid_set) {
-		e = gid_find(&t, ch->dev, ch->port, a.gidx);
-		if (!e) {
-			ret = -ENOENT;
-			if (!gid_pick_best(&t, ch->dev, ch->port, &gc)) {
-				gid_desc(&gc.gid, desc, sizeof(desc));
-				pr_err("GID index %d of %s port %d is empty (use -g %d (%s), or see 'rdmactl pingpong "
-				       "--check')", a.gidx, ch->dev, ch->port, gc.gid.index, desc);
-			} else {
-				pr_err("GID index %d of %s port %d is empty and the port has no GID (is the port up? "
-				       "see 'rdmactl pingpong --check')", a.gidx, ch->dev, ch->port);
-			}
-			goto out;
-		}
-		ch->gidx = a.gidx;
-		ch->gid = *e;
-		gid_desc(e, desc, sizeof(desc));
-		snprintf(ch->why, sizeof(ch->why), "GID %d (%s) as given by -g", a.gidx, desc);
-		/* Say so when the route would want another GID: the usual cause of an RTR failure. */
-		if (local && !gid_pick_for_addr(&t, ch->dev, ch->port, local, &gc) && gc.gid.index != a.gidx) {
-			gid_desc(&gc.gid, desc, sizeof(desc));
-			ch->suggest = gc.gid.index;
-			snprintf(ch->suggest_desc, sizeof(ch->suggest_desc), "%s", desc);
-			snprintf(ch->note, sizeof(ch->note), "note: %s; its GID is -g %d (%s)", where, gc.gid.index,
-				 desc);
-		}
-		goto out;
-	}
-	if (local && !gid_pick_for_addr(&t, ch->dev, ch->port, local, &gc)) {
-		ch->gid = gc.gid;
-		ch->gidx = gc.gid.index;
-		snprintf(ch->why, sizeof(ch->why), "%s; GID %d is the %s GID of that address", where, ch->gidx,
-			 gid_type_str(gc.gid.type));
-		goto out;
-	}
-	if (is_ib(ch->dev, ch->port) && (!local || gid_pick_best(&t, ch->dev, ch->port, &gc))) {
-		snprintf(ch->why, sizeof(ch->why), "InfiniBand port: LID routing, no GRH (as ibv_rc_pingpong "
-			 "without -g)");
-		goto out;
-	}
-	if (!gid_pick_best(&t, ch->dev, ch->port, &gc)) {
-		ch->gid = gc.gid;
-		ch->gidx = gc.gid.index;
-		gid_desc(&gc.gid, desc, sizeof(desc));
-		if (local)
-			snprintf(ch->why, sizeof(ch->why), "%s, but no GID of %s port %d has that address; using its "
-				 "best GID %d (%s)", where, ch->dev, ch->port, ch->gidx, desc);
-		else
-			snprintf(ch->why, sizeof(ch->why), "best GID of %s port %d: %s", ch->dev, ch->port, desc);
-		if (local)
-			snprintf(ch->note, sizeof(ch->note), "warning: %s port %d has no GID for %s: the peer may not "
-				 "reach it (is %s the device on %s?)", ch->dev, ch->port, ip, ch->dev,
-				 *ndev ? ndev : "that network");
-		goto out;
-	}
-	ret = -ENOENT;
-	pr_err("%s port %d has no usable GID (port down or no IP address on its netdev? see 'rdmactl pingpong "
-	       "--check')", ch->dev, ch->port);
-out:
-	gid_table_free(&t);
+		pr_err("%s", err);
 	return ret;
 }
 
-static void print_choice(const struct choice *ch)
+/* On stderr: which device, port and GID, and why. */
+static void tell_choice(const struct pp_choice *ch)
 {
 	if (ch->gidx >= 0)
 		fprintf(stderr, "%s: using %s port %d GID %d: %s\n", util_prog, ch->dev, ch->port, ch->gidx, ch->why);
@@ -367,126 +208,35 @@ static void print_choice(const struct choice *ch)
 		fprintf(stderr, "%s: %s\n", util_prog, ch->note);
 }
 
-/* --- diagnosis ------------------------------------------------------------------------------------- */
-
-/*
- * What to tell the user about a failure involving the peer's GID: the GID we would use to reach it,
- * when it is not the one we use; whether the peer's address is reachable at all.
- */
-static void gid_hint(const struct choice *ch, const struct pp_dest *rem, char *hint, size_t len)
+/* In JSON only (the text says it on stderr): the choice as an object. */
+static void print_choice(const struct pp_choice *ch)
 {
-	struct sockaddr_storage dst, src;
-	struct gid_table t = { 0 };
-	struct gid_choice gc;
-	char rip[INET6_ADDRSTRLEN], lip[INET6_ADDRSTRLEN], desc[160];
-	int ret;
+	char buf[INET6_ADDRSTRLEN];
 
-	*hint = '\0';
-	if (gid_is_zero(rem->gid)) {
-		snprintf(hint, len, "the peer sent no GID: on RoCE both sides need one; run ibv_rc_pingpong with -g "
-			 "(e.g. the RoCE v2 GID of its IP address), or rdmactl pingpong without -g");
-		return;
+	out_open_object("choice");
+	print_string(PRINT_JSON, "device", NULL, ch->dev);
+	print_int(PRINT_JSON, "port", NULL, ch->port);
+	print_int(PRINT_JSON, "gid_index", NULL, ch->gidx);
+	if (ch->gidx >= 0) {
+		print_string(PRINT_JSON, "gid", NULL, gid_str(ch->gid.raw, buf, sizeof(buf)));
+		print_string(PRINT_JSON, "gid_type", NULL, gid_type_str(ch->gid.type));
+		print_string(PRINT_JSON, "address", NULL, gid_ip_str(ch->gid.raw, buf, sizeof(buf)));
+		print_string(PRINT_JSON, "netdev", NULL, ch->gid.ndev);
 	}
-	gid_ip_str(rem->gid, rip, sizeof(rip));
-	gid_to_sockaddr(rem->gid, &dst);
-	if (gid_is_link_local(rem->gid) && !gid_is_link_local(ch->gid.raw)) {
-		snprintf(hint, len, "the peer uses its link-local GID %s while we use %s: make the peer use its "
-			 "RoCE v2 IPv4 GID (rdmactl pingpong --check shows the index)", rip,
-			 gid_ip_str(ch->gid.raw, lip, sizeof(lip)));
-		return;
-	}
-	ret = gid_route_src_addr((struct sockaddr *)&dst, &src);
-	if (ret) {
-		snprintf(hint, len, "the peer's GID %s is unreachable from here: %s (check the IP addressing and "
-			 "routes of the RoCE netdev)", gid_str(rem->gid, lip, sizeof(lip)), strerror(-ret));
-		return;
-	}
-	if (gid_table_read(ch->dev, ch->port, &t))
-		return;
-	if (!gid_pick_for_addr(&t, ch->dev, ch->port, (struct sockaddr *)&src, &gc)) {
-		if (gc.gid.index != ch->gidx) {
-			gid_desc(&gc.gid, desc, sizeof(desc));
-			snprintf(hint, len, "our GID %d is %s%s but the peer's is %s: use -g %d (%s)", ch->gidx,
-				 ch->gidx >= 0 ? gid_type_str(ch->gid.type) : "none",
-				 gid_is_link_local(ch->gid.raw) ? " link-local" : "", rip, gc.gid.index, desc);
-		}
-	} else {
-		addr_str((struct sockaddr *)&src, lip, sizeof(lip));
-		snprintf(hint, len, "the route to the peer's GID %s leaves from %s, which no GID of %s port %d has "
-			 "(wrong device? see 'rdmactl pingpong --check')", rip, lip, ch->dev, ch->port);
-	}
-	gid_table_free(&t);
+	print_string(PRINT_JSON, "reason", NULL, ch->why);
+	if (*ch->note)
+		print_string(PRINT_JSON, "note", NULL, ch->note);
+	out_close_object();
 }
 
-static int report_fail(struct pp_rc *rc, const struct choice *ch, const struct pp_dest *rem, int ret,
+/* --- diagnosis ------------------------------------------------------------------------------------- */
+
+static int report_fail(struct pp_rc *rc, const struct pp_choice *ch, const struct pp_dest *rem, int ret,
 		       const char *err, bool client)
 {
-	char hint[600] = "", rip[INET6_ADDRSTRLEN], rgid[INET6_ADDRSTRLEN];
-	int ll, mtu, state;
+	char hint[600];
 
-	pp_rc_port(rc, &ll, &mtu, &state);
-	switch (pp_rc_fail(rc)) {
-	case PP_FAIL_RTR:
-	case PP_FAIL_RTS:
-		if (pp_mtu_from_enum(mtu) < a.mtu)
-			snprintf(hint, sizeof(hint), "-m %u is larger than the port's active MTU %u: use -m %u", a.mtu,
-				 pp_mtu_from_enum(mtu), pp_mtu_from_enum(mtu));
-		else if (ll == IBV_LINK_LAYER_ETHERNET)
-			gid_hint(ch, rem, hint, sizeof(hint));
-		if (!*hint && state != IBV_PORT_ACTIVE)
-			snprintf(hint, sizeof(hint), "port %d of %s is not active", ch->port, ch->dev);
-		/* The kernel resolves the peer's MAC address at RTR: no neighbour answer ends here. */
-		if (!*hint && (ret == -ETIMEDOUT || ret == -EHOSTUNREACH || ret == -ENETUNREACH || ret == -ENODATA))
-			snprintf(hint, sizeof(hint), "the peer's GID %s is unreachable: nothing answers for %s on the "
-				 "network (peer down, or not at that address?)", gid_str(rem->gid, rgid, sizeof(rgid)),
-				 gid_ip_str(rem->gid, rip, sizeof(rip)));
-		break;
-	case PP_FAIL_STALL:
-	case PP_FAIL_WC:
-		/* Some completion errors say exactly what is wrong, whatever the GIDs. */
-		if (pp_rc_fail(rc) == PP_FAIL_WC) {
-			switch (pp_rc_wc_status(rc)) {
-			case IBV_WC_LOC_LEN_ERR:
-			case IBV_WC_REM_INV_REQ_ERR:
-				snprintf(hint, sizeof(hint), "the peer's messages and ours differ in size: use the same -s "
-					 "on both sides (ours is %u)", a.size);
-				break;
-			case IBV_WC_REM_OP_ERR:
-				/* What rxe reports for a message larger than the peer's receive buffer. */
-				snprintf(hint, sizeof(hint), "the peer's QP failed on our message: a different -s on the "
-					 "two sides? (ours is %u)", a.size);
-				break;
-			case IBV_WC_LOC_QP_OP_ERR:
-				/* And what its receiver reports for that message. */
-				if (pp_rc_wc_recv(rc))
-					snprintf(hint, sizeof(hint), "a message did not fit our receive buffer: a different "
-						 "-s on the two sides? (ours is %u)", a.size);
-				break;
-			case IBV_WC_RETRY_EXC_ERR:
-				gid_hint(ch, rem, hint, sizeof(hint));
-				if (!*hint)
-					snprintf(hint, sizeof(hint), "the peer does not acknowledge: it is gone, or its "
-						 "address is unreachable");
-				break;
-			case IBV_WC_RNR_RETRY_EXC_ERR:
-				snprintf(hint, sizeof(hint), "the peer posted no receive buffers: it is stuck or not a "
-					 "pingpong");
-				break;
-			default:
-				break;
-			}
-		}
-		if (!*hint && ll == IBV_LINK_LAYER_ETHERNET)
-			gid_hint(ch, rem, hint, sizeof(hint));
-		if (!*hint && pp_rc_done_iters(rc) == 0 && pp_rc_fail(rc) == PP_FAIL_STALL)
-			snprintf(hint, sizeof(hint), "nothing arrived from the peer: its QP failed or it is gone (see its "
-				 "output)%s", client ? "" : "; a client on a link-local or RoCE v1 GID looks like this too");
-		if (!*hint)
-			snprintf(hint, sizeof(hint), "the peer stopped answering: killed, or the link went down");
-		break;
-	default:
-		break;
-	}
+	pp_rc_hint(rc, ch, rem, ret, a.mtu, a.size, client, hint, sizeof(hint));
 	if (*hint)
 		pr_err("%s (%s)", err, hint);
 	else
@@ -520,97 +270,57 @@ static void conn_error(int ret, const char *host)
 	       ret == -ENOENT ? "unknown host" : strerror(-ret), hint);
 }
 
-/* A double printed with a fixed number of decimals (no 1021.5297999999999 in the JSON). */
-static struct json_object *jdouble(double v, int decimals)
-{
-	char buf[64];
-
-	snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-	return json_object_new_double_s(v, buf);
-}
-
 /* --- output ---------------------------------------------------------------------------------------- */
 
-static void put_dest(struct json_object *o, const char *key, const struct pp_dest *d)
+/* One side's address: a line of text, an object in JSON. */
+static void print_dest(const char *key, const char *label, const struct pp_dest *d)
 {
-	struct json_object *j = json_object_new_object();
 	char gid[INET6_ADDRSTRLEN];
 
-	json_object_object_add(j, "lid", json_object_new_int((int)d->lid));
-	json_object_object_add(j, "qpn", json_object_new_int((int)d->qpn));
-	json_object_object_add(j, "psn", json_object_new_int((int)d->psn));
-	json_object_object_add(j, "gid", json_object_new_string(gid_str(d->gid, gid, sizeof(gid))));
-	json_object_object_add(o, key, j);
+	out_open_object(key);
+	print_text("%s", label);
+	print_uint(PRINT_ANY, "lid", "LID 0x%04" PRIx64, d->lid);
+	print_uint(PRINT_ANY, "qpn", ", QPN 0x%06" PRIx64, d->qpn);
+	print_uint(PRINT_ANY, "psn", ", PSN 0x%06" PRIx64, d->psn);
+	print_string(PRINT_ANY, "gid", ", GID %s", gid_str(d->gid, gid, sizeof(gid)));
+	print_nl();
+	out_close_object();
 }
 
-static struct json_object *choice_json(const struct choice *ch)
-{
-	struct json_object *j = json_object_new_object();
-	char ip[INET6_ADDRSTRLEN];
-
-	json_object_object_add(j, "device", json_object_new_string(ch->dev));
-	json_object_object_add(j, "port", json_object_new_int(ch->port));
-	json_object_object_add(j, "gid_index", json_object_new_int(ch->gidx));
-	if (ch->gidx >= 0) {
-		json_object_object_add(j, "gid", json_object_new_string(gid_str(ch->gid.raw, ip, sizeof(ip))));
-		json_object_object_add(j, "gid_type", json_object_new_string(gid_type_str(ch->gid.type)));
-		json_object_object_add(j, "address", json_object_new_string(gid_ip_str(ch->gid.raw, ip, sizeof(ip))));
-		json_object_object_add(j, "netdev", json_object_new_string(ch->gid.ndev));
-	}
-	json_object_object_add(j, "reason", json_object_new_string(ch->why));
-	if (*ch->note)
-		json_object_object_add(j, "note", json_object_new_string(ch->note));
-	return j;
-}
-
-static void print_result(const struct choice *ch, const struct pp_dest *me, const struct pp_dest *rem,
+static void print_result(const struct pp_choice *ch, const struct pp_dest *me, const struct pp_dest *rem,
 			 const struct pp_result *r, bool client)
 {
-	char gid[INET6_ADDRSTRLEN];
-
-	if (out_is_json()) {
-		struct json_object *o = json_object_new_object(), *l = json_object_new_object();
-
-		json_object_object_add(o, "mode", json_object_new_string("rc"));
-		json_object_object_add(o, "role", json_object_new_string(client ? "client" : "server"));
-		json_object_object_add(o, "choice", choice_json(ch));
-		put_dest(o, "local", me);
-		put_dest(o, "remote", rem);
-		json_object_object_add(o, "size", json_object_new_int64(a.size));
-		json_object_object_add(o, "mtu", json_object_new_int64(a.mtu));
-		json_object_object_add(o, "iters", json_object_new_int64(r->iters));
-		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
-		json_object_object_add(o, "seconds", jdouble(r->seconds, 6));
-		json_object_object_add(o, "bandwidth_gbps", jdouble(r->gbps, 6));
-		json_object_object_add(l, "min", jdouble(r->lat.min, 2));
-		json_object_object_add(l, "avg", jdouble(r->lat.avg, 2));
-		json_object_object_add(l, "p50", jdouble(r->lat.p50, 2));
-		json_object_object_add(l, "p99", jdouble(r->lat.p99, 2));
-		json_object_object_add(l, "p99_9", jdouble(r->lat.p999, 2));
-		json_object_object_add(l, "max", jdouble(r->lat.max, 2));
-		json_object_object_add(o, "latency_us", l);
-		if (a.events)
-			json_object_object_add(o, "cq_events", json_object_new_int64((int64_t)r->cq_events));
-		out_json(o);
-		return;
-	}
-	printf("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", me->lid, me->qpn, me->psn,
-	       gid_str(me->gid, gid, sizeof(gid)));
-	printf("  remote address: LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", rem->lid, rem->qpn, rem->psn,
-	       gid_str(rem->gid, gid, sizeof(gid)));
-	printf("%llu bytes in %.2f seconds = %.3f Gb/s\n", (unsigned long long)r->bytes, r->seconds, r->gbps);
-	printf("%u iters in %.2f seconds = %.2f usec/iter\n", r->iters, r->seconds,
-	       r->iters ? r->seconds * 1e6 / r->iters : 0);
-	printf("round trip (usec): min %.2f avg %.2f p50 %.2f p99 %.2f p99.9 %.2f max %.2f\n", r->lat.min,
-	       r->lat.avg, r->lat.p50, r->lat.p99, r->lat.p999, r->lat.max);
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "mode", NULL, "rc");
+	print_string(PRINT_JSON, "role", NULL, client ? "client" : "server");
+	print_choice(ch);
+	print_dest("local", "  local address:  ", me);
+	print_dest("remote", "  remote address: ", rem);
+	print_uint(PRINT_JSON, "size", NULL, a.size);
+	print_uint(PRINT_JSON, "mtu", NULL, a.mtu);
+	print_uint(PRINT_JSON, "iters", NULL, r->iters);
+	print_uint(PRINT_ANY, "bytes", "%" PRIu64 " bytes in ", r->bytes);
+	print_fixed(PRINT_ANY, "seconds", "%.2f seconds = ", r->seconds, 6);
+	print_fixed(PRINT_ANY, "bandwidth_gbps", "%.3f Gb/s\n", r->gbps, 6);
+	print_text("%u iters in %.2f seconds = %.2f usec/iter\n", r->iters, r->seconds,
+		   r->iters ? r->seconds * 1e6 / r->iters : 0);
+	out_open_object("latency_us");
+	print_fixed(PRINT_ANY, "min", "round trip (usec): min %.2f", r->lat.min, 2);
+	print_fixed(PRINT_ANY, "avg", " avg %.2f", r->lat.avg, 2);
+	print_fixed(PRINT_ANY, "p50", " p50 %.2f", r->lat.p50, 2);
+	print_fixed(PRINT_ANY, "p99", " p99 %.2f", r->lat.p99, 2);
+	print_fixed(PRINT_ANY, "p99_9", " p99.9 %.2f", r->lat.p999, 2);
+	print_fixed(PRINT_ANY, "max", " max %.2f\n", r->lat.max, 2);
+	out_close_object();
 	if (a.events)
-		printf("%lu completion events\n", r->cq_events);
+		print_uint(PRINT_ANY, "cq_events", "%" PRIu64 " completion events\n", r->cq_events);
+	out_close_object();
 	fflush(stdout);
 }
 
 /* --- RC pingpong ----------------------------------------------------------------------------------- */
 
-static int open_rc(const struct choice *ch, struct pp_rc **rc)
+static int open_rc(const struct pp_choice *ch, struct pp_rc **rc)
 {
 	struct pp_rc_opts o = {
 		.dev = ch->dev, .ib_port = ch->port, .gid_index = ch->gidx, .size = a.size, .iters = a.iters,
@@ -631,7 +341,7 @@ static int open_rc(const struct choice *ch, struct pp_rc **rc)
 	pp_rc_port(*rc, &ll, &mtu, &state);
 	if (state != IBV_PORT_ACTIVE) {
 		pr_err("port %d of %s is %s: nothing can connect through it (is %s up? see 'rdmactl pingpong "
-		       "--check')", ch->port, ch->dev, state_str(state), *ch->gid.ndev ? ch->gid.ndev :
+		       "--check')", ch->port, ch->dev, pp_port_state_str(state), *ch->gid.ndev ? ch->gid.ndev :
 		       "its network device");
 		pp_rc_close(*rc);
 		*rc = NULL;
@@ -641,7 +351,7 @@ static int open_rc(const struct choice *ch, struct pp_rc **rc)
 }
 
 /* Both sides, once connected: the ping-pong itself, then its result or the diagnosis. */
-static int run_and_report(struct pp_rc *rc, const struct choice *ch, const struct pp_dest *me,
+static int run_and_report(struct pp_rc *rc, const struct pp_choice *ch, const struct pp_dest *me,
 			  const struct pp_dest *rem, bool client)
 {
 	struct pp_result res;
@@ -662,7 +372,7 @@ static int rc_client(void)
 	struct sockaddr_storage dst, src;
 	char msg[PP_MSG_LEN], err[512], ip[INET6_ADDRSTRLEN], why[128];
 	struct pp_dest me, rem;
-	struct choice ch;
+	struct pp_choice ch;
 	struct pp_rc *rc = NULL;
 	int ret, fd = -1, tmo = a.timeout_s * 1000, rcode = EXIT_FAIL;
 	ssize_t n;
@@ -675,10 +385,10 @@ static int rc_client(void)
 	if (ret)
 		pr_debug("no route to %s: %s", a.host, strerror(-ret));
 	snprintf(why, sizeof(why), "the route to %s leaves from {}",
-		 ret ? a.host : addr_str((struct sockaddr *)&dst, ip, sizeof(ip)));
+		 ret ? a.host : gid_sockaddr_str((struct sockaddr *)&dst, ip, sizeof(ip)));
 	if (choose(ret ? NULL : (struct sockaddr *)&src, why, &ch))
 		return EXIT_FAIL;
-	print_choice(&ch);
+	tell_choice(&ch);
 	if (open_rc(&ch, &rc))
 		return EXIT_FAIL;
 	pp_rc_local(rc, &me);
@@ -745,13 +455,13 @@ static int rc_server(void)
 	socklen_t len = sizeof(local);
 	char msg[PP_MSG_LEN], err[512], ip[INET6_ADDRSTRLEN], pip[INET6_ADDRSTRLEN], why[160];
 	struct pp_dest me, rem;
-	struct choice ch;
+	struct pp_choice ch;
 	struct pp_rc *rc = NULL;
 	int ret, lfd, fd = -1, tmo = a.timeout_s * 1000, rcode = EXIT_FAIL;
 	ssize_t n;
 
 	/* No device at all, or not the one asked for: say so now rather than after a client came. */
-	ret = a.dev ? gid_dev_ports(a.dev, &lfd, 1) : first_dev(ip, sizeof(ip));
+	ret = a.dev ? gid_dev_ports(a.dev, &lfd, 1) : gid_first_dev(ip, sizeof(ip));
 	if (ret < 0) {
 		if (a.dev)
 			pr_err("device %s not found (see 'rdmactl pingpong --check' for the devices there are)", a.dev);
@@ -784,10 +494,10 @@ static int rc_server(void)
 	unmap(&local);
 	unmap(&peer);
 	snprintf(why, sizeof(why), "client %s connected to {}",
-		 peer.ss_family ? addr_str((struct sockaddr *)&peer, pip, sizeof(pip)) : "?");
+		 peer.ss_family ? gid_sockaddr_str((struct sockaddr *)&peer, pip, sizeof(pip)) : "?");
 	if (choose((struct sockaddr *)&local, why, &ch))
 		goto out;
-	print_choice(&ch);
+	tell_choice(&ch);
 	if (open_rc(&ch, &rc))
 		goto out;
 	pp_rc_local(rc, &me);
@@ -840,348 +550,166 @@ static int run_cm(void)
 		.accept_timeout_ms = a.accept_timeout_s ? a.accept_timeout_s * 1000 : -1, .waiting = cm_waiting,
 	};
 	struct pp_cm_result r;
-	char err[512], sgid[INET6_ADDRSTRLEN], dgid[INET6_ADDRSTRLEN];
+	char err[512], gid[INET6_ADDRSTRLEN];
 
 	if (pp_cm_run(&o, &r, err, sizeof(err))) {
 		pr_err("%s", err);
 		return EXIT_FAIL;
 	}
-	gid_str(r.sgid, sgid, sizeof(sgid));
-	gid_str(r.dgid, dgid, sizeof(dgid));
-	if (out_is_json()) {
-		struct json_object *j = json_object_new_object();
-
-		json_object_object_add(j, "mode", json_object_new_string("cm"));
-		json_object_object_add(j, "role", json_object_new_string(a.host ? "client" : "server"));
-		json_object_object_add(j, "device", json_object_new_string(r.dev));
-		json_object_object_add(j, "port", json_object_new_int(r.port));
-		json_object_object_add(j, "local_address", json_object_new_string(r.local));
-		json_object_object_add(j, "remote_address", json_object_new_string(r.remote));
-		json_object_object_add(j, "sgid", json_object_new_string(sgid));
-		json_object_object_add(j, "dgid", json_object_new_string(dgid));
-		json_object_object_add(j, "size", json_object_new_int64(r.size));
-		if (a.host) {
-			json_object_object_add(j, "write_us", jdouble(r.write_us, 2));
-			json_object_object_add(j, "read_us", jdouble(r.read_us, 2));
-		}
-		json_object_object_add(j, "verified", json_object_new_boolean(r.verified));
-		out_json(j);
-		return EXIT_OK;
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "mode", NULL, "cm");
+	print_string(PRINT_JSON, "role", NULL, a.host ? "client" : "server");
+	print_string(PRINT_ANY, "device", "rdma_cm: %s", r.dev);
+	print_int(PRINT_ANY, "port", " port %" PRId64, r.port);
+	print_string(PRINT_ANY, "local_address", ", %s", r.local);
+	print_string(PRINT_ANY, "remote_address", " -> %s", r.remote);
+	print_string(PRINT_ANY, "sgid", ", GID %s", gid_str(r.sgid, gid, sizeof(gid)));
+	print_string(PRINT_ANY, "dgid", " -> %s\n", gid_str(r.dgid, gid, sizeof(gid)));
+	if (a.host) {
+		print_uint(PRINT_ANY, "size", "RDMA write of %" PRIu64 " bytes: ", r.size);
+		print_fixed(PRINT_ANY, "write_us", "%.1f usec, ", r.write_us, 2);
+		print_fixed(PRINT_ANY, "read_us", "read back: %.1f usec, data verified\n", r.read_us, 2);
+	} else {
+		print_uint(PRINT_ANY, "size",
+			   "the client's RDMA write of %" PRIu64 " bytes arrived intact, data verified\n", r.size);
 	}
-	printf("rdma_cm: %s port %d, %s -> %s, GID %s -> %s\n", r.dev, r.port, r.local, r.remote, sgid, dgid);
-	if (a.host)
-		printf("RDMA write of %u bytes: %.1f usec, read back: %.1f usec, data verified\n", r.size, r.write_us,
-		       r.read_us);
-	else
-		printf("the client's RDMA write of %u bytes arrived intact, data verified\n", r.size);
+	print_bool(PRINT_JSON, "verified", NULL, r.verified);
+	out_close_object();
 	return EXIT_OK;
 }
 
 /* --- --check --------------------------------------------------------------------------------------- */
 
-struct warnings {
-	struct json_object *arr;
-	int n;
-};
-
-static void warn(struct warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void warn(struct warnings *w, const char *fmt, ...)
+/* A port: a line of text then its GID table and which GID for which address; an object in JSON. */
+static void print_check_port(const struct pp_check_port *p)
 {
-	char buf[512];
-	va_list ap;
+	char gid[INET6_ADDRSTRLEN], ip[INET6_ADDRSTRLEN];
+	size_t i;
 
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	w->n++;
-	json_object_array_add(w->arr, json_object_new_string(buf));
-}
-
-static int netdev_mtu(const char *ndev)
-{
-	char path[128], buf[32];
-	FILE *f;
-	int v = 0;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", ndev);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f))
-		v = atoi(buf);
-	fclose(f);
-	return v;
-}
-
-static const char *state_str(int s)
-{
-	switch (s) {
-	case IBV_PORT_DOWN:
-		return "DOWN";
-	case IBV_PORT_INIT:
-		return "INIT";
-	case IBV_PORT_ARMED:
-		return "ARMED";
-	case IBV_PORT_ACTIVE:
-		return "ACTIVE";
-	case IBV_PORT_ACTIVE_DEFER:
-		return "ACTIVE_DEFER";
-	default:
-		return "NOP";
+	out_open_object(NULL);
+	print_int(PRINT_ANY, "port", "  port %" PRId64 ": ", p->port);
+	if (p->error) {
+		print_string(PRINT_JSON, "error", NULL, strerror(p->error));
+		/* The text has always shown a port that cannot be queried so (the error is among the warnings). */
+		print_text("(null), link layer (null), active MTU 0 (max 0)\n");
+		out_close_object();
+		return;
 	}
+	print_string(PRINT_ANY, "state", "%s", pp_port_state_str(p->state));
+	print_string(PRINT_ANY, "link_layer", ", link layer %s", p->eth ? "Ethernet" : "InfiniBand");
+	print_uint(PRINT_ANY, "active_mtu", ", active MTU %" PRIu64, p->active_mtu);
+	print_uint(PRINT_ANY, "max_mtu", " (max %" PRIu64 ")", p->max_mtu);
+	if (!p->eth)
+		print_uint(PRINT_JSON, "lid", NULL, p->lid);
+	if (*p->ndev) {
+		print_string(PRINT_ANY, "netdev", ", netdev %s", p->ndev);
+		/* An unknown netdev MTU: no key in JSON, "MTU 0" in text. */
+		print_int(p->ndev_mtu ? PRINT_ANY : PRINT_FP, "netdev_mtu", " (MTU %" PRId64 ")", p->ndev_mtu);
+	}
+	print_nl();
+
+	out_open_array("gids");
+	if (p->n_gids)
+		print_text("    %-5s %-40s %-8s %-6s %s\n", "GID", "address", "type", "netdev", "gid");
+	for (i = 0; i < p->n_gids; i++) {
+		const struct gid_entry *e = &p->gids[i];
+
+		out_open_object(NULL);
+		print_int(PRINT_ANY, "index", "    %-5" PRId64 " ", e->index);
+		print_string(PRINT_JSON, "gid", NULL, gid_str(e->raw, gid, sizeof(gid)));
+		print_string(PRINT_JSON, "type", NULL, gid_type_str(e->type));
+		print_string(PRINT_ANY, "address", "%-40s ", gid_ip_str(e->raw, ip, sizeof(ip)));
+		print_string(PRINT_FP, NULL, "%-8s ", gid_type_str(e->type));
+		print_bool(PRINT_JSON, "link_local", NULL, gid_is_link_local(e->raw));
+		print_string(PRINT_ANY, "netdev", "%-6s ", e->ndev);
+		print_string(PRINT_FP, NULL, "%s\n", gid);
+		out_close_object();
+	}
+	out_close_array();
+
+	out_open_array("use");
+	for (i = 0; i < p->n_use; i++) {
+		const struct pp_check_use *u = &p->use[i];
+
+		out_open_object(NULL);
+		print_string(PRINT_ANY, "address", "    to use %s: ", u->address);
+		print_int(PRINT_ANY, "gid_index", "-g %" PRId64 " (", u->gid.index);
+		print_string(PRINT_ANY, "type", "%s", gid_type_str(u->gid.type));
+		print_string(PRINT_JSON, "netdev", NULL, u->gid.ndev);
+		print_bool(PRINT_JSON, "link_local", NULL, u->link_local);
+		print_text("%s)\n", u->link_local ? ", link-local: same link only" : "");
+		out_close_object();
+	}
+	out_close_array();
+	out_close_object();
 }
 
-/* One port: attributes, GIDs, which GID for which address; warnings go to w. */
-static struct json_object *check_port(struct ibv_context *ctx, const char *dev, int port, const struct gid_table *t,
-				      struct warnings *w)
+/* Devices and ports, the route to HOST, the warnings (in JSON before the route). */
+static void print_check(const struct pp_check *c)
 {
-	struct json_object *p = json_object_new_object(), *gids = json_object_new_array(),
-			   *use = json_object_new_array();
-	struct ibv_port_attr pa;
-	const char *ndev = NULL;
-	char ip[INET6_ADDRSTRLEN], gid[INET6_ADDRSTRLEN];
-	bool v2 = false, eth;
+	char line[1024];
 	size_t i, j;
-	int nmtu = 0;
 
-	json_object_object_add(p, "port", json_object_new_int(port));
-	if (ibv_query_port(ctx, (uint8_t)port, &pa)) {
-		warn(w, "%s/%d: cannot query the port: %s", dev, port, strerror(errno));
-		json_object_object_add(p, "error", json_object_new_string(strerror(errno)));
-		json_object_put(gids);
-		json_object_put(use);
-		return p;
-	}
-	eth = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-	json_object_object_add(p, "state", json_object_new_string(state_str(pa.state)));
-	json_object_object_add(p, "link_layer", json_object_new_string(eth ? "Ethernet" : "InfiniBand"));
-	json_object_object_add(p, "active_mtu", json_object_new_int((int)pp_mtu_from_enum(pa.active_mtu)));
-	json_object_object_add(p, "max_mtu", json_object_new_int((int)pp_mtu_from_enum(pa.max_mtu)));
-	if (!eth)
-		json_object_object_add(p, "lid", json_object_new_int(pa.lid));
-	for (i = 0; i < t->n; i++) {
-		const struct gid_entry *e = &t->v[i];
-		struct json_object *g;
+	out_open_object(NULL);
+	out_open_array("devices");
+	for (i = 0; i < c->n_devs; i++) {
+		const struct pp_check_dev *d = &c->devs[i];
 
-		if (strcmp(e->dev, dev) || e->port != port)
-			continue;
-		if (*e->ndev && !ndev)
-			ndev = e->ndev;
-		v2 |= e->type == GID_TYPE_ROCE_V2;
-		g = json_object_new_object();
-		json_object_object_add(g, "index", json_object_new_int(e->index));
-		json_object_object_add(g, "gid", json_object_new_string(gid_str(e->raw, gid, sizeof(gid))));
-		json_object_object_add(g, "type", json_object_new_string(gid_type_str(e->type)));
-		json_object_object_add(g, "address", json_object_new_string(gid_ip_str(e->raw, ip, sizeof(ip))));
-		json_object_object_add(g, "link_local", json_object_new_boolean(gid_is_link_local(e->raw)));
-		json_object_object_add(g, "netdev", json_object_new_string(e->ndev));
-		json_object_array_add(gids, g);
-
-		/* One "use" line per address: the first GID of the best type for it. */
-		for (j = 0; j < i; j++)
-			if (!strcmp(t->v[j].dev, dev) && t->v[j].port == port && !memcmp(t->v[j].raw, e->raw, 16))
-				break;
-		if (j == i) {
-			struct sockaddr_storage ss;
-			struct gid_choice gc;
-
-			gid_to_sockaddr(e->raw, &ss);
-			if (!gid_pick_for_addr(t, dev, port, (struct sockaddr *)&ss, &gc)) {
-				struct json_object *u = json_object_new_object();
-
-				json_object_object_add(u, "address", json_object_new_string(ip));
-				json_object_object_add(u, "gid_index", json_object_new_int(gc.gid.index));
-				json_object_object_add(u, "type", json_object_new_string(gid_type_str(gc.gid.type)));
-				json_object_object_add(u, "netdev", json_object_new_string(gc.gid.ndev));
-				json_object_object_add(u, "link_local", json_object_new_boolean(gid_is_link_local(e->raw)));
-				json_object_array_add(use, u);
-			}
+		out_open_object(NULL);
+		print_string(PRINT_ANY, "name", "%s\n", d->name);
+		if (d->opened) {
+			out_open_array("ports");
+			for (j = 0; j < d->n_ports; j++)
+				print_check_port(&d->ports[j]);
+			out_close_array();
 		}
+		out_close_object();
 	}
-	if (ndev) {
-		nmtu = netdev_mtu(ndev);
-		json_object_object_add(p, "netdev", json_object_new_string(ndev));
-		if (nmtu)
-			json_object_object_add(p, "netdev_mtu", json_object_new_int(nmtu));
-	}
-	json_object_object_add(p, "gids", gids);
-	json_object_object_add(p, "use", use);
-	if (pa.state != IBV_PORT_ACTIVE)
-		warn(w, "%s/%d: port is %s: nothing can connect through it (is %s up? ip link set %s up)", dev, port,
-		     state_str(pa.state), ndev ? ndev : "its netdev", ndev ? ndev : "DEV");
-	if (eth && !v2)
-		warn(w, "%s/%d: no RoCE v2 GID: RoCE v2 peers cannot reach this port (give %s an IP address)", dev,
-		     port, ndev ? ndev : "its netdev");
-	/* RoCE v2 over IPv4 adds IP, UDP, BTH, RETH and ICRC headers (60 bytes) to a path-MTU payload. */
-	if (eth && nmtu && (int)pp_mtu_from_enum(pa.active_mtu) + 60 > nmtu)
-		warn(w, "%s/%d: active MTU %u is larger than %s's MTU %d allows: full-size packets will be dropped "
-		     "(use -m %u or raise the netdev MTU)", dev, port, pp_mtu_from_enum(pa.active_mtu), ndev, nmtu,
-		     nmtu >= 4096 + 60 ? 4096 : nmtu >= 2048 + 60 ? 2048 : nmtu >= 1024 + 60 ? 1024 : 512);
-	return p;
-}
+	out_close_array();
+	out_open_array("warnings");
+	for (i = 0; i < c->n_warnings; i++)
+		print_string(PRINT_JSON, NULL, NULL, c->warnings[i]);
+	out_close_array();
+	if (c->route.host) {
+		const struct pp_choice *ch = &c->route.choice;
 
-static void print_check_text(struct json_object *root)
-{
-	struct json_object *devs = json_object_object_get(root, "devices"), *w;
-	size_t i, j, k;
-
-	for (i = 0; i < json_object_array_length(devs); i++) {
-		struct json_object *d = json_object_array_get_idx(devs, i), *ports;
-
-		printf("%s\n", json_object_get_string(json_object_object_get(d, "name")));
-		ports = json_object_object_get(d, "ports");
-		for (j = 0; ports && j < json_object_array_length(ports); j++) {
-			struct json_object *p = json_object_array_get_idx(ports, j), *g, *u, *x;
-
-			printf("  port %d: %s, link layer %s, active MTU %d (max %d)",
-			       json_object_get_int(json_object_object_get(p, "port")),
-			       json_object_get_string(json_object_object_get(p, "state")),
-			       json_object_get_string(json_object_object_get(p, "link_layer")),
-			       json_object_get_int(json_object_object_get(p, "active_mtu")),
-			       json_object_get_int(json_object_object_get(p, "max_mtu")));
-			if ((x = json_object_object_get(p, "netdev")))
-				printf(", netdev %s (MTU %d)", json_object_get_string(x),
-				       json_object_get_int(json_object_object_get(p, "netdev_mtu")));
-			printf("\n");
-			g = json_object_object_get(p, "gids");
-			if (g && json_object_array_length(g))
-				printf("    %-5s %-40s %-8s %-6s %s\n", "GID", "address", "type", "netdev", "gid");
-			for (k = 0; g && k < json_object_array_length(g); k++) {
-				struct json_object *e = json_object_array_get_idx(g, k);
-
-				printf("    %-5d %-40s %-8s %-6s %s\n", json_object_get_int(json_object_object_get(e, "index")),
-				       json_object_get_string(json_object_object_get(e, "address")),
-				       json_object_get_string(json_object_object_get(e, "type")),
-				       json_object_get_string(json_object_object_get(e, "netdev")),
-				       json_object_get_string(json_object_object_get(e, "gid")));
-			}
-			u = json_object_object_get(p, "use");
-			for (k = 0; u && k < json_object_array_length(u); k++) {
-				struct json_object *e = json_object_array_get_idx(u, k);
-
-				printf("    to use %s: -g %d (%s%s)\n", json_object_get_string(json_object_object_get(e, "address")),
-				       json_object_get_int(json_object_object_get(e, "gid_index")),
-				       json_object_get_string(json_object_object_get(e, "type")),
-				       json_object_get_boolean(json_object_object_get(e, "link_local")) ?
-					       ", link-local: same link only" : "");
-			}
+		out_open_object("route");
+		print_string(PRINT_ANY, "host", "to reach %s: ", c->route.host);
+		if (c->route.chosen) {
+			snprintf(line, sizeof(line), "%s port %d GID %d: %s", ch->dev, ch->port, ch->gidx, ch->why);
+			print_string(PRINT_ANY, "reason", "%s\n", line);
+			print_choice(ch);
+		} else {
+			/* No route or no choice: the text has always said so; the reason is on stderr or a warning. */
+			print_text("(null)\n");
 		}
+		out_close_object();
 	}
-	if ((w = json_object_object_get(root, "route"))) {
-		printf("to reach %s: %s\n", json_object_get_string(json_object_object_get(w, "host")),
-		       json_object_get_string(json_object_object_get(w, "reason")));
-	}
-	w = json_object_object_get(root, "warnings");
-	for (i = 0; i < json_object_array_length(w); i++)
-		printf("warning: %s\n", json_object_get_string(json_object_array_get_idx(w, i)));
-	if (!json_object_array_length(w))
-		printf("no problems found\n");
+	for (i = 0; i < c->n_warnings; i++)
+		print_string(PRINT_FP, NULL, "warning: %s\n", c->warnings[i]);
+	if (!c->n_warnings)
+		print_text("no problems found\n");
+	out_close_object();
 }
 
 static int run_check(void)
 {
-	struct json_object *root = json_object_new_object(), *devs = json_object_new_array();
-	struct warnings w = { json_object_new_array(), 0 };
-	struct ibv_device **list;
-	struct gid_table t = { 0 };
-	int i, n, p, ret, found = 0;
-	char name0[64];
+	struct pp_check_opts o = {
+		.dev = a.dev, .ib_port = a.ib_port_set ? a.ib_port : 0, .host = a.host, .choose = choose_opts(),
+	};
+	struct pp_check c;
+	char err[1024];
 
-	json_object_object_add(root, "devices", devs);
-	json_object_object_add(root, "warnings", w.arr);
-	ret = gid_table_read(a.dev, 0, &t);
-	if (ret && ret != -ENODEV) {
-		pr_err("cannot read the GID tables from sysfs: %s", strerror(-ret));
-		goto fail;
+	if (pp_check_read(&o, &c, err, sizeof(err))) {
+		pr_err("%s", err);
+		pp_check_free(&c);
+		return EXIT_FAIL;
 	}
-	if (a.dev && gid_dev_ports(a.dev, &i, 1) < 0) {
-		pr_err("device %s not found (run 'rdmactl pingpong --check' without -d to list the devices)", a.dev);
-		goto fail;
-	}
-	if (!a.dev && first_dev(name0, sizeof(name0)) == -ENODEV) {
-		pr_err("no RDMA devices (load the driver and ib_uverbs; for Soft-RoCE: rdma link add rxe0 type rxe "
-		       "netdev eth0)");
-		goto fail;
-	}
-	list = ibv_get_device_list(&n);
-	if (!list) {
-		pr_err("cannot list RDMA devices: %s (is ib_uverbs loaded?)", strerror(errno));
-		goto fail;
-	}
-	for (i = 0; i < n; i++) {
-		const char *name = ibv_get_device_name(list[i]);
-		struct json_object *d, *ports;
-		struct ibv_device_attr da;
-		struct ibv_context *ctx;
-
-		if (a.dev && strcmp(name, a.dev))
-			continue;
-		found++;
-		d = json_object_new_object();
-		ports = json_object_new_array();
-		json_object_object_add(d, "name", json_object_new_string(name));
-		json_object_array_add(devs, d);
-		ctx = ibv_open_device(list[i]);
-		if (!ctx || ibv_query_device(ctx, &da)) {
-			warn(&w, "%s: cannot open or query the device: %s", name, strerror(errno));
-			json_object_put(ports);
-			if (ctx)
-				ibv_close_device(ctx);
-			continue;
-		}
-		for (p = 1; p <= da.phys_port_cnt; p++)
-			if (!a.ib_port_set || p == a.ib_port)
-				json_object_array_add(ports, check_port(ctx, name, p, &t, &w));
-		if (a.ib_port_set && a.ib_port > da.phys_port_cnt)
-			warn(&w, "%s: no port %d (the device has %d)", name, a.ib_port, da.phys_port_cnt);
-		json_object_object_add(d, "ports", ports);
-		ibv_close_device(ctx);
-	}
-	ibv_free_device_list(list);
-	if (!found) {
-		if (a.dev)
-			pr_err("device %s not found (devices: see 'rdmactl pingpong --check')", a.dev);
-		else
-			pr_err("no RDMA devices (load the driver or ib_uverbs; for Soft-RoCE: rdma link add rxe0 type "
-			       "rxe netdev eth0)");
-		goto fail;
-	}
-	if (a.host) {
-		struct sockaddr_storage dst, src;
-		struct json_object *r = json_object_new_object();
-		struct choice ch;
-		char why[160], ip[INET6_ADDRSTRLEN];
-
-		json_object_object_add(r, "host", json_object_new_string(a.host));
-		ret = gid_route_src(a.host, &dst, &src);
-		if (ret) {
-			warn(&w, "%s: %s", a.host, ret == -ENOENT ? "unknown host" : strerror(-ret));
-		} else {
-			snprintf(why, sizeof(why), "the route to %s leaves from {}",
-				 addr_str((struct sockaddr *)&dst, ip, sizeof(ip)));
-			if (!choose((struct sockaddr *)&src, why, &ch)) {
-				char line[1024];
-
-				snprintf(line, sizeof(line), "%s port %d GID %d: %s", ch.dev, ch.port, ch.gidx, ch.why);
-				json_object_object_add(r, "reason", json_object_new_string(line));
-				json_object_object_add(r, "choice", choice_json(&ch));
-			}
-		}
-		json_object_object_add(root, "route", r);
-	}
-	gid_table_free(&t);
-	if (out_is_json()) {
-		out_json(root);
-	} else {
-		print_check_text(root);
-		json_object_put(root);
-	}
+	if (*c.route.err)
+		pr_err("%s", c.route.err);
+	print_check(&c);
+	pp_check_free(&c);
 	return EXIT_OK;
-fail:
-	gid_table_free(&t);
-	json_object_put(root);
-	return EXIT_FAIL;
 }
 
 int cmd_pingpong(int argc, char **argv)

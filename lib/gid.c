@@ -147,6 +147,23 @@ int gid_port_attr(const char *dev, int port, const char *attr, char *buf, size_t
 	return read_line(path, buf, len);
 }
 
+int gid_first_dev(char *dev, size_t len)
+{
+	char **names;
+	int ret;
+
+	ret = gid_dev_names(&names);
+	if (ret)
+		return ret;
+	if (!names[0]) {
+		gid_free_names(names);
+		return -ENODEV;
+	}
+	snprintf(dev, len, "%s", names[0]);
+	gid_free_names(names);
+	return 0;
+}
+
 int gid_parse(const char *s, uint8_t raw[16])
 {
 	int i, j, v;
@@ -332,6 +349,33 @@ const char *gid_ip_str(const uint8_t raw[16], char *buf, size_t len)
 		return buf;
 	}
 	return gid_str(raw, buf, len);
+}
+
+const char *gid_desc(const struct gid_entry *e, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	snprintf(buf, len, "%s, %s%s%s%s", gid_type_str(e->type), gid_ip_str(e->raw, ip, sizeof(ip)),
+		 gid_is_link_local(e->raw) ? " link-local" : "", *e->ndev ? " on " : "", e->ndev);
+	return buf;
+}
+
+const char *gid_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *p = sa->sa_family == AF_INET ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr :
+						   (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+	struct sockaddr_in in;
+
+	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr)) {
+		memset(&in, 0, sizeof(in));
+		memcpy(&in.sin_addr, (const uint8_t *)p + 12, 4);
+		p = &in.sin_addr;
+		sa = (const struct sockaddr *)&in;
+		in.sin_family = AF_INET;
+	}
+	if (!inet_ntop(sa->sa_family, p, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
 }
 
 int gid_from_sockaddr(const struct sockaddr *sa, uint8_t raw[16])

@@ -35,6 +35,8 @@ void gid_free_names(char **names);
 int gid_dev_ports(const char *dev, int *ports, int max);
 /* One line of ports/P/<attr> ("state", "link_layer", ...) without the newline. */
 int gid_port_attr(const char *dev, int port, const char *attr, char *buf, size_t len);
+/* The first device by name; -ENODEV when there is none. */
+int gid_first_dev(char *dev, size_t len);
 
 /*
  * Append the non-zero GIDs of dev/port (dev NULL: every device; port 0: every port) to t.
@@ -53,6 +55,10 @@ bool gid_is_link_local(const uint8_t raw[16]);
 const char *gid_ip_str(const uint8_t raw[16], char *buf, size_t len);
 /* IPv6 text of the raw GID ("::ffff:192.0.2.1", "fe80::..."). */
 const char *gid_str(const uint8_t raw[16], char *buf, size_t len);
+/* What a GID is, for messages: "RoCE v2, 192.0.2.1 on veth0", "RoCE v2, fe80::1 link-local on veth0". */
+const char *gid_desc(const struct gid_entry *e, char *buf, size_t len);
+/* The IP address of a sockaddr as text; an IPv4 peer on a dual-stack socket (::ffff:a.b.c.d) as a.b.c.d. */
+const char *gid_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* The GID that stands for an IP address (IPv4 → ::ffff:a.b.c.d). */
 int gid_from_sockaddr(const struct sockaddr *sa, uint8_t raw[16]);
 /* And back: the IP address of a GID as a sockaddr (port 0). */

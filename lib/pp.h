@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* pingpong engines: ibv_rc_pingpong wire format, TCP exchange with deadlines, RC and rdma_cm checks. */
+/* pingpong engines: the ibv_rc_pingpong wire, TCP with deadlines, RC and rdma_cm runs, GID choice, diagnosis, --check. */
 #ifndef RDMACTL_PP_H
 #define RDMACTL_PP_H
 
@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+
+#include "gid.h"
 
 /* sizeof "0000:000000:000000:" + 32 hex digits + NUL: what ibv_rc_pingpong reads and writes. */
 #define PP_MSG_LEN 52
@@ -100,6 +102,103 @@ int pp_rc_wc_status(const struct pp_rc *rc);
 /* Whether that failed completion was of a receive (else of a send). */
 bool pp_rc_wc_recv(const struct pp_rc *rc);
 unsigned int pp_rc_done_iters(const struct pp_rc *rc);
+
+/* --- device, port and GID for a peer (pp_choose.c) ------------------------------------------- */
+struct pp_choose_opts {
+	const char *dev; /* NULL: the device whose GID has our address, else the first */
+	int ib_port;
+	int gidx; /* < 0: choose; else the index given with -g */
+};
+
+/* Device, port and GID to use, and why. */
+struct pp_choice {
+	char dev[64];
+	int port;
+	int gidx; /* -1: no GRH (InfiniBand without -g) */
+	struct gid_entry gid;
+	char why[800];
+	char note[512]; /* "" or a note or warning about the choice */
+	int suggest; /* with -g: the GID the route wants instead, else -1 */
+	char suggest_desc[160];
+};
+
+/*
+ * Pick device, port and GID. local is our address towards the peer (the route's source for a client,
+ * the address the client reached for a server), NULL when unknown; whence says how it was found, with
+ * "{}" where the address (and its netdev) goes. Returns 0, or -errno with the cause and the fix in err.
+ */
+int pp_choose(const struct pp_choose_opts *o, const struct sockaddr *local, const char *whence,
+	      struct pp_choice *ch, char *err, size_t errlen);
+
+/* --- why an RC connection or run failed (pp_diag.c) ------------------------------------------ */
+/*
+ * The cause and the fix of a failed pp_rc_connect() (ret: what it returned) or pp_rc_run() towards rem,
+ * for the step's own message; "" when there is nothing to add. mtu and size: the -m and -s asked for;
+ * client: which side we are.
+ */
+void pp_rc_hint(struct pp_rc *rc, const struct pp_choice *ch, const struct pp_dest *rem, int ret, unsigned int mtu,
+		unsigned int size, bool client, char *hint, size_t hintlen);
+
+/* --- --check: devices, ports, GIDs, which GID for which address (pp_check.c) ------------------ */
+struct pp_check_opts {
+	const char *dev; /* NULL: every device */
+	int ib_port; /* 0: every port */
+	const char *host; /* NULL: no route to look at */
+	struct pp_choose_opts choose; /* for the route to host */
+};
+
+/* An address of the port and the GID to use for it. */
+struct pp_check_use {
+	char address[64];
+	struct gid_entry gid;
+	bool link_local;
+};
+
+struct pp_check_port {
+	int port;
+	int error; /* errno of querying the port; nothing below is known */
+	int state; /* enum ibv_port_state */
+	bool eth;
+	unsigned int active_mtu, max_mtu;
+	unsigned int lid;
+	char ndev[IF_NAMESIZE]; /* "" when no GID has one */
+	int ndev_mtu; /* 0: unknown */
+	struct gid_entry *gids;
+	size_t n_gids;
+	struct pp_check_use *use; /* one per address, in the order of the GIDs */
+	size_t n_use;
+};
+
+struct pp_check_dev {
+	char name[64];
+	bool opened; /* false: it could not be opened or queried (a warning says so), no ports */
+	struct pp_check_port *ports;
+	size_t n_ports;
+};
+
+struct pp_check {
+	struct pp_check_dev *devs;
+	size_t n_devs;
+	char **warnings;
+	size_t n_warnings;
+	/* With a host: the route to it and the choice it leads to. */
+	struct {
+		const char *host; /* NULL: none asked for */
+		bool chosen; /* choice holds the pingpong's choice */
+		struct pp_choice choice;
+		char err[1024]; /* why there is no choice, "" when a warning says it */
+	} route;
+};
+
+/*
+ * Look at the devices (or o->dev) and their ports (or o->ib_port), and at the route to o->host. Returns 0,
+ * or -errno with the cause and the fix in err when there is nothing to look at; free c with
+ * pp_check_free() either way.
+ */
+int pp_check_read(const struct pp_check_opts *o, struct pp_check *c, char *err, size_t errlen);
+void pp_check_free(struct pp_check *c);
+/* "ACTIVE", "DOWN", ... for an enum ibv_port_state. */
+const char *pp_port_state_str(int state);
 
 /* --- rdma_cm write/read check ------------------------------------------------------------------ */
 struct pp_cm_opts {
