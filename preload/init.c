@@ -40,9 +40,9 @@ static void atfork_child(void)
 
 static void *lookup(void *h, const char *name, const char *ver)
 {
-	void *p = h ? dlvsym(h, name, ver) : NULL;
+	void *p = h ? pl_real_dlvsym(h, name, ver) : NULL;
 
-	return p ? p : dlvsym(RTLD_NEXT, name, ver);
+	return p ? p : pl_real_dlvsym(RTLD_NEXT, name, ver);
 }
 
 static void do_init(void)
@@ -53,28 +53,9 @@ static void do_init(void)
 	 */
 	void *h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_NOLOAD);
 
-#define R(field, name, ver) real.field = (__typeof__(real.field))lookup(h, name, ver)
-	R(open_device, "ibv_open_device", "IBVERBS_1.1");
-	R(close_device, "ibv_close_device", "IBVERBS_1.1");
-	R(import_device, "ibv_import_device", "IBVERBS_1.10");
-	R(alloc_pd, "ibv_alloc_pd", "IBVERBS_1.1");
-	R(dealloc_pd, "ibv_dealloc_pd", "IBVERBS_1.1");
-	R(reg_mr, "ibv_reg_mr", "IBVERBS_1.1");
-	R(reg_mr_iova, "ibv_reg_mr_iova", "IBVERBS_1.7");
-	R(reg_mr_iova2, "ibv_reg_mr_iova2", "IBVERBS_1.8");
-	R(reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12");
-	R(rereg_mr, "ibv_rereg_mr", "IBVERBS_1.1");
-	R(dereg_mr, "ibv_dereg_mr", "IBVERBS_1.1");
-	R(create_cq, "ibv_create_cq", "IBVERBS_1.1");
-	R(destroy_cq, "ibv_destroy_cq", "IBVERBS_1.1");
-	R(create_srq, "ibv_create_srq", "IBVERBS_1.1");
-	R(destroy_srq, "ibv_destroy_srq", "IBVERBS_1.1");
-	R(create_qp, "ibv_create_qp", "IBVERBS_1.1");
-	R(destroy_qp, "ibv_destroy_qp", "IBVERBS_1.1");
-	R(create_ah, "ibv_create_ah", "IBVERBS_1.1");
-	R(create_ah_from_wc, "ibv_create_ah_from_wc", "IBVERBS_1.1");
-	R(destroy_ah, "ibv_destroy_ah", "IBVERBS_1.1");
-#undef R
+#define X(name, ver, ret, args) real.name = (ret(*) args)lookup(h, "ibv_" #name, ver);
+	PRELOAD_VERBS(X)
+#undef X
 	if (h)
 		dlclose(h);
 	if (own_process())

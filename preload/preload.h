@@ -52,10 +52,11 @@ void plog_line(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 			plog_line((level), __VA_ARGS__);       \
 	} while (0)
 
-/* Exported wrappers by name, for the rtld-audit redirection of dlvsym() lookups. */
+/* Exported wrappers by name, for the rtld-audit redirection and the dlsym interposer. */
 struct wrap_sym {
 	const char *name;
-	void *addr;
+	void *addr;	      /* the wrapper */
+	void *const *real; /* where the real entry point is kept, once looked up */
 };
 extern const struct wrap_sym wrap_syms[];
 extern const unsigned int wrap_nsyms;

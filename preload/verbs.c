@@ -267,13 +267,9 @@ PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 
 /* ---- the table the audit redirection uses --------------------------------------------------------- */
 
-#define W(n) { #n, (void *)n }
 const struct wrap_sym wrap_syms[] = {
-	W(ibv_open_device), W(ibv_close_device), W(ibv_import_device), W(ibv_alloc_pd),
-	W(ibv_dealloc_pd), W(ibv_reg_mr), W(ibv_reg_mr_iova), W(ibv_reg_mr_iova2),
-	W(ibv_reg_dmabuf_mr), W(ibv_rereg_mr), W(ibv_dereg_mr), W(ibv_create_cq),
-	W(ibv_destroy_cq), W(ibv_create_srq), W(ibv_destroy_srq), W(ibv_create_qp),
-	W(ibv_destroy_qp), W(ibv_create_ah), W(ibv_create_ah_from_wc), W(ibv_destroy_ah),
+#define X(name, ver, ret, args) { "ibv_" #name, (void *)ibv_##name, (void *const *)&real.name },
+	PRELOAD_VERBS(X)
+#undef X
 };
-#undef W
 const unsigned int wrap_nsyms = ARRAY_SIZE(wrap_syms);

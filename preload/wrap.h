@@ -20,28 +20,39 @@
 /* Internal to the preload (built -fvisibility=hidden): direct PC-relative access, no GOT. */
 #pragma GCC visibility push(hidden)
 
-/* The real verbs, looked up once. Default versions: IBVERBS_1.1 unless the verb is newer. */
+/*
+ * The verbs the preload exports, each as ibv_NAME with libibverbs' default version of it (IBVERBS_1.1 unless
+ * the verb is newer): X(NAME, VERSION, return type, parameters). The table of real entry points, their
+ * look-up and the table of wrappers (for the audit module and the dlsym interposer) come from it.
+ */
+#define PRELOAD_VERBS(X)                                                                                      \
+	X(open_device, "IBVERBS_1.1", struct ibv_context *, (struct ibv_device *))                            \
+	X(close_device, "IBVERBS_1.1", int, (struct ibv_context *))                                           \
+	X(import_device, "IBVERBS_1.10", struct ibv_context *, (int))                                         \
+	X(alloc_pd, "IBVERBS_1.1", struct ibv_pd *, (struct ibv_context *))                                   \
+	X(dealloc_pd, "IBVERBS_1.1", int, (struct ibv_pd *))                                                  \
+	X(reg_mr, "IBVERBS_1.1", struct ibv_mr *, (struct ibv_pd *, void *, size_t, int))                     \
+	X(reg_mr_iova, "IBVERBS_1.7", struct ibv_mr *, (struct ibv_pd *, void *, size_t, uint64_t, int))      \
+	X(reg_mr_iova2, "IBVERBS_1.8", struct ibv_mr *,                                                       \
+	  (struct ibv_pd *, void *, size_t, uint64_t, unsigned int))                                          \
+	X(reg_dmabuf_mr, "IBVERBS_1.12", struct ibv_mr *, (struct ibv_pd *, uint64_t, size_t, uint64_t, int, int)) \
+	X(rereg_mr, "IBVERBS_1.1", int, (struct ibv_mr *, int, struct ibv_pd *, void *, size_t, int))          \
+	X(dereg_mr, "IBVERBS_1.1", int, (struct ibv_mr *))                                                    \
+	X(create_cq, "IBVERBS_1.1", struct ibv_cq *, (struct ibv_context *, int, void *, struct ibv_comp_channel *, int)) \
+	X(destroy_cq, "IBVERBS_1.1", int, (struct ibv_cq *))                                                  \
+	X(create_srq, "IBVERBS_1.1", struct ibv_srq *, (struct ibv_pd *, struct ibv_srq_init_attr *))         \
+	X(destroy_srq, "IBVERBS_1.1", int, (struct ibv_srq *))                                                \
+	X(create_qp, "IBVERBS_1.1", struct ibv_qp *, (struct ibv_pd *, struct ibv_qp_init_attr *))            \
+	X(destroy_qp, "IBVERBS_1.1", int, (struct ibv_qp *))                                                  \
+	X(create_ah, "IBVERBS_1.1", struct ibv_ah *, (struct ibv_pd *, struct ibv_ah_attr *))                 \
+	X(create_ah_from_wc, "IBVERBS_1.1", struct ibv_ah *, (struct ibv_pd *, struct ibv_wc *, struct ibv_grh *, uint8_t)) \
+	X(destroy_ah, "IBVERBS_1.1", int, (struct ibv_ah *))
+
+/* The real verbs, looked up once (init.c). */
 struct real_verbs {
-	struct ibv_context *(*open_device)(struct ibv_device *);
-	int (*close_device)(struct ibv_context *);
-	struct ibv_context *(*import_device)(int);
-	struct ibv_pd *(*alloc_pd)(struct ibv_context *);
-	int (*dealloc_pd)(struct ibv_pd *);
-	struct ibv_mr *(*reg_mr)(struct ibv_pd *, void *, size_t, int);
-	struct ibv_mr *(*reg_mr_iova)(struct ibv_pd *, void *, size_t, uint64_t, int);
-	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t, unsigned int);
-	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *, uint64_t, size_t, uint64_t, int, int);
-	int (*rereg_mr)(struct ibv_mr *, int, struct ibv_pd *, void *, size_t, int);
-	int (*dereg_mr)(struct ibv_mr *);
-	struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
-	int (*destroy_cq)(struct ibv_cq *);
-	struct ibv_srq *(*create_srq)(struct ibv_pd *, struct ibv_srq_init_attr *);
-	int (*destroy_srq)(struct ibv_srq *);
-	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *);
-	int (*destroy_qp)(struct ibv_qp *);
-	struct ibv_ah *(*create_ah)(struct ibv_pd *, struct ibv_ah_attr *);
-	struct ibv_ah *(*create_ah_from_wc)(struct ibv_pd *, struct ibv_wc *, struct ibv_grh *, uint8_t);
-	int (*destroy_ah)(struct ibv_ah *);
+#define X(name, ver, ret, args) ret(*name) args;
+	PRELOAD_VERBS(X)
+#undef X
 };
 extern struct real_verbs real;
 
@@ -57,6 +68,9 @@ extern bool pl_active;
  * create_ah), and those land here again. Only the outermost call charges.
  */
 extern __thread int pl_guard __attribute__((tls_model("initial-exec")));
+
+/* glibc's own dlvsym (dlsym.c): the preload's dlsym and dlvsym interpose the program's. */
+void *pl_real_dlvsym(void *handle, const char *name, const char *ver);
 
 /* Look the real verbs up, read the settings, attach to the ledger (init.c). */
 void pl_init_once_fn(void);

@@ -202,3 +202,28 @@ setup() {
 	run complete_words rdmactl run --log "$BATS_TEST_TMPDIR/"
 	[ -z "$output" ] || [[ $output == "$BATS_TEST_TMPDIR/"* ]]
 }
+
+@test "the preload's dlsym and dlvsym: a dlopen loader gets the wrappers of default versions only; RTLD_NEXT stays the caller's" {
+	local DLF=$BUILD/lab-progs/dlfind
+	# the control: without the preload every lookup is libibverbs' (or none)
+	run -0 "$DLF"
+	assert_line "dlvsym(h,ibv_create_qp,IBVERBS_1.1) libibverbs.so.1"
+	assert_line "dlsym(h,ibv_dereg_mr) libibverbs.so.1"
+	run -0 env LD_PRELOAD="$PRELOAD" "$DLF"
+	assert_line "dlvsym(h,ibv_create_qp,IBVERBS_1.1) librdmactl-preload.so"
+	assert_line "dlvsym(h,ibv_reg_mr_iova2,IBVERBS_1.8) librdmactl-preload.so"
+	assert_line "dlsym(h,ibv_dereg_mr) librdmactl-preload.so"
+	# a compat version keeps its own entry point; a verb the preload does not wrap is libibverbs'
+	assert_line "dlvsym(h,ibv_create_qp,IBVERBS_1.0) libibverbs.so.1"
+	assert_line "dlsym(h,ibv_get_device_list) libibverbs.so.1"
+	assert_line "dlsym(h,ibv_nosuch) none"
+	assert_line "dlerror set"
+	# RTLD_NEXT from the program is the next after the program (the preload), not after the preload
+	assert_line "dlsym(RTLD_NEXT,ibv_create_qp) librdmactl-preload.so"
+	assert_line "dlvsym(RTLD_NEXT,getpid,GLIBC_2.2.5) libc.so.6"
+	# under run (the audit module as well) the answers are the same
+	run -0 "$RDMACTL" run -- "$DLF"
+	assert_line "dlvsym(h,ibv_create_qp,IBVERBS_1.1) librdmactl-preload.so"
+	assert_line "dlvsym(h,ibv_create_qp,IBVERBS_1.0) libibverbs.so.1"
+	assert_line "dlsym(RTLD_NEXT,ibv_create_qp) librdmactl-preload.so"
+}

@@ -69,6 +69,11 @@ kernel_mr_bytes() {
 	rdma -j res show mr | jq --argjson t "[$tids]" '[.[] | select(.pid != null and (.pid as $p | $t | index($p))) | .mrlen] | add // 0'
 }
 
+# Objects of one kind the kernel holds for user processes, whoever they are.
+kernel_count_all() {
+	rdma -j res show "$1" | jq '[.[] | select(.pid != null)] | length'
+}
+
 ledger_use() { # pid kind
 	"$LQ" pid "$1" | awk -v k="$2" '$1 == k { print $2 }'
 }
@@ -259,17 +264,74 @@ job_is_empty() {
 	pkill -x sleep || true
 }
 
-@test "dlopen + dlvsym(handle) (as NCCL loads libibverbs) is limited under run; LD_PRELOAD alone would miss it" {
+@test "dlopen + dlvsym(handle) (as NCCL loads libibverbs) is limited under run and with LD_PRELOAD alone" {
 	run --separate-stderr timeout 30 "$RDMACTL" run --job dl --max-qp 2 --max-mr 1 -- "$DLV" -q 4 -r 2
 	assert_success
 	assert_line "qp created=2 refused=2 errno=ENOMEM"
 	assert_line "mr created=1 refused=1 errno=ENOMEM"
 	run grep -c '^rdmactl: refused' <<<"$stderr"
 	assert_output 1
-	# the negative control: preload without the audit hook does not see dlvsym'd verbs
-	run timeout 30 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=2 "$DLV" -q 4
+	# without the audit module: the preload's own dlsym and dlvsym hand the loader the wrappers
+	run timeout 30 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=2 RDMACTL_MAX_MR=1 "$DLV" -q 4 -r 2
+	assert_line "qp created=2 refused=2 errno=ENOMEM"
+	assert_line "mr created=1 refused=1 errno=ENOMEM"
+	# the control: without the preload nothing is limited
+	run timeout 30 "$DLV" -q 4
 	assert_line "qp created=4 refused=0 errno=0"
 	job_is_empty dl
+}
+
+# Per kind, the "charged KIND" and "released KIND" debug lines of log $1: "KIND charged released".
+charges() {
+	grep -oE '^rdmactl: (charged|released) [a-z_]+' "$1" | awk '{ n[$3] = n[$3] + 0; if ($2 == "charged") c[$3]++; else r[$3]++ }
+		END { for (k in n) printf "%s %d %d\n", k, c[k], r[k] }' | sort
+}
+
+@test "LD_PRELOAD alone: a dlvsym loader's 10000 create/destroy and reg/dereg pairs under limits of 10 are charged and credited exactly" {
+	local out=$BATS_TEST_TMPDIR/out log=$BATS_TEST_TMPDIR/log pid
+	# 9 held: each pair is the 10th object, so one create that was not credited refuses every later one
+	RDMACTL_LOG_LEVEL=2 RDMACTL_LOG_FILE=$log LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=10 RDMACTL_MAX_MR=10 \
+		timeout 600 "$DLV" -q 9 -r 9 -l 10000 -H 60 >"$out" 2>&1 3>&- &
+	wait_for 500 grep -q holding "$out" || { cat "$out"; false; }
+	run cat "$out"
+	assert_line "qp created=9 refused=0 errno=0"
+	assert_line "mr created=9 refused=0 errno=0"
+	assert_line "loops qp ok=10000 refused=0 errno=0"
+	assert_line "loops mr ok=10000 refused=0 errno=0"
+	pid=$(pgrep -n -f "^$DLV -q 9")
+	[ -n "$pid" ]
+	check_same_as_kernel "$pid"
+	run ledger_use "$pid" qp
+	assert_output 9
+	# which verbs such a loader is charged for: every create and destroy it made, through the wrappers
+	run charges "$log"
+	assert_line "ctx 1 0"
+	assert_line "pd 1 0"
+	assert_line "cq 1 0"
+	assert_line "qp 10009 10000"
+	assert_line "mr 10009 10000"
+	kill "$pid"
+	wait_for 30 bash -c "! kill -0 $pid 2>/dev/null"
+	"$RDMACTL" quota gc >/dev/null
+	run "$LQ" pid "$pid"
+	[ "$status" -ne 0 ] || { echo "$output"; false; }
+	[ "$(kernel_count_all qp)" = 0 ]
+}
+
+@test "LD_PRELOAD alone: a context closed with its objects still in it gives all their charges back" {
+	local out=$BATS_TEST_TMPDIR/out pid k
+	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=10 timeout 60 "$DLV" -q 3 -r 2 -K -H 30 >"$out" 2>&1 3>&- &
+	wait_for 30 grep -q "closed with everything" "$out" || { cat "$out"; false; }
+	pid=$(pgrep -n -f "^$DLV -q 3")
+	[ -n "$pid" ]
+	kill -STOP "$pid"
+	for k in ctx pd cq qp mr mr_bytes; do
+		[ "$(ledger_use "$pid" $k)" = 0 ] || { "$LQ" pid "$pid"; kill -CONT "$pid"; false; }
+	done
+	for k in ctx pd cq qp mr; do
+		[ "$(kernel_count "$pid" $k)" = 0 ] || { rdma res show $k; kill -CONT "$pid"; false; }
+	done
+	kill -CONT "$pid"
 }
 
 @test "--max-wr refuses a QP or SRQ deeper than the cap; --log sends the line to a file" {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Lab program: loads libibverbs the way NCCL does -- dlopen() then dlvsym(handle, name, "IBVERBS_1.1") --
- * which LD_PRELOAD symbol interposition does not see. Creates up to N QPs and M MRs of SIZE bytes.
- *   dlverbs [-d DEV] [-q NQP] [-r NMR] [-S SIZE] [-H SECONDS]
- * Prints "qp created=N refused=M errno=E" and "mr created=..." lines.
+ * which LD_PRELOAD symbol interposition alone does not see. Creates up to N QPs and M MRs of SIZE bytes.
+ *   dlverbs [-d DEV] [-q NQP] [-r NMR] [-S SIZE] [-H SECONDS] [-l LOOPS] [-K]
+ * Prints "qp created=N refused=M errno=E" and "mr created=..." lines. -l: then LOOPS create/destroy pairs of
+ * a QP and reg/dereg pairs of an MR while holding those ("loops qp ok=N refused=M", "loops mr ..."), and
+ * holds -H seconds after them. -K: close the device without destroying anything (the kernel destroys it).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,7 +42,7 @@ static void report(const char *kind, int created, int refused, int err)
 int main(int argc, char **argv)
 {
 	const char *dev_name = "rxe0";
-	int n_qp = 1, n_mr = 0, hold = 0, opt, i, nq = 0, nm = 0, err, refused;
+	int n_qp = 1, n_mr = 0, hold = 0, loops = 0, keep = 0, opt, i, nq = 0, nm = 0, err, refused;
 	size_t size = 4096;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -50,13 +52,15 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	void *h, *buf;
 
-	while ((opt = getopt(argc, argv, "d:q:r:S:H:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:q:r:S:H:l:K")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'q': n_qp = atoi(optarg); break;
 		case 'r': n_mr = atoi(optarg); break;
 		case 'S': size = strtoull(optarg, NULL, 0); break;
 		case 'H': hold = atoi(optarg); break;
+		case 'l': loops = atoi(optarg); break;
+		case 'K': keep = 1; break;
 		default: return 2;
 		}
 	}
@@ -121,10 +125,60 @@ int main(int argc, char **argv)
 	}
 	if (n_mr)
 		report("mr", nm, refused, err);
+	if (loops) {
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+		int ok = 0;
+
+		err = refused = 0;
+		for (i = 0; i < loops; i++) {
+			struct ibv_qp *qp = f.create_qp(pd, &qa);
+
+			if (!qp) {
+				refused++, err = errno;
+				continue;
+			}
+			ok++;
+			if (f.destroy_qp(qp)) {
+				fprintf(stderr, "dlverbs: destroy_qp: %s\n", strerror(errno));
+				return 1;
+			}
+		}
+		printf("loops qp ok=%d refused=%d errno=%s\n", ok, refused, err ? strerrorname_np(err) : "0");
+		ok = err = refused = 0;
+		for (i = 0; buf && i < loops; i++) {
+			struct ibv_mr *mr = f.reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE);
+
+			if (!mr) {
+				refused++, err = errno;
+				continue;
+			}
+			ok++;
+			if (f.dereg_mr(mr)) {
+				fprintf(stderr, "dlverbs: dereg_mr: %s\n", strerror(errno));
+				return 1;
+			}
+		}
+		printf("loops mr ok=%d refused=%d errno=%s\n", ok, refused, err ? strerrorname_np(err) : "0");
+		fflush(stdout);
+	}
 	if (hold) {
 		printf("holding\n");
 		fflush(stdout);
 		sleep(hold);
+	}
+	if (keep) {
+		/* the kernel destroys what the context holds: the ledger's charges must go with it */
+		f.close_device(ctx);
+		printf("closed with everything\n");
+		fflush(stdout);
+		if (hold)
+			sleep(hold);
+		free(buf);
+		printf("done\n");
+		return 0;
 	}
 	for (i = 0; i < nm; i++)
 		f.dereg_mr(mrs[i]);
