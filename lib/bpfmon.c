@@ -19,6 +19,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "monring.h"
 #include "restrack.skel.h"
 
@@ -273,7 +274,6 @@ static void unpin_counters(struct mon *m)
 
 int mon_open(const struct mon_opts *opts, struct mon **out)
 {
-	struct timespec rt, mono;
 	const char *force;
 	bool fentry, btf, found[NHOOK_FNS] = { false };
 	struct mon *m;
@@ -323,9 +323,7 @@ int mon_open(const struct mon_opts *opts, struct mon **out)
 	}
 	if (opts->pin_counters)
 		pin_counters(m);
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	m->rt_offset = (rt.tv_sec - mono.tv_sec) * 1000000000LL + (rt.tv_nsec - mono.tv_nsec);
+	m->rt_offset = (int64_t)(clock_rt_ns() - clock_mono_ns());
 	*out = m;
 	return 0;
 err:

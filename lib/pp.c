@@ -2,6 +2,8 @@
 /* pingpong plumbing: ibv_rc_pingpong wire format, TCP with deadlines, latency statistics. */
 #include "pp.h"
 
+#include "clock.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -100,10 +102,7 @@ unsigned int pp_mtu_from_enum(int e)
 
 uint64_t pp_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_mono_ns();
 }
 
 int pp_ms_left(uint64_t deadline_ns)
