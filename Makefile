@@ -166,6 +166,11 @@ $(OUT)/bench/%: bench/%.c $(OUT)/librdmactl.a | $(OUT)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
 
+# top's refresh: the command's own printer.
+$(OUT)/bench/top_refresh: bench/top_refresh.c $(OUT)/cmd/top_print.o $(OUT)/librdmactl.a | $(OUT)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -Icmd $(LDFLAGS_SAN) -o $@ $< $(OUT)/cmd/top_print.o $(OUT)/librdmactl.a $(LIBS_CMD)
+
 # The probes' benchmark loads them itself.
 $(OUT)/bench/monprobe: bench/monprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OUT)/bench
 	$(call msg,LINK,$@)

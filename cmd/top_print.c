@@ -20,29 +20,6 @@ static void end_line(void)
 	nlines++;
 }
 
-/*
- * A double as json-c printed it: "%.17g", ".0" added to a whole number. The output layer prints fixed
- * decimals (at most 17), so this asks for as many decimals as "%.17g" shows: the same bytes for every
- * value from 0.1 up (rates, intervals and times in practice); below 0.1, where "%.17g" can need up to 20
- * decimals, the number is cut at 17.
- */
-static void print_real(enum out_type t, const char *key, const char *fmt, double v)
-{
-	char g[40];
-	const char *dot;
-	int decimals = 1;
-
-	if (out_is_json()) {
-		snprintf(g, sizeof(g), "%.17g", v);
-		dot = strchr(g, '.');
-		if (strchr(g, 'e'))
-			decimals = 17;
-		else if (dot)
-			decimals = (int)strlen(dot + 1);
-	}
-	print_fixed(t, key, fmt, v, decimals);
-}
-
 static const char *kind_name(enum top_kind k)
 {
 	return k == TOP_PROC ? "process" : k == TOP_KERNEL ? "kernel" : "unknown";
@@ -88,7 +65,7 @@ static void print_head(const struct top_snap *s, const struct top_view *v)
 	n = strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(when + n, sizeof(when) - n, ".%03ldZ", s->time.tv_nsec / 1000000);
 	print_string(PRINT_JSON, "time", NULL, when);
-	print_real(PRINT_JSON, "elapsed_ms", NULL, s->elapsed_ms);
+	print_double(PRINT_JSON, "elapsed_ms", NULL, s->elapsed_ms);
 	print_text(" - %u device%s, %zu row%s", s->ndevs, s->ndevs == 1 ? "" : "s", s->nrows,
 		   s->nrows == 1 ? "" : "s");
 	print_string(PRINT_ANY, "sort", " - sort %s", top_key_names[v->key < TOP_NKEYS ? v->key : 0]);
@@ -99,7 +76,7 @@ static void print_head(const struct top_snap *s, const struct top_view *v)
 	print_uint(PRINT_JSON, "unresolved_threads", NULL, s->unresolved);
 	print_bool(PRINT_JSON, "ledger", NULL, s->ledger_joined);
 	if (s->rates_joined)
-		print_real(PRINT_JSON, "rate_interval_s", NULL, s->rate_interval);
+		print_double(PRINT_JSON, "rate_interval_s", NULL, s->rate_interval);
 	else
 		print_null(PRINT_JSON, "rate_interval_s", NULL);
 }
@@ -288,13 +265,13 @@ static void print_rates(const struct top_snap *s, const struct top_row *r)
 		enum out_type t = k == NL_RES_QP ? PRINT_ANY : PRINT_JSON;
 
 		out_open_object(nl_res_name(k));
-		print_real(t, "create", " %7.1f", r->rate.create[k]);
-		print_real(t, "destroy", " %7.1f", r->rate.destroy[k]);
+		print_double(t, "create", " %7.1f", r->rate.create[k]);
+		print_double(t, "destroy", " %7.1f", r->rate.destroy[k]);
 		out_close_object();
 	}
 	out_open_object("total");
-	print_real(PRINT_ANY, "create", " %7.1f", r->rate.create_total);
-	print_real(PRINT_JSON, "destroy", NULL, r->rate.destroy_total);
+	print_double(PRINT_ANY, "create", " %7.1f", r->rate.create_total);
+	print_double(PRINT_JSON, "destroy", NULL, r->rate.destroy_total);
 	out_close_object();
 	out_close_object();
 }

@@ -366,6 +366,26 @@ void print_fixed(enum out_type t, const char *key, const char *fmt, double v, in
 	}
 }
 
+void print_double(enum out_type t, const char *key, const char *fmt, double v)
+{
+	if (to_json(t)) {
+		char tmp[64];
+		int n;
+
+		begin_value(key);
+		if (v != v || v > 1e300 || v < -1e300)
+			v = 0;
+		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
+		if (n <= 0 || (size_t)n >= sizeof(tmp) - 2)
+			n = 0;
+		else if (!strpbrk(tmp, ".eE"))
+			n += snprintf(tmp + n, sizeof(tmp) - n, ".0");
+		put(tmp, (size_t)n);
+	} else if (to_text(t, fmt)) {
+		fprintf(out_file(), fmt, v);
+	}
+}
+
 void print_null(enum out_type t, const char *key, const char *fmt)
 {
 	if (to_json(t)) {

@@ -50,6 +50,8 @@ void print_int(enum out_type t, const char *key, const char *fmt, int64_t v);
 void print_bool(enum out_type t, const char *key, const char *fmt, bool v);
 /* A number with a fixed count of decimals (JSON "%.*f"); fmt gets the double. */
 void print_fixed(enum out_type t, const char *key, const char *fmt, double v, int decimals);
+/* A number as json-c printed a double: "%.17g", with ".0" added to a whole number. fmt gets the double. */
+void print_double(enum out_type t, const char *key, const char *fmt, double v);
 void print_null(enum out_type t, const char *key, const char *fmt);
 /* Text only: printf; nothing with -j. */
 void print_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

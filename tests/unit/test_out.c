@@ -122,6 +122,13 @@ static struct json_object *random_value(const char *key, int depth)
 		return json_object_new_double_s(v, t);
 	}
 	case 5:
+		if (rnd(2)) {
+			/* a double as json-c prints it, with all its digits */
+			double v = (double)rnd(1000000) / (1 + rnd(997)) * (rnd(2) ? 1 : 1e-7) * (rnd(3) ? 1 : -1);
+
+			print_double(PRINT_JSON, key, NULL, v);
+			return json_object_new_double(v);
+		}
 		print_null(PRINT_JSON, key, NULL);
 		return NULL;
 	case 6: {
