@@ -6,6 +6,8 @@
  * Prints "qp created=N refused=M errno=E" and "mr created=..." lines. -l: then LOOPS create/destroy pairs of
  * a QP and reg/dereg pairs of an MR while holding those ("loops qp ok=N refused=M", "loops mr ..."), and
  * holds -H seconds after them. -K: close the device without destroying anything (the kernel destroys it).
+ * -F: fork once the objects exist; the child opens a context of its own, creates NQP QPs there and prints
+ * "child holding", the parent "holding"; both hold -H seconds, then tear down what each created.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,10 +41,48 @@ static void report(const char *kind, int created, int refused, int err)
 	fflush(stdout);
 }
 
+/* The forked child: objects of its own on a context of its own; the parent's are not its to touch. */
+static int child_run(struct ibv_device **list, const char *dev_name, int n_qp, int hold)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_qp *qps[256];
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	int i, nq = 0;
+
+	for (i = 0; list && list[i]; i++)
+		if (!strcmp(f.get_device_name(list[i]), dev_name))
+			ctx = f.open_device(list[i]);
+	if (!ctx || !(pd = f.alloc_pd(ctx)) || !(cq = f.create_cq(ctx, 16, NULL, NULL, 0))) {
+		fprintf(stderr, "dlverbs: child setup on %s: %s\n", dev_name, strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < n_qp; i++) {
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		qps[nq] = f.create_qp(pd, &qa);
+		if (qps[nq])
+			nq++;
+	}
+	printf("child qp created=%d\nchild holding\n", nq);
+	fflush(stdout);
+	sleep(hold);
+	for (i = 0; i < nq; i++)
+		f.destroy_qp(qps[i]);
+	f.destroy_cq(cq);
+	f.dealloc_pd(pd);
+	f.close_device(ctx);
+	printf("child done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev_name = "rxe0";
-	int n_qp = 1, n_mr = 0, hold = 0, loops = 0, keep = 0, opt, i, nq = 0, nm = 0, err, refused;
+	int n_qp = 1, n_mr = 0, hold = 0, loops = 0, keep = 0, forks = 0, opt, i, nq = 0, nm = 0, err, refused;
 	size_t size = 4096;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -52,7 +92,7 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	void *h, *buf;
 
-	while ((opt = getopt(argc, argv, "d:q:r:S:H:l:K")) != -1) {
+	while ((opt = getopt(argc, argv, "d:q:r:S:H:l:KF")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'q': n_qp = atoi(optarg); break;
@@ -61,6 +101,7 @@ int main(int argc, char **argv)
 		case 'H': hold = atoi(optarg); break;
 		case 'l': loops = atoi(optarg); break;
 		case 'K': keep = 1; break;
+		case 'F': forks = 1; break;
 		default: return 2;
 		}
 	}
@@ -163,6 +204,18 @@ int main(int argc, char **argv)
 		}
 		printf("loops mr ok=%d refused=%d errno=%s\n", ok, refused, err ? strerrorname_np(err) : "0");
 		fflush(stdout);
+	}
+	if (forks) {
+		pid_t child;
+
+		fflush(stdout);
+		child = fork();
+		if (child < 0) {
+			fprintf(stderr, "dlverbs: fork: %s\n", strerror(errno));
+			return 1;
+		}
+		if (child == 0)
+			return child_run(list, dev_name, n_qp, hold);
 	}
 	if (hold) {
 		printf("holding\n");
