@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Unit tests of the exposition writer (lib/prom), the labels derived from cgroup paths (lib/metrics), rdma.max parsing. */
+#include <math.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "prom.h"
+#include "rdmacg.h"
+#include "unit.h"
+
+static void test_family_and_samples(void)
+{
+	struct prom_buf b = { 0 };
+	const struct prom_label l[] = { { "cgroup", "/a" }, { "empty", "" }, { "none", NULL }, { "type", "qp" } };
+
+	prom_family(&b, "rdmactl_objects", PROM_GAUGE, "Objects, by type.");
+	prom_sample_u64(&b, "rdmactl_objects", l, 4, 18446744073709551615ull);
+	prom_sample_u64(&b, "rdmactl_objects", NULL, 0, 0);
+	prom_family(&b, "rdmactl_x_total", PROM_COUNTER, "back\\slash and\nnewline \"quoted\"");
+	prom_sample_f64(&b, "rdmactl_x_total", l, 1, 0.25);
+	prom_sample_f64(&b, "rdmactl_x_total", l, 1, NAN);
+	prom_sample_f64(&b, "rdmactl_x_total", l, 1, INFINITY);
+	prom_sample_f64(&b, "rdmactl_x_total", l, 1, -INFINITY);
+	prom_sample_f64(&b, "rdmactl_x_total", NULL, 0, 3);
+	CHECK(!b.oom, "oom");
+	CHECK(!strcmp(b.data, "# HELP rdmactl_objects Objects, by type.\n"
+			      "# TYPE rdmactl_objects gauge\n"
+			      "rdmactl_objects{cgroup=\"/a\",type=\"qp\"} 18446744073709551615\n"
+			      "rdmactl_objects 0\n"
+			      "# HELP rdmactl_x_total back\\\\slash and\\nnewline \"quoted\"\n"
+			      "# TYPE rdmactl_x_total counter\n"
+			      "rdmactl_x_total{cgroup=\"/a\"} 0.25\n"
+			      "rdmactl_x_total{cgroup=\"/a\"} NaN\n"
+			      "rdmactl_x_total{cgroup=\"/a\"} +Inf\n"
+			      "rdmactl_x_total{cgroup=\"/a\"} -Inf\n"
+			      "rdmactl_x_total 3\n"),
+	      "got:\n%s", b.data);
+	prom_buf_reset(&b);
+	CHECK(b.len == 0 && !strcmp(b.data, ""), "reset");
+	prom_buf_free(&b);
+	CHECK(!b.data && !b.len, "free");
+}
+
+static const char *esc(struct prom_buf *b, const char *v)
+{
+	prom_buf_reset(b);
+	prom_escape_value(b, v);
+	return b->data ? b->data : "";
+}
+
+static void test_escape_value(void)
+{
+	struct prom_buf b = { 0 };
+
+	CHECK(!strcmp(esc(&b, "plain /a/b.slice"), "plain /a/b.slice"), "%s", b.data);
+	CHECK(!strcmp(esc(&b, "a\\b\"c\nd"), "a\\\\b\\\"c\\nd"), "%s", b.data);
+	CHECK(!strcmp(esc(&b, "\\\\\n\n\"\""), "\\\\\\\\\\n\\n\\\"\\\""), "%s", b.data);
+	/* tabs and other characters pass as they are */
+	CHECK(!strcmp(esc(&b, "a\tb{c}=,"), "a\tb{c}=,"), "%s", b.data);
+	/* valid UTF-8 stays, invalid bytes become U+FFFD */
+	CHECK(!strcmp(esc(&b, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+	      "%s", b.data);
+	CHECK(!strcmp(esc(&b, "a\xffz"), "a\xef\xbf\xbdz"), "lone 0xff: %s", b.data);
+	CHECK(!strcmp(esc(&b, "\xc3"), "\xef\xbf\xbd"), "truncated sequence: %s", b.data);
+	CHECK(!strcmp(esc(&b, "\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd"), "overlong '/': %s", b.data);
+	CHECK(!strcmp(esc(&b, "\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"), "surrogate: %s", b.data);
+	CHECK(!strcmp(esc(&b, "\xf4\x90\x80\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"),
+	      "beyond U+10FFFF: %s", b.data);
+	CHECK(!strcmp(esc(&b, ""), ""), "empty");
+	prom_buf_free(&b);
+}
+
+static void test_names(void)
+{
+	CHECK(prom_name_ok("rdmactl_objects", false), "metric");
+	CHECK(prom_name_ok("a:b_c9", false), "colon in a metric name");
+	CHECK(!prom_name_ok("a:b", true), "colon in a label name");
+	CHECK(!prom_name_ok("9a", false), "leading digit");
+	CHECK(!prom_name_ok("", false) && !prom_name_ok(NULL, true), "empty");
+	CHECK(!prom_name_ok("__name__", true), "reserved label");
+	CHECK(!prom_name_ok("a-b", true), "dash");
+	CHECK(prom_name_ok("slurm_job_id", true), "label");
+}
+
+struct ids_case {
+	const char *path, *job, *pod, *container;
+};
+
+static void test_cgroup_ids(void)
+{
+	static const struct ids_case cases[] = {
+		/* Slurm, cgroup v2 and v1 plugins */
+		{ "/system.slice/slurmstepd.scope/job_1234/step_0/user/task_0", "1234", "", "" },
+		{ "/slurm/uid_1000/job_42/step_batch", "42", "", "" },
+		{ "/slurm_node1/job_7", "7", "", "" },
+		{ "/job_/x", "", "", "" },
+		{ "/job_12a/x", "", "", "" },
+		{ "/myjob_12/x", "", "", "" },
+		{ "/job_99999999999999999999999999", "", "", "" }, /* longer than the field: not taken */
+		/* Kubernetes, cgroupfs driver */
+		{ "/kubepods/besteffort/pod0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b/"
+		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		  "", "0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
+		{ "/kubepods/pod0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "", "0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "" },
+		/* Kubernetes, systemd driver, containerd and CRI-O and docker */
+		{ "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0d2b5f3a_1c2d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
+		  "cri-containerd-aabbccddeeff00112233445566778899aabbccddeeff00112233445566778899.scope",
+		  "", "0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+		  "aabbccddeeff00112233445566778899aabbccddeeff00112233445566778899" },
+		{ "/kubepods.slice/kubepods-pod0d2b5f3a_1c2d_4e5f_8a9b_0c1d2e3f4a5b.slice/crio-0123456789ab.scope", "",
+		  "0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "0123456789ab" },
+		{ "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0d2b5f3a_1c2d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
+		  "crio-conmon-0123456789ab.scope",
+		  "", "0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "" },
+		{ "/kubepods.slice/kubepods-pod0d2b5f3a_1c2d_4e5f_8a9b_0c1d2e3f4a5b.slice/docker-0123456789abcdef.scope",
+		  "", "0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "0123456789abcdef" },
+		/* a static pod: its uid is a 32-digit hash */
+		{ "/kubepods/burstable/pod0123456789abcdef0123456789abcdef/fedcba9876543210", "",
+		  "0123456789abcdef0123456789abcdef", "fedcba9876543210" },
+		/* not under kubepods: no pod, even with a pod-like name */
+		{ "/user.slice/pod0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b/0123456789abcdef", "", "", "" },
+		/* a pod-like name that is not a uid */
+		{ "/kubepods/podxyz/0123456789abcdef", "", "", "" },
+		/* a Slurm job inside a pod */
+		{ "/kubepods/pod0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b/0123456789abcdef/job_5/step_0", "5",
+		  "0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "0123456789abcdef" },
+		{ "/", "", "", "" },
+		{ "", "", "", "" },
+		{ "///job_3///", "3", "", "" },
+	};
+	struct metrics_cgroup_ids ids;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct ids_case *c = &cases[i];
+
+		memset(&ids, 'x', sizeof(ids));
+		metrics_cgroup_ids(c->path, &ids);
+		CHECK(!strcmp(ids.slurm_job_id, c->job) && !strcmp(ids.pod_uid, c->pod) &&
+			      !strcmp(ids.container_id, c->container),
+		      "%s: job '%s' pod '%s' container '%s'", c->path, ids.slurm_job_id, ids.pod_uid, ids.container_id);
+	}
+}
+
+static void test_rdmacg_parse(void)
+{
+	struct rdmacg_line l[4];
+	int n;
+
+	n = rdmacg_parse("rxe0 hca_handle=2 hca_object=max\nmlx5_0 hca_object=10 hca_handle=max\n", l, 4);
+	CHECK(n == 2, "n %d", n);
+	CHECK(!strcmp(l[0].dev, "rxe0") && l[0].hca_handle == 2 && l[0].hca_object == RDMACG_MAX, "line 0");
+	CHECK(!strcmp(l[1].dev, "mlx5_0") && l[1].hca_handle == RDMACG_MAX && l[1].hca_object == 10, "line 1");
+	n = rdmacg_parse("rxe0 hca_handle=x hca_object=1\nrxe1 hca_handle=1\n\nrxe2\nrxe3 hca_handle=1 hca_object=-1\n"
+			 "rxe4  hca_handle=3   hca_object=4", l, 4);
+	CHECK(n == 1 && !strcmp(l[0].dev, "rxe4") && l[0].hca_handle == 3 && l[0].hca_object == 4, "n %d", n);
+	n = rdmacg_parse("a hca_handle=1 hca_object=1\nb hca_handle=1 hca_object=1\n", l, 1);
+	CHECK(n == 1, "capped at max: %d", n);
+	CHECK(rdmacg_parse("", l, 4) == 0, "empty");
+}
+
+int main(void)
+{
+	RUN(test_family_and_samples);
+	RUN(test_escape_value);
+	RUN(test_names);
+	RUN(test_cgroup_ids);
+	RUN(test_rdmacg_parse);
+	return unit_done();
+}
