@@ -15,6 +15,7 @@ static const struct cmd {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } cmds[] = {
+	{ "export", cmd_export, "serve RDMA metrics to Prometheus (HTTP or textfile)" },
 	{ "monitor", cmd_monitor, "stream resource create/destroy/deny events; audit bypass" },
 	{ "pingpong", cmd_pingpong, "RoCE connectivity check, ibv_rc_pingpong compatible" },
 	{ "quota", cmd_quota, "set, unset and show RDMA resource quotas" },

@@ -15,7 +15,7 @@ setup() {
 
 @test "first word completes to the subcommands" {
 	run complete_words rdmactl ""
-	assert_output "$(printf '%s\n' monitor pingpong quota run top)"
+	assert_output "$(printf '%s\n' export monitor pingpong quota run top)"
 	run complete_words rdmactl p
 	assert_output "pingpong"
 	run complete_words rdmactl mo

@@ -9,7 +9,7 @@ pkgs=(
 	libibverbs-dev librdmacm-dev libmnl-dev libbpf-dev bpftool libelf-dev zlib1g-dev
 	libjson-c-dev libncurses-dev
 	# tests and lab peers
-	bats bats-support bats-assert jq valgrind tmux
+	bats bats-support bats-assert jq valgrind tmux curl prometheus
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 util-linux
 	# the lab
 	qemu-system-x86 busybox-static cpio kmod file xz-utils

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* rdmactl export: the metric families, written from one collection (names, help, labels: the man page's table). */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export.h"
+#include "rdmactl.h"
+
+/* The labels a cgroup path adds after "cgroup" (empty ones are not written). */
+#define CG_LABELS(cg)                                                                              \
+	{ "cgroup", (cg)->path }, { "slurm_job_id", (cg)->ids.slurm_job_id }, { "pod_uid", (cg)->ids.pod_uid }, \
+	{ "container_id", (cg)->ids.container_id }
+
+#define NLAB(a) (sizeof(a) / sizeof((a)[0]))
+
+static bool type_shown(const struct top_dev *d, int t)
+{
+	return !(d->unsupported & (1u << t));
+}
+
+static void info(const struct metrics_snap *s, const struct export_render_opts *o, struct prom_buf *b)
+{
+	static const struct prom_label version[] = { { "version", RDMACTL_VERSION } };
+	int i;
+
+	(void)o;
+	prom_family(b, "rdmactl_build_info", PROM_GAUGE, "rdmactl's version (always 1).");
+	prom_sample_u64(b, "rdmactl_build_info", version, 1, 1);
+	prom_family(b, "rdmactl_source_up", PROM_GAUGE,
+		    "Whether a source could be read in this collection: netlink (RDMA netlink dumps), ledger (the "
+		    "quota ledger), monitor (the BPF counters pinned by rdmactl monitor).");
+	for (i = 0; i < METRICS_SRC_NR; i++) {
+		struct prom_label l[] = { { "source", metrics_source_names[i] } };
+
+		prom_sample_u64(b, "rdmactl_source_up", l, 1, s->err[i] ? 0 : 1);
+	}
+	prom_family(b, "rdmactl_collect_duration_seconds", PROM_GAUGE,
+		    "Seconds the collection took (every source read once).");
+	prom_sample_f64(b, "rdmactl_collect_duration_seconds", NULL, 0, s->seconds);
+}
+
+static void devices(const struct metrics_snap *s, struct prom_buf *b)
+{
+	unsigned int i, p;
+	char guid[32], port[16], state[16];
+	int t;
+
+	if (!s->ndevs)
+		return;
+	prom_family(b, "rdmactl_device_info", PROM_GAUGE, "An RDMA device (always 1).");
+	for (i = 0; i < s->ndevs; i++) {
+		const struct nl_dev *d = &s->devs[i].dev;
+		struct prom_label l[] = { { "device", d->name }, { "node_guid", guid }, { "fw", d->fw },
+					  { "protocol", d->protocol } };
+
+		snprintf(guid, sizeof(guid), "%016" PRIx64, d->node_guid);
+		prom_sample_u64(b, "rdmactl_device_info", l, NLAB(l), 1);
+	}
+	prom_family(b, "rdmactl_device_objects", PROM_GAUGE,
+		    "Objects on the device by type, every owner (processes, the kernel, exited threads), as the "
+		    "kernel counts them.");
+	for (i = 0; i < s->ndevs; i++) {
+		const struct top_dev *d = &s->devs[i];
+
+		for (t = 0; t < NL_RES_NTYPES; t++) {
+			struct prom_label l[] = { { "device", d->dev.name }, { "type", nl_res_name(t) } };
+
+			if (!type_shown(d, t))
+				continue;
+			prom_sample_u64(b, "rdmactl_device_objects", l, NLAB(l),
+					d->has_summary ? d->summary.curr[t] : d->totals.n[t]);
+		}
+	}
+	prom_family(b, "rdmactl_device_mr_bytes", PROM_GAUGE,
+		    "Bytes of the memory regions on the device, every owner.");
+	for (i = 0; i < s->ndevs; i++) {
+		struct prom_label l[] = { { "device", s->devs[i].dev.name } };
+
+		prom_sample_u64(b, "rdmactl_device_mr_bytes", l, NLAB(l), s->devs[i].totals.mr_bytes);
+	}
+	prom_family(b, "rdmactl_port_state", PROM_GAUGE,
+		    "Logical port state: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.");
+	for (i = 0; i < s->ndevs; i++)
+		for (p = 0; p < s->devs[i].nports; p++) {
+			struct prom_label l[] = { { "device", s->devs[i].dev.name }, { "port", port } };
+
+			snprintf(port, sizeof(port), "%u", s->devs[i].ports[p].port);
+			prom_sample_u64(b, "rdmactl_port_state", l, NLAB(l), s->devs[i].ports[p].state);
+		}
+	prom_family(b, "rdmactl_port_phys_state", PROM_GAUGE,
+		    "Physical port state: 1 SLEEP, 2 POLLING, 3 DISABLED, 4 TRAINING, 5 LINK_UP, 6 ERROR_RECOVERY, "
+		    "7 PHY_TEST.");
+	for (i = 0; i < s->ndevs; i++)
+		for (p = 0; p < s->devs[i].nports; p++) {
+			struct prom_label l[] = { { "device", s->devs[i].dev.name }, { "port", port } };
+
+			snprintf(port, sizeof(port), "%u", s->devs[i].ports[p].port);
+			prom_sample_u64(b, "rdmactl_port_phys_state", l, NLAB(l), s->devs[i].ports[p].phys_state);
+		}
+	prom_family(b, "rdmactl_port_info", PROM_GAUGE,
+		    "A port with its network device (RoCE, iWARP) and its logical state by name (always 1).");
+	for (i = 0; i < s->ndevs; i++)
+		for (p = 0; p < s->devs[i].nports; p++) {
+			const struct nl_port *np = &s->devs[i].ports[p];
+			struct prom_label l[] = { { "device", s->devs[i].dev.name }, { "port", port },
+						  { "netdev", np->netdev }, { "state", state } };
+
+			snprintf(port, sizeof(port), "%u", np->port);
+			snprintf(state, sizeof(state), "%s", nl_port_state_name(np->state));
+			prom_sample_u64(b, "rdmactl_port_info", l, NLAB(l), 1);
+		}
+}
+
+static void cgroups(const struct metrics_snap *s, struct prom_buf *b)
+{
+	size_t i;
+	int t;
+
+	if (s->err[METRICS_SRC_NETLINK])
+		return;
+	prom_family(b, "rdmactl_objects", PROM_GAUGE,
+		    "Objects held by the processes of a cgroup, by device and type (user objects; kernel objects "
+		    "and those of exited threads are in rdmactl_device_objects only).");
+	for (i = 0; i < s->ncg_counts; i++) {
+		const struct metrics_count *c = &s->cg_counts[i];
+		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
+		const struct top_dev *d = &s->devs[c->dev];
+
+		for (t = 0; t < NL_RES_NTYPES; t++) {
+			struct prom_label l[] = { CG_LABELS(cg), { "device", d->dev.name }, { "type", nl_res_name(t) } };
+
+			if (type_shown(d, t))
+				prom_sample_u64(b, "rdmactl_objects", l, NLAB(l), c->c.n[t]);
+		}
+	}
+	prom_family(b, "rdmactl_mr_bytes", PROM_GAUGE,
+		    "Bytes of the memory regions registered by the processes of a cgroup, by device.");
+	for (i = 0; i < s->ncg_counts; i++) {
+		const struct metrics_count *c = &s->cg_counts[i];
+		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
+		struct prom_label l[] = { CG_LABELS(cg), { "device", s->devs[c->dev].dev.name } };
+
+		prom_sample_u64(b, "rdmactl_mr_bytes", l, NLAB(l), c->c.mr_bytes);
+	}
+	prom_family(b, "rdmactl_processes", PROM_GAUGE,
+		    "Processes of a cgroup that hold RDMA objects; managed: attached to the quota ledger (started "
+		    "under rdmactl run or with its preload), false for the others (and all when there is no ledger).");
+	for (i = 0; i < s->ncgroups; i++) {
+		const struct metrics_cgroup *cg = &s->cgroups[i];
+		struct prom_label yes[] = { CG_LABELS(cg), { "managed", "true" } };
+		struct prom_label no[] = { CG_LABELS(cg), { "managed", "false" } };
+
+		if (!cg->nprocs)
+			continue;
+		prom_sample_u64(b, "rdmactl_processes", yes, NLAB(yes), cg->nmanaged);
+		prom_sample_u64(b, "rdmactl_processes", no, NLAB(no), cg->nprocs - cg->nmanaged);
+	}
+}
+
+static void processes(const struct metrics_snap *s, struct prom_buf *b)
+{
+	char pid[16];
+	size_t i;
+	int t;
+
+	if (s->err[METRICS_SRC_NETLINK])
+		return;
+#define PROC_LABELS(p, cg) { "pid", pid }, { "comm", (p)->comm }, CG_LABELS(cg)
+	prom_family(b, "rdmactl_process_objects", PROM_GAUGE, "Objects held by a process, by device and type.");
+	for (i = 0; i < s->nproc_counts; i++) {
+		const struct metrics_count *c = &s->proc_counts[i];
+		const struct metrics_proc *p = &s->procs[c->owner];
+		const struct top_dev *d = &s->devs[c->dev];
+
+		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+		for (t = 0; t < NL_RES_NTYPES; t++) {
+			struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", d->dev.name },
+						  { "type", nl_res_name(t) } };
+
+			if (type_shown(d, t))
+				prom_sample_u64(b, "rdmactl_process_objects", l, NLAB(l), c->c.n[t]);
+		}
+	}
+	prom_family(b, "rdmactl_process_mr_bytes", PROM_GAUGE,
+		    "Bytes of the memory regions registered by a process, by device.");
+	for (i = 0; i < s->nproc_counts; i++) {
+		const struct metrics_count *c = &s->proc_counts[i];
+		const struct metrics_proc *p = &s->procs[c->owner];
+		struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", s->devs[c->dev].dev.name } };
+
+		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+		prom_sample_u64(b, "rdmactl_process_mr_bytes", l, NLAB(l), c->c.mr_bytes);
+	}
+	prom_family(b, "rdmactl_process_managed", PROM_GAUGE,
+		    "1 when the process is attached to the quota ledger, 0 when it holds objects outside it.");
+	for (i = 0; i < s->nprocs; i++) {
+		const struct metrics_proc *p = &s->procs[i];
+		struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]) };
+
+		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+		prom_sample_u64(b, "rdmactl_process_managed", l, NLAB(l), p->managed);
+	}
+#undef PROC_LABELS
+}
+
+/* The cgroup entry of a cgroup scope (its identities), NULL for other scopes. */
+static const struct metrics_cgroup *scope_cgroup(const struct metrics_snap *s, const struct ledger_scope_stat *st)
+{
+	size_t i;
+
+	if (st->scope.type != LEDGER_SCOPE_CGROUP)
+		return NULL;
+	for (i = 0; i < s->ncgroups; i++)
+		if (!strcmp(s->cgroups[i].path, st->scope.name))
+			return &s->cgroups[i];
+	return NULL;
+}
+
+static bool scope_shown(const struct ledger_scope_stat *st, bool per_process)
+{
+	int k;
+
+	if (st->scope.type != LEDGER_SCOPE_PROCESS || per_process)
+		return true;
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		if (st->limit[k] != LEDGER_UNLIMITED)
+			return true;
+	return false;
+}
+
+static void quotas(const struct metrics_snap *s, const struct export_render_opts *o, struct prom_buf *b)
+{
+	static const struct metrics_cgroup_ids none;
+	char owner[LEDGER_CGROUP_MAX];
+	size_t i;
+	int k, pass, sc;
+
+	if (s->err[METRICS_SRC_LEDGER])
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		const char *name = pass ? "rdmactl_quota_usage" : "rdmactl_quota_limit";
+
+		if (!pass)
+			prom_family(b, name, PROM_GAUGE,
+				    "Limit of a quota ledger scope (process: owner is the pid; job: the rdmactl run job; "
+				    "cgroup: the path; global: no owner), by type; no series where there is no limit. "
+				    "mr_bytes in bytes; wr is a cap on each QP's or SRQ's depth.");
+		else
+			prom_family(b, name, PROM_GAUGE,
+				    "Usage charged to a quota ledger scope, by type (labels as rdmactl_quota_limit).");
+		for (i = 0; i < s->nscopes; i++) {
+			const struct ledger_scope_stat *st = &s->scopes[i];
+			const struct metrics_cgroup *cg = scope_cgroup(s, st);
+			const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+
+			if (!scope_shown(st, o->per_process))
+				continue;
+			if (st->scope.type == LEDGER_SCOPE_PROCESS)
+				snprintf(owner, sizeof(owner), "%d", (int)st->scope.pid);
+			else
+				snprintf(owner, sizeof(owner), "%s", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name);
+			for (k = 0; k < LEDGER_NKINDS; k++) {
+				struct prom_label l[] = { { "scope", ledger_scope_type_name(st->scope.type) },
+							  { "owner", owner }, { "type", ledger_kind_name(k) },
+							  { "slurm_job_id", ids->slurm_job_id }, { "pod_uid", ids->pod_uid },
+							  { "container_id", ids->container_id } };
+
+				if (!pass && st->limit[k] != LEDGER_UNLIMITED)
+					prom_sample_u64(b, name, l, NLAB(l), st->limit[k]);
+				else if (pass && k != LEDGER_WR)
+					prom_sample_u64(b, name, l, NLAB(l), st->usage[k]);
+			}
+		}
+	}
+	prom_family(b, "rdmactl_quota_processes", PROM_GAUGE,
+		    "Live processes attached to the ledger in a global, cgroup or job scope.");
+	for (i = 0; i < s->nscopes; i++) {
+		const struct ledger_scope_stat *st = &s->scopes[i];
+		const struct metrics_cgroup *cg = scope_cgroup(s, st);
+		const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+		struct prom_label l[] = { { "scope", ledger_scope_type_name(st->scope.type) },
+					  { "owner", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name },
+					  { "slurm_job_id", ids->slurm_job_id }, { "pod_uid", ids->pod_uid },
+					  { "container_id", ids->container_id } };
+
+		if (st->scope.type != LEDGER_SCOPE_PROCESS)
+			prom_sample_u64(b, "rdmactl_quota_processes", l, NLAB(l), st->nprocs);
+	}
+	prom_family(b, "rdmactl_refusals_total", PROM_COUNTER,
+		    "Creations the quota ledger refused, by the scope whose limit refused and type, since the "
+		    "ledger was created. unattributed: refusals this exporter did not see in the ledger's ring of "
+		    "recent ones (before it started, in a burst, or with --once).");
+	for (sc = 0; sc < METRICS_NSCOPES; sc++)
+		for (k = 0; k < LEDGER_NKINDS; k++) {
+			struct prom_label l[] = { { "scope", metrics_scope_name(sc) }, { "type", ledger_kind_name(k) } };
+
+			prom_sample_u64(b, "rdmactl_refusals_total", l, NLAB(l), s->refusals[sc][k]);
+		}
+}
+
+static void monitor(const struct metrics_snap *s, struct prom_buf *b)
+{
+	unsigned int t;
+	int pass;
+
+	if (s->err[METRICS_SRC_MONITOR])
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		const char *name = pass ? "rdmactl_destroys_total" : "rdmactl_creates_total";
+
+		prom_family(b, name, PROM_COUNTER,
+			    pass ? "Objects destroyed since rdmactl monitor started, every owner, by type."
+				 : "Objects created since rdmactl monitor started, every owner, by type.");
+		for (t = 0; t < RESTRACK_NTYPES; t++) {
+			struct prom_label l[] = { { "type", mon_type_name(t) } };
+
+			if (mon_type_name(t))
+				prom_sample_u64(b, name, l, 1, pass ? s->mon.destroy[t] : s->mon.create[t]);
+		}
+	}
+	prom_family(b, "rdmactl_mr_registered_bytes_total", PROM_COUNTER,
+		    "Bytes of memory regions registered since rdmactl monitor started.");
+	prom_sample_u64(b, "rdmactl_mr_registered_bytes_total", NULL, 0, s->mon.mr_bytes_create);
+	prom_family(b, "rdmactl_mr_deregistered_bytes_total", PROM_COUNTER,
+		    "Bytes of memory regions deregistered since rdmactl monitor started.");
+	prom_sample_u64(b, "rdmactl_mr_deregistered_bytes_total", NULL, 0, s->mon.mr_bytes_destroy);
+}
+
+static void rdmacg(const struct metrics_snap *s, struct prom_buf *b)
+{
+	size_t i;
+	int pass, r;
+
+	if (!s->nrdmacg)
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		const char *name = pass ? "rdmactl_rdmacg_usage" : "rdmactl_rdmacg_limit";
+
+		prom_family(b, name, PROM_GAUGE,
+			    pass ? "The rdma cgroup controller's charge of a cgroup (rdma.current), by device and "
+				   "resource (hca_handle: contexts, hca_object: every other object)."
+				 : "The rdma cgroup controller's limit of a cgroup (rdma.max), by device and resource; no "
+				   "series where it is max.");
+		for (i = 0; i < s->nrdmacg; i++) {
+			const struct metrics_rdmacg *e = &s->rdmacg[i];
+			const struct metrics_cgroup *cg = &s->cgroups[e->cg];
+
+			for (r = 0; r < 2; r++) {
+				struct prom_label l[] = { CG_LABELS(cg), { "device", e->dev },
+							  { "resource", r ? "hca_object" : "hca_handle" } };
+				uint64_t v = pass ? (r ? e->cur_object : e->cur_handle) : (r ? e->max_object : e->max_handle);
+
+				if (pass ? e->has_cur : (e->has_max && v != RDMACG_MAX))
+					prom_sample_u64(b, name, l, NLAB(l), v);
+			}
+		}
+	}
+}
+
+static void http(const struct http_stats *h, struct prom_buf *b)
+{
+	static const struct {
+		const char *reason;
+		size_t off;
+	} closed[] = {
+		{ "timeout", offsetof(struct http_stats, timeouts) },
+		{ "evicted", offsetof(struct http_stats, evicted) },
+		{ "rejected", offsetof(struct http_stats, rejected) },
+	};
+	char code[16];
+	size_t i;
+
+	if (!h)
+		return;
+	prom_family(b, "rdmactl_http_connections_total", PROM_COUNTER, "Connections accepted by the exporter.");
+	prom_sample_u64(b, "rdmactl_http_connections_total", NULL, 0, h->accepted);
+	prom_family(b, "rdmactl_http_connections_closed_total", PROM_COUNTER,
+		    "Connections the exporter closed before a normal end: timeout (no request, or the answer not "
+		    "read, in time), evicted (to make room), rejected (no room: answered 503).");
+	for (i = 0; i < NLAB(closed); i++) {
+		struct prom_label l[] = { { "reason", closed[i].reason } };
+
+		prom_sample_u64(b, "rdmactl_http_connections_closed_total", l, 1,
+				*(const uint64_t *)((const char *)h + closed[i].off));
+	}
+	prom_family(b, "rdmactl_http_responses_total", PROM_COUNTER,
+		    "Responses by status code (other: the codes not listed), this scrape's not yet counted.");
+	for (i = 0; i < NLAB(http_stat_codes); i++) {
+		struct prom_label l[] = { { "code", code } };
+
+		if (http_stat_codes[i])
+			snprintf(code, sizeof(code), "%d", http_stat_codes[i]);
+		else
+			snprintf(code, sizeof(code), "other");
+		prom_sample_u64(b, "rdmactl_http_responses_total", l, 1, h->responses[i]);
+	}
+}
+
+void export_render(const struct metrics_snap *s, const struct export_render_opts *o, struct prom_buf *b)
+{
+	info(s, o, b);
+	devices(s, b);
+	cgroups(s, b);
+	if (o->per_process)
+		processes(s, b);
+	quotas(s, o, b);
+	monitor(s, b);
+	rdmacg(s, b);
+	http(o->http, b);
+}
