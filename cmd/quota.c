@@ -12,8 +12,6 @@
 
 #include "cgroup.h"
 #include "ledger.h"
-#include <json-c/json.h>
-
 #include "out.h"
 #include "rdmactl.h"
 #include "util.h"
@@ -469,127 +467,130 @@ static int read_kernel(const char *cgname, const char *file, struct kernel_line 
 	return n;
 }
 
-static struct json_object *json_count(const char *s)
+/* A count from rdma.max or rdma.current: JSON null for "max", a number when it is one, else the word as is. */
+static void print_kernel_count(const char *key, const char *fmt, const char *s)
 {
 	char *end;
 	unsigned long long v;
 
-	if (!strcmp(s, "max"))
-		return NULL;
+	print_string(PRINT_FP, NULL, fmt, s);
+	if (!strcmp(s, "max")) {
+		print_null(PRINT_JSON, key, NULL);
+		return;
+	}
 	v = strtoull(s, &end, 10);
-	return *end ? json_object_new_string(s) : json_object_new_int64((int64_t)v);
+	if (*end)
+		print_string(PRINT_JSON, key, NULL, s);
+	else
+		print_int(PRINT_JSON, key, NULL, (int64_t)v);
 }
 
-static struct json_object *kernel_json(const struct kernel_line *kl, int n)
+/* A cgroup's rdma.max or rdma.current: an object keyed by device in JSON, a line per device in text. */
+static void print_kernel(const char *key, const char *file, const struct kernel_line *kl, int n)
 {
-	struct json_object *o2 = json_object_new_object();
 	int i;
 
+	out_open_object(key);
 	for (i = 0; i < n; i++) {
-		struct json_object *d = json_object_new_object();
-
-		json_object_object_add(d, "hca_handle", json_count(kl[i].handle));
-		json_object_object_add(d, "hca_object", json_count(kl[i].object));
-		json_object_object_add(o2, kl[i].dev, d);
+		print_text("  %-12s %s", file, kl[i].dev);
+		out_open_object(kl[i].dev);
+		print_kernel_count("hca_handle", " hca_handle=%s", kl[i].handle);
+		print_kernel_count("hca_object", " hca_object=%s", kl[i].object);
+		out_close_object();
+		print_nl();
 	}
-	return o2;
+	out_close_object();
 }
 
-struct show_ctx {
-	struct json_object *arr;
-	int shown;
-};
-
-static struct json_object *uint_or_null(uint64_t v)
+/* A limit, usage or headroom: JSON null (unlimited) or the number; text a table cell, "-" where none applies. */
+static void print_amount(const char *key, enum ledger_kind k, uint64_t v, bool null, bool dash)
 {
-	return v == LEDGER_UNLIMITED ? NULL : json_object_new_uint64(v);
+	char buf[32];
+
+	if (null)
+		print_null(PRINT_JSON, key, NULL);
+	else
+		print_uint(PRINT_JSON, key, NULL, v);
+	print_string(PRINT_FP, NULL, " %10s", dash ? "-" : fmt_value(k, v, buf, sizeof(buf)));
 }
 
 static int show_scope(const struct ledger_scope_stat *st, void *arg)
 {
-	struct show_ctx *c = arg;
 	struct kernel_line kmax[16], kcur[16];
-	int nmax = 0, ncur = 0, k, i, printed = 0;
-	char desc[LEDGER_CGROUP_MAX + 16], lb[32], ub[32], hb[32];
+	int nmax = 0, ncur = 0, k, rows = 0;
 
+	(void)arg;
 	if (st->scope.type == LEDGER_SCOPE_CGROUP) {
 		nmax = read_kernel(st->scope.name, "rdma.max", kmax, 16);
 		ncur = read_kernel(st->scope.name, "rdma.current", kcur, 16);
 	}
-	c->shown++;
-	if (out_is_json()) {
-		struct json_object *s = json_object_new_object(), *kinds = json_object_new_object();
-
-		json_object_object_add(s, "scope", json_object_new_string(ledger_scope_type_name(st->scope.type)));
-		if (st->scope.type == LEDGER_SCOPE_PROCESS) {
-			json_object_object_add(s, "pid", json_object_new_int(st->scope.pid));
-			json_object_object_add(s, "start_time", json_object_new_uint64(st->scope.start_time));
-		} else if (st->scope.type == LEDGER_SCOPE_JOB) {
-			json_object_object_add(s, "job", json_object_new_string(st->scope.name));
-		} else if (st->scope.type == LEDGER_SCOPE_CGROUP) {
-			json_object_object_add(s, "cgroup", json_object_new_string(st->scope.name));
-		}
-		json_object_object_add(s, "nprocs", json_object_new_int((int)st->nprocs));
-		for (k = 0; k < LEDGER_NKINDS; k++) {
-			struct json_object *e = json_object_new_object();
-
-			json_object_object_add(e, "limit", uint_or_null(st->limit[k]));
-			json_object_object_add(e, "usage", json_object_new_uint64(st->usage[k]));
-			json_object_object_add(e, "headroom",
-					       st->limit[k] == LEDGER_UNLIMITED
-						       ? NULL
-						       : json_object_new_uint64(st->usage[k] >= st->limit[k]
-										? 0
-										: st->limit[k] - st->usage[k]));
-			json_object_object_add(kinds, ledger_kind_names[k], e);
-		}
-		json_object_object_add(s, "kinds", kinds);
-		if (st->scope.type == LEDGER_SCOPE_CGROUP) {
-			json_object_object_add(s, "rdma_max", kernel_json(kmax, nmax));
-			json_object_object_add(s, "rdma_current", kernel_json(kcur, ncur));
-		}
-		json_object_array_add(c->arr, s);
-		return 0;
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "scope", NULL, ledger_scope_type_name(st->scope.type));
+	switch (st->scope.type) {
+	case LEDGER_SCOPE_PROCESS:
+		print_int(PRINT_ANY, "pid", "pid %" PRId64, st->scope.pid);
+		print_uint(PRINT_JSON, "start_time", NULL, st->scope.start_time);
+		break;
+	case LEDGER_SCOPE_JOB:
+		print_string(PRINT_ANY, "job", "job %s", st->scope.name);
+		break;
+	case LEDGER_SCOPE_CGROUP:
+		print_string(PRINT_ANY, "cgroup", "cgroup %s", st->scope.name);
+		break;
+	default:
+		print_text("global");
+		break;
 	}
-	if (st->scope.type == LEDGER_SCOPE_PROCESS)
-		printf("%s:%s\n", scope_desc(&st->scope, desc, sizeof(desc)),
-		       st->nprocs ? "" : " (not attached to the ledger)");
-	else
-		printf("%s: %u process%s\n", scope_desc(&st->scope, desc, sizeof(desc)), st->nprocs,
-		       st->nprocs == 1 ? "" : "es");
+	/* a process scope counts one process: the text says whether it is attached */
+	if (st->scope.type == LEDGER_SCOPE_PROCESS) {
+		print_uint(PRINT_JSON, "nprocs", NULL, st->nprocs);
+		print_text(":%s\n", st->nprocs ? "" : " (not attached to the ledger)");
+	} else {
+		print_uint(PRINT_ANY, "nprocs", ": %" PRIu64 " process", st->nprocs);
+		print_text("%s\n", st->nprocs == 1 ? "" : "es");
+	}
+	out_open_object("kinds");
 	for (k = 0; k < LEDGER_NKINDS; k++) {
-		if (!util_verbose && st->limit[k] == LEDGER_UNLIMITED && !st->usage[k])
+		uint64_t limit = st->limit[k], usage = st->usage[k];
+		bool unlimited = limit == LEDGER_UNLIMITED;
+
+		/* the table leaves out what neither limits nor holds anything (-v shows every kind); JSON has all */
+		if (!out_is_json() && !util_verbose && unlimited && !usage)
 			continue;
-		if (!printed++)
-			printf("  %-9s %10s %10s %10s\n", "kind", "limit", "usage", "headroom");
-		fmt_value(k, st->limit[k], lb, sizeof(lb));
-		if (k == LEDGER_WR)
-			snprintf(ub, sizeof(ub), "-");
-		else
-			fmt_value(k, st->usage[k], ub, sizeof(ub));
-		if (st->limit[k] == LEDGER_UNLIMITED || k == LEDGER_WR)
-			snprintf(hb, sizeof(hb), "-");
-		else
-			fmt_value(k, st->usage[k] >= st->limit[k] ? 0 : st->limit[k] - st->usage[k], hb, sizeof(hb));
-		printf("  %-9s %10s %10s %10s\n", ledger_kind_names[k], lb, ub, hb);
+		if (!rows++)
+			print_text("  %-9s %10s %10s %10s\n", "kind", "limit", "usage", "headroom");
+		print_string(PRINT_FP, NULL, "  %-9s", ledger_kind_names[k]);
+		out_open_object(ledger_kind_names[k]);
+		print_amount("limit", k, limit, unlimited, false);
+		print_amount("usage", k, usage, false, k == LEDGER_WR);
+		print_amount("headroom", k, usage >= limit ? 0 : limit - usage, unlimited, unlimited || k == LEDGER_WR);
+		out_close_object();
+		print_nl();
 	}
-	if (!printed)
-		printf("  no limits, nothing in use\n");
-	for (i = 0; i < nmax; i++)
-		printf("  rdma.max     %s hca_handle=%s hca_object=%s\n", kmax[i].dev, kmax[i].handle, kmax[i].object);
-	for (i = 0; i < ncur; i++)
-		printf("  rdma.current %s hca_handle=%s hca_object=%s\n", kcur[i].dev, kcur[i].handle, kcur[i].object);
+	out_close_object();
+	if (!rows)
+		print_text("  no limits, nothing in use\n");
+	if (st->scope.type == LEDGER_SCOPE_CGROUP) {
+		print_kernel("rdma_max", "rdma.max", kmax, nmax);
+		print_kernel("rdma_current", "rdma.current", kcur, ncur);
+	}
+	out_close_object();
 	return 0;
 }
 
-static void show_doc(const char *path, uint64_t denials, struct json_object *scopes)
+/* The show document: {"ledger", "denials", "scopes": [...]}; its text is only the scopes. */
+static void show_begin(const char *path, uint64_t denials)
 {
-	struct json_object *doc = json_object_new_object();
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "ledger", NULL, path);
+	print_uint(PRINT_JSON, "denials", NULL, denials);
+	out_open_array("scopes");
+}
 
-	json_object_object_add(doc, "ledger", json_object_new_string(path));
-	json_object_object_add(doc, "denials", json_object_new_uint64(denials));
-	json_object_object_add(doc, "scopes", scopes);
-	out_json(doc);
+static void show_end(void)
+{
+	out_close_array();
+	out_close_object();
 }
 
 static void no_entry(void)
@@ -601,12 +602,11 @@ static void no_entry(void)
 
 /*
  * No ledger yet: nothing is limited, nobody is managed. JSON is the document an empty ledger gives (its
- * global scope, or the process asked for); a job or cgroup has no entry there either.
+ * global scope, or the process asked for); a job or cgroup has no entry there either. Text says so in words.
  */
 static int show_missing(void)
 {
 	struct ledger_scope_stat st = { .scope.type = LEDGER_SCOPE_GLOBAL };
-	struct show_ctx c = { 0 };
 	int k;
 
 	pr_debug("no ledger at %s", ledger_file());
@@ -619,21 +619,19 @@ static int show_missing(void)
 			return EXIT_FAIL;
 		}
 	}
-	if (!out_is_json()) {
-		printf("no limits set\n");
+	print_text("no limits set\n");
+	if (!out_is_json())
 		return EXIT_OK;
-	}
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		st.limit[k] = LEDGER_UNLIMITED;
-	c.arr = json_object_new_array();
-	show_scope(&st, &c);
-	show_doc(ledger_file(), 0, c.arr);
+	show_begin(ledger_file(), 0);
+	show_scope(&st, NULL);
+	show_end();
 	return EXIT_OK;
 }
 
 static int do_show(void)
 {
-	struct show_ctx c = { 0 };
 	struct ledger_scope_stat st;
 	struct ledger *l;
 	uint64_t denials = 0;
@@ -658,25 +656,20 @@ static int do_show(void)
 	err = ledger_gc(l, NULL);
 	if (err && err != -EACCES)
 		pr_debug("gc: %s", strerror(-err));
-	if (out_is_json())
-		c.arr = json_object_new_array();
-	if (o.nscopes) {
-		err = ledger_get_scope(l, &o.scope, &st);
-		if (err) {
-			no_entry();
-			json_object_put(c.arr);
-			ledger_close(l);
-			return EXIT_FAIL;
-		}
-		show_scope(&st, &c);
-	} else {
-		ledger_foreach_scope(l, show_scope, &c);
+	if (o.nscopes && ledger_get_scope(l, &o.scope, &st)) {
+		no_entry();
+		ledger_close(l);
+		return EXIT_FAIL;
 	}
 	ledger_denial_counts(l, &denials, NULL);
-	if (out_is_json())
-		show_doc(ledger_path(l), denials, c.arr);
-	else if (!o.nscopes)
-		printf("denials: %" PRIu64 "\n", denials);
+	show_begin(ledger_path(l), denials);
+	if (o.nscopes)
+		show_scope(&st, NULL);
+	else
+		ledger_foreach_scope(l, show_scope, NULL);
+	show_end();
+	if (!o.nscopes)
+		print_uint(PRINT_FP, NULL, "denials: %" PRIu64 "\n", denials);
 	ledger_close(l);
 	return EXIT_OK;
 }
@@ -709,14 +702,10 @@ static int do_gc(void)
 		       err == -EBUSY ? " (a process is stopped in the middle of an operation; try again)" : "");
 		return EXIT_FAIL;
 	}
-	if (out_is_json()) {
-		struct json_object *doc = json_object_new_object();
-
-		json_object_object_add(doc, "reclaimed", json_object_new_int((int)n));
-		out_json(doc);
-	} else {
-		printf("reclaimed %u dead process%s\n", n, n == 1 ? "" : "es");
-	}
+	out_open_object(NULL);
+	print_uint(PRINT_ANY, "reclaimed", "reclaimed %" PRIu64 " dead process", n);
+	print_text("%s\n", n == 1 ? "" : "es");
+	out_close_object();
 	return EXIT_OK;
 }
 
@@ -744,14 +733,9 @@ static int do_init(void)
 		pr_err("cannot create the ledger: %s", ledger_error());
 		return EXIT_FAIL;
 	}
-	if (out_is_json()) {
-		struct json_object *doc = json_object_new_object();
-
-		json_object_object_add(doc, "ledger", json_object_new_string(path));
-		out_json(doc);
-	} else {
-		printf("created an empty ledger at %s\n", path);
-	}
+	out_open_object(NULL);
+	print_string(PRINT_ANY, "ledger", "created an empty ledger at %s\n", path);
+	out_close_object();
 	return EXIT_OK;
 }
 
