@@ -1,0 +1,242 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl export in the lab: Debian's Prometheus scrapes it while perftest holds QPs in a cgroup with a quota
+# (objects per cgroup and process, limits, refusals that rise), the monitor's counters, rdma.max, the cost
+# of a scrape against rdmactl top.
+
+load ../helper
+
+EXV=$BUILD/lab-progs/exverbs
+HOLDRES=$BUILD/lab-progs/holdres
+XPORT=19476
+PPORT=19090
+
+setup() {
+	require_lab
+	T=$BATS_TEST_TMPDIR
+	export RDMACTL_LEDGER=$T/ledger
+	"$RDMACTL" quota init >/dev/null
+	CG=/sys/fs/cgroup/rdmactl-export.$$.$BATS_TEST_NUMBER
+	REL=/${CG#/sys/fs/cgroup/}
+	mkdir "$CG"
+	pids=()
+}
+
+teardown() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	pkill -x ib_write_bw 2>/dev/null || true
+	pkill -f "$BUILD/lab-progs/" 2>/dev/null || true
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	wait_for 10 rmdir "$CG" 2>/dev/null || true
+}
+
+listening() {
+	ss -Hltn "sport = :$1" | grep -q .
+}
+
+# rdmactl export on 127.0.0.1:$XPORT with extra options; its pid in $XPID.
+start_export() {
+	"$RDMACTL" -v export --listen "127.0.0.1:$XPORT" "$@" 2>"$T/export.err" 3>&- &
+	XPID=$!
+	pids+=("$XPID")
+	wait_for 30 listening "$XPORT" || { cat "$T/export.err" >&2; return 1; }
+}
+
+# Debian's Prometheus, scraping the exporter every second; the TSDB under the test's directory.
+start_prometheus() {
+	cat >"$T/prometheus.yml" <<-EOF
+		global:
+		  scrape_interval: 1s
+		  scrape_timeout: 1s
+		  evaluation_interval: 1s
+		scrape_configs:
+		  - job_name: rdmactl
+		    static_configs:
+		      - targets: ['127.0.0.1:$XPORT']
+	EOF
+	prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
+		--web.listen-address="127.0.0.1:$PPORT" --log.level=warn >"$T/prometheus.log" 2>&1 3>&- &
+	pids+=($!)
+	local t0=$SECONDS
+	wait_for 300 curl -sf -o /dev/null "http://127.0.0.1:$PPORT/-/ready" ||
+		{ echo "prometheus not ready after $((SECONDS - t0)) s:" >&2; tail -n 20 "$T/prometheus.log" >&2; return 1; }
+	echo "# prometheus ready after $((SECONDS - t0)) s" >&3
+}
+
+# The value of a PromQL query with exactly one result, else "n=COUNT".
+promval() {
+	curl -s --max-time 10 --get --data-urlencode "query=$1" "http://127.0.0.1:$PPORT/api/v1/query" |
+		jq -r 'if .data.result | length == 1 then .data.result[0].value[1] else "n=\(.data.result | length)" end'
+}
+
+# Wait (up to $3 seconds, default 60) until a query's value is $2.
+wait_val() {
+	local q=$1 want=$2 end=$((SECONDS + ${3:-60})) got
+	while :; do
+		got=$(promval "$q")
+		[ "$got" = "$want" ] && return 0
+		[ $SECONDS -lt $end ] || { echo "query $q: got '$got', want '$want'" >&2; return 1; }
+		sleep 0.5
+	done
+}
+
+# Objects of one kind the kernel lists for command name $1.
+kernel_qps() {
+	rdma -j res show qp | jq --arg c "$1" '[.[] | select(.comm == $c)] | length'
+}
+
+@test "Prometheus scrapes export: 4 QPs of ib_write_bw in a cgroup with a quota, per process, the limit, refusals that rise" {
+	run -0 "$RDMACTL" quota set qp 5 --cgroup "$CG"
+	start_export --per-process --max-age 0
+	start_prometheus
+	# the server side in the cgroup, under the ledger; the client outside both
+	timeout 300 "$RDMACTL" run --job wbw --cgroup "$CG" -- ib_write_bw -d rxe0 -x 1 -q 4 -D 200 -p 18610 \
+		>"$T/srv" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 listening 18610 || { cat "$T/srv" >&2; false; }
+	timeout 300 ib_write_bw -d rxe0 -x 1 -q 4 -D 200 -p 18610 192.0.2.1 >"$T/cli" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 bash -c '[ "$(rdma -j res show qp | jq "[.[] | select(.comm == \"ib_write_bw\")] | length")" = 8 ]' ||
+		{ cat "$T/srv" "$T/cli" >&2; false; }
+
+	wait_val "sum(rdmactl_objects{cgroup=\"$REL\",device=\"rxe0\",type=\"qp\"})" 4
+	wait_val "rdmactl_quota_limit{scope=\"cgroup\",owner=\"$REL\",type=\"qp\"}" 5
+	wait_val "rdmactl_quota_usage{scope=\"cgroup\",owner=\"$REL\",type=\"qp\"}" 4
+	wait_val "rdmactl_quota_usage{owner=\"$REL\",type=\"qp\"} / rdmactl_quota_limit{owner=\"$REL\",type=\"qp\"}" 0.8
+	wait_val "rdmactl_processes{cgroup=\"$REL\",managed=\"true\"}" 1
+	# per process: both perftest processes have their 4 QPs; the server is the one in the cgroup
+	wait_val "count(rdmactl_process_objects{comm=\"ib_write_bw\",type=\"qp\"} == 4)" 2
+	wait_val "rdmactl_process_objects{comm=\"ib_write_bw\",cgroup=\"$REL\",type=\"qp\"}" 4
+	wait_val "rdmactl_process_managed{comm=\"ib_write_bw\",cgroup=\"$REL\"}" 1
+	wait_val "count(rdmactl_process_managed{comm=\"ib_write_bw\"} == 0)" 1
+	# device and port
+	wait_val 'rdmactl_port_state{device="rxe0",port="1"}' 4
+	wait_val 'rdmactl_port_info{device="rxe0",port="1",netdev="veth0",state="ACTIVE"}' 1
+	wait_val 'rdmactl_source_up{source="netlink"}' 1
+	wait_val 'rdmactl_source_up{source="ledger"}' 1
+
+	# refusals rise: a second program in the cgroup gets 1 of its 2 QPs (4 + 1 = 5), then one under --max-qp 1
+	wait_val "rdmactl_refusals_total{scope=\"cgroup\",type=\"qp\"}" 0
+	run timeout 60 "$RDMACTL" run --job second --cgroup "$CG" -- "$EXV" -q 2
+	assert_line "qp created=1 refused=1 errno=ENOMEM"
+	wait_val "rdmactl_refusals_total{scope=\"cgroup\",type=\"qp\"}" 1
+	run timeout 60 "$RDMACTL" run --job third --max-qp 1 -- "$EXV" -q 2
+	assert_line "qp created=1 refused=1 errno=ENOMEM"
+	wait_val "rdmactl_refusals_total{scope=\"job\",type=\"qp\"}" 1
+	wait_val 'sum(rdmactl_refusals_total{type="qp"})' 2
+	wait_val 'rdmactl_refusals_total{scope="unattributed",type="qp"}' 0
+}
+
+@test "a real scrape passes promtool; without --per-process there are no per-process series" {
+	"$HOLDRES" -q 3 -m 1M -t 2 >"$T/h" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 grep -q ready "$T/h"
+	start_export
+	run -0 curl -sf "http://127.0.0.1:$XPORT/metrics"
+	local out=$output
+	run promtool check metrics <<<"$out"
+	assert_success
+	run grep -c '^rdmactl_process_' <<<"$out"
+	assert_output 0
+	run grep -E '^rdmactl_objects\{cgroup="[^"]*",device="rxe0",type="qp"\} [1-9]' <<<"$out"
+	assert_success
+	run -0 "$RDMACTL" export --once --per-process
+	out=$output
+	run promtool check metrics <<<"$out"
+	assert_success
+	run grep -E "^rdmactl_process_objects\\{pid=\"${pids[0]}\",comm=\"holdres\",cgroup=\"[^\"]*\",device=\"rxe0\",type=\"qp\"\\} 3$" <<<"$out"
+	assert_success
+	run grep -E "^rdmactl_process_mr_bytes\\{pid=\"${pids[0]}\",.*\\} 2097152$" <<<"$out"
+	assert_success
+}
+
+@test "rdma.max and rdma.current of the cgroup are exported as rdmacg_limit and rdmacg_usage" {
+	echo "rxe0 hca_handle=2 hca_object=10" >"$CG/rdma.max"
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -q 2 -m 0 -t 1' _ "$CG" "$HOLDRES" >"$T/h" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 grep -q ready "$T/h" || { cat "$T/h" >&2; false; }
+	local cur
+	cur=$(sed -n 's/^rxe0 hca_handle=1 hca_object=\([0-9]*\) *$/\1/p' "$CG/rdma.current")
+	[ -n "$cur" ] || { cat "$CG/rdma.current" >&2; false; }
+	run -0 "$RDMACTL" export --once
+	local out=$output
+	run grep -F "rdmactl_rdmacg_limit{cgroup=\"$REL\",device=\"rxe0\",resource=\"hca_handle\"} 2" <<<"$out"
+	assert_success
+	run grep -F "rdmactl_rdmacg_limit{cgroup=\"$REL\",device=\"rxe0\",resource=\"hca_object\"} 10" <<<"$out"
+	assert_success
+	run grep -F "rdmactl_rdmacg_usage{cgroup=\"$REL\",device=\"rxe0\",resource=\"hca_handle\"} 1" <<<"$out"
+	assert_success
+	run grep -F "rdmactl_rdmacg_usage{cgroup=\"$REL\",device=\"rxe0\",resource=\"hca_object\"} $cur" <<<"$out"
+	assert_success
+	run grep -F "rdmactl_objects{cgroup=\"$REL\",device=\"rxe0\",type=\"qp\"} 2" <<<"$out"
+	assert_success
+	# "max" is no limit: no series
+	echo "rxe0 hca_handle=max hca_object=max" >"$CG/rdma.max"
+	run -0 "$RDMACTL" export --once
+	run grep -c "^rdmactl_rdmacg_limit{cgroup=\"$REL\"" <<<"$output"
+	assert_output 0
+}
+
+@test "creates_total from the monitor's counters: they rise, and never go down when the monitor drops exited processes" {
+	"$RDMACTL" monitor -j >"$T/mon" 2>"$T/mon.err" 3>&- &
+	local mon=$!
+	pids+=("$mon")
+	wait_for 60 grep -q '"event":"start"' "$T/mon" || { cat "$T/mon.err" >&2; false; }
+	start_export --max-age 0
+	local before after
+	before=$(curl -sf "http://127.0.0.1:$XPORT/metrics" | awk '$1 == "rdmactl_creates_total{type=\"qp\"}" { print $2 }')
+	[ -n "$before" ]
+	run timeout 60 "$EXV" -q 3
+	assert_line "qp created=3 refused=0 errno=0"
+	wait_for 10 bash -c "curl -sf http://127.0.0.1:$XPORT/metrics | grep -qx 'rdmactl_creates_total{type=\"qp\"} $((before + 3))'"
+	# the monitor prunes exited processes whose creates and destroys balance every 10 s
+	sleep 12
+	after=$(curl -sf "http://127.0.0.1:$XPORT/metrics" | awk '$1 == "rdmactl_creates_total{type=\"qp\"}" { print $2 }')
+	[ "$after" -ge $((before + 3)) ] || { echo "creates_total went from $((before + 3)) to $after" >&2; false; }
+	run -0 bash -c "curl -sf http://127.0.0.1:$XPORT/metrics | grep '^rdmactl_destroys_total{type=\"qp\"}'"
+	kill -INT "$mon"
+	wait "$mon" || true
+}
+
+@test "the cost of a scrape of 8 processes x 1000 QPs is no more than one rdmactl top -b -n1" {
+	local i
+	for i in 1 2 3 4 5 6 7 8; do
+		"$HOLDRES" -q 1000 -m 0 -t 1 >"$T/h$i" 2>&1 3>&- &
+		pids+=($!)
+	done
+	for i in 1 2 3 4 5 6 7 8; do
+		wait_for 300 grep -q ready "$T/h$i" || { cat "$T/h$i" >&2; false; }
+	done
+	start_export --max-age 0
+	# Alternate, and take the best of five of each (the lab's clock is noisy). top is timed as users run
+	# it (a process: its start, one snapshot, its output); a scrape as Prometheus sees it (connect, request,
+	# the whole answer), through bash's own /dev/tcp, so that no program's start (curl's libraries come
+	# over 9p in the lab) is counted in it.
+	local t0 top=999999 exp=999999 ms fd snap=999999 body
+	for i in 1 2 3 4 5; do
+		t0=${EPOCHREALTIME/./}
+		"$RDMACTL" top -b -n1 -j >"$T/top.json"
+		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		[ "$ms" -lt "$top" ] && top=$ms
+		ms=$(jq '.elapsed_ms | floor' "$T/top.json")
+		[ "$ms" -lt "$snap" ] && snap=$ms
+		t0=${EPOCHREALTIME/./}
+		exec {fd}<>"/dev/tcp/127.0.0.1/$XPORT"
+		printf 'GET /metrics HTTP/1.0\r\n\r\n' >&"$fd"
+		IFS= read -r -d '' -u "$fd" body || true
+		exec {fd}>&-
+		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		[ "$ms" -lt "$exp" ] && exp=$ms
+		printf '%s' "$body" >"$T/scrape"
+	done
+	echo "# 8 x 1000 QPs: rdmactl top -b -n1 ${top} ms (its snapshot ${snap} ms), a scrape ${exp} ms" \
+		"(collection $(awk '$1 == "rdmactl_collect_duration_seconds" { print $2 }' "$T/scrape") s)" >&3
+	run head -n 1 "$T/scrape"
+	assert_output $'HTTP/1.1 200 OK\r'
+	# every QP is in the scrape (the eight holders share the test's cgroup)
+	run awk '$1 ~ /^rdmactl_objects\{.*type="qp"\}$/ { n += $2 } END { print n }' "$T/scrape"
+	[ "$output" -ge 8000 ]
+	# no more than top, with a tenth of slack for the lab's noise
+	[ "$exp" -le $((top + top / 10)) ] || { echo "scrape ${exp} ms, top ${top} ms" >&2; false; }
+}
