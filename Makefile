@@ -44,7 +44,9 @@ PRELOAD_SAN := -fsanitize=undefined -fsanitize-undefined-trap-on-error
 endif
 override CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
 
-LIBS_CMD := -libverbs -lrdmacm -lmnl -ljson-c -lncursesw -lbpf -lelf -lz -lpthread -lrt
+LIBS_CMD := -libverbs -lrdmacm -lmnl -lncursesw -lbpf -lelf -lz -lpthread -lrt
+# json-c is the tests' oracle for the output layer's JSON (the programs themselves do not use it).
+LIBS_TEST := $(LIBS_CMD) -ljson-c
 LIBS_PRELOAD := -ldl -lpthread -lrt
 
 # lib/ is three libraries: the core the preload links (kinds, ledger, /proc readers, parsing), everything else
@@ -160,7 +162,7 @@ $(OUT)/librdmactl-preload.so: $(PRELOAD_OBJ) $(OUT)/preload-obj/librdmactl-prelo
 
 $(OUT)/tests/%: tests/unit/%.c $(OUT)/librdmactl.a | $(OUT)/tests
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_TEST)
 
 $(OUT)/bench/%: bench/%.c $(OUT)/librdmactl.a | $(OUT)/bench
 	$(call msg,LINK,$@)
@@ -186,7 +188,7 @@ $(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-app.a | $(
 $(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -I$(OUT) -fsanitize=fuzzer,address,undefined \
-		-o $@ $< $(LIB_SRC) $(LIBS_CMD)
+		-o $@ $< $(LIB_SRC) $(LIBS_TEST)
 
 # The accounting path of the interceptor, outside any verb: linked with the preload's objects.
 $(OUT)/bench/acct: bench/acct.c $(OUT)/preload-obj/preload/acct.o $(OUT)/preload-obj/librdmactl-preload.a | $(OUT)/bench

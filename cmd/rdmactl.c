@@ -33,7 +33,6 @@ static error_t common_parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'p':
 		out_init(NULL, out_is_json(), true);
-		out_pretty = true;
 		break;
 	case 'v':
 		util_verbose = true;

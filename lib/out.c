@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #define OUT_MAX_DEPTH 32
 
 static struct {
@@ -413,17 +411,4 @@ void print_nl(void)
 {
 	if (!w.json)
 		fputc('\n', out_file());
-}
-
-bool out_pretty;
-
-void out_json(struct json_object *obj)
-{
-	int flags = out_pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN;
-	FILE *f = out_file();
-
-	fputs(json_object_to_json_string_ext(obj, flags | JSON_C_TO_STRING_NOSLASHESCAPE), f);
-	fputc('\n', f);
-	fflush(f);
-	json_object_put(obj);
 }

@@ -71,9 +71,4 @@ void out_flush(void);
  */
 void out_discard(void);
 
-/* Until every command prints through the calls above: a json-c tree as one document (released). */
-struct json_object;
-void out_json(struct json_object *obj);
-extern bool out_pretty;
-
 #endif
