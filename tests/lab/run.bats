@@ -320,18 +320,20 @@ charges() {
 
 @test "LD_PRELOAD alone: a process that forks after creating objects, and its child, each hold in the ledger what the kernel shows" {
 	local out=$BATS_TEST_TMPDIR/out pid child
-	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=10 timeout 120 "$DLV" -q 3 -r 2 -F -H 40 >"$out" 2>&1 3>&- &
+	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=10 timeout 300 "$DLV" -q 3 -r 2 -F -H 240 >"$out" 2>&1 3>&- &
 	wait_for 60 grep -q "child holding" "$out" || { cat "$out"; false; }
 	wait_for 60 grep -q "^holding" "$out" || { cat "$out"; false; }
-	pid=$(pgrep -o -f "^$DLV -q 3")
-	child=$(pgrep -n -f "^$DLV -q 3")
+	child=$(sed -n 's/^child pid=\([0-9]*\) .*/\1/p' "$out")
+	pid=$(awk '{ print $4 }' "/proc/$child/stat")
 	[ -n "$pid" ] && [ -n "$child" ] && [ "$pid" != "$child" ]
+	grep -qx "child pid=$child qp created=3" "$out"
 	check_same_as_kernel "$pid"
 	check_same_as_kernel "$child"
 	run ledger_use "$pid" qp
 	assert_output 3
 	run ledger_use "$child" qp
 	assert_output 3
+	kill "$child" "$pid"
 }
 
 @test "--max-wr refuses a QP or SRQ deeper than the cap; --log sends the line to a file" {

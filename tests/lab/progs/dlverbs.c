@@ -67,7 +67,7 @@ static int child_run(struct ibv_device **list, const char *dev_name, int n_qp, i
 		if (qps[nq])
 			nq++;
 	}
-	printf("child qp created=%d\nchild holding\n", nq);
+	printf("child pid=%d qp created=%d\nchild holding\n", (int)getpid(), nq);
 	fflush(stdout);
 	sleep(hold);
 	for (i = 0; i < nq; i++)
