@@ -8,6 +8,7 @@
 
 #include <curses.h>
 
+#include "clock.h"
 #include "out.h"
 #include "rdmactl.h"
 #include "top_view.h"
@@ -95,14 +96,6 @@ static void draw(const struct top_snap *s, const struct top_view *v)
 	free_lines(&l);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int top_screen(struct top_ctx *t, const struct top_filter *f, struct top_snap *first, struct top_view *v,
 	       double delay)
 {
@@ -126,9 +119,9 @@ int top_screen(struct top_ctx *t, const struct top_filter *f, struct top_snap *f
 	keypad(stdscr, TRUE);
 	v->screen = true;
 	draw(&s, v);
-	next = now_s() + delay;
+	next = clock_mono_s() + delay;
 	while (!top_exiting) {
-		double left = next - now_s();
+		double left = next - clock_mono_s();
 
 		timeout(left > 0 ? (int)(left * 1000) + 1 : 0);
 		ch = getch();
@@ -150,14 +143,14 @@ int top_screen(struct top_ctx *t, const struct top_filter *f, struct top_snap *f
 			draw(&s, v);
 			continue;
 		}
-		if (ch == ERR && now_s() < next)
+		if (ch == ERR && clock_mono_s() < next)
 			continue;
 		top_snap_free(&s);
 		err = top_take(t, f, &s, v, true);
 		if (err)
 			break;
 		draw(&s, v);
-		next = now_s() + delay;
+		next = clock_mono_s() + delay;
 	}
 	top_snap_free(&s);
 	endwin();

@@ -2,6 +2,7 @@
 /* Per-process aggregation of RDMA netlink resource dumps: the model behind rdmactl top. */
 #include "top.h"
 
+#include "clock.h"
 #include "ledger.h"
 
 #include <errno.h>
@@ -389,11 +390,6 @@ static bool row_matches(const struct top_row *r, const struct top_filter *f)
 	return true;
 }
 
-static double ts_ms(const struct timespec *a, const struct timespec *b)
-{
-	return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
-}
-
 static int dev_seen(const struct nl_dev *dev, void *arg)
 {
 	uint32_t *index = arg;
@@ -422,7 +418,7 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 {
 	struct agg a = { .t = t, .s = s };
 	struct nl_handlers h = { .arg = &a };
-	struct timespec t0, t1;
+	uint64_t t0;
 	unsigned int i, k;
 	size_t r, w;
 	int ty, ret;
@@ -430,7 +426,7 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 	memset(s, 0, sizeof(*s));
 	clock_gettime(CLOCK_REALTIME, &s->time);
 	s->privileged = geteuid() == 0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = clock_mono_ns();
 	s->map = calloc(1, sizeof(*s->map));
 	if (!s->map)
 		return -ENOMEM;
@@ -492,8 +488,7 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 out:
 	map_free(s->map);
 	s->map = NULL;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	s->elapsed_ms = ts_ms(&t0, &t1);
+	s->elapsed_ms = (double)(clock_mono_ns() - t0) / 1e6;
 	return 0;
 }
 
@@ -692,7 +687,6 @@ static int counter_cmp(const void *a, const void *b)
 
 int top_counters_read(int fd, struct top_counters *out)
 {
-	struct timespec ts;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -701,8 +695,7 @@ int top_counters_read(int fd, struct top_counters *out)
 		top_counters_free(out);
 		return ret < 0 ? ret : -EIO;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	out->mono = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	out->mono = clock_mono_s();
 	if (out->n)
 		qsort(out->v, out->n, sizeof(*out->v), counter_cmp);
 	return 0;
