@@ -149,6 +149,13 @@ kernel_qps() {
 	assert_success
 	run grep -E "^rdmactl_process_mr_bytes\\{pid=\"${pids[0]}\",.*\\} 2097152$" <<<"$out"
 	assert_success
+	# unprivileged: the netlink dumps and /proc are enough for the objects; the BPF counters are not there
+	run -0 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" export --once --per-process
+	out=$output
+	run grep -E "^rdmactl_process_objects\\{pid=\"${pids[0]}\",comm=\"holdres\",.*type=\"qp\"\\} 3$" <<<"$out"
+	assert_success
+	run grep -Fx 'rdmactl_source_up{source="netlink"} 1' <<<"$out"
+	assert_success
 }
 
 @test "rdma.max and rdma.current of the cgroup are exported as rdmacg_limit and rdmacg_usage" {
