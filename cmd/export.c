@@ -2,7 +2,6 @@
 /* rdmactl export: options; serving /metrics over HTTP, writing a textfile for node_exporter, or one exposition on stdout. */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,14 +58,11 @@ static const struct argp_option options[] = {
 	{ 0 },
 };
 
-static double parse_seconds(const char *arg, double min, double max, struct argp_state *state, const char *what)
+static double seconds_arg(const char *arg, double min, double max, struct argp_state *state, const char *what)
 {
-	char *end;
-	double v;
+	double v = 0;
 
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !isfinite(v) || v < min || v > max)
+	if (parse_seconds(arg, min, max, &v))
 		argp_error(state, "invalid %s '%s': expected seconds from %g to %g", what, arg, min, max);
 	return v;
 }
@@ -87,14 +83,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o.textfile = arg;
 		break;
 	case OPT_INTERVAL:
-		o.interval = parse_seconds(arg, 0.1, 86400, state, "--interval");
+		o.interval = seconds_arg(arg, 0.1, 86400, state, "--interval");
 		o.interval_set = true;
 		break;
 	case OPT_ONCE:
 		o.once = true;
 		break;
 	case OPT_MAX_AGE:
-		o.max_age = parse_seconds(arg, 0, 3600, state, "--max-age");
+		o.max_age = seconds_arg(arg, 0, 3600, state, "--max-age");
 		break;
 	case OPT_PER_PROCESS:
 		o.per_process = true;
@@ -105,7 +101,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o.ledger = arg;
 		break;
 	case OPT_TIMEOUT:
-		o.timeout = parse_seconds(arg, 0.1, 3600, state, "--timeout");
+		o.timeout = seconds_arg(arg, 0.1, 3600, state, "--timeout");
 		break;
 	case OPT_MAX_CONNS:
 		if (parse_u64(arg, 1, HTTP_MAX_CONNS, &v))

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -42,19 +41,6 @@ static const struct argp_option options[] = {
 	  "With --audit: send SIG (TERM, KILL, INT, HUP or a number) to unmanaged processes over a quota", 1 },
 	{ 0 },
 };
-
-static int parse_seconds(const char *arg, double min, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !isfinite(v) || v < min || v > 86400)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
 
 static int parse_signal(const char *arg)
 {
@@ -106,18 +92,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_STATS:
 		mopt.stats = 1.0;
-		if (arg && parse_seconds(arg, 0.1, &mopt.stats))
+		if (arg && parse_seconds(arg, 0.1, 86400, &mopt.stats))
 			argp_error(state, "invalid SECONDS '%s': expected a number from 0.1 to 86400", arg);
 		break;
 	case OPT_DURATION:
-		if (parse_seconds(arg, 0.001, &mopt.duration))
+		if (parse_seconds(arg, 0.001, 86400, &mopt.duration))
 			argp_error(state, "invalid SECONDS '%s': expected a number from 0.001 to 86400", arg);
 		break;
 	case OPT_AUDIT:
 		mopt.audit = true;
 		break;
 	case OPT_INTERVAL:
-		if (parse_seconds(arg, 0.1, &mopt.interval))
+		if (parse_seconds(arg, 0.1, 86400, &mopt.interval))
 			argp_error(state, "invalid SECONDS '%s': expected a number from 0.1 to 86400", arg);
 		break;
 	case OPT_ENFORCE:

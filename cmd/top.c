@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* rdmactl top: options, snapshots with the quota and rate sources joined, batch mode. */
 #include <errno.h>
-#include <math.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,7 +60,6 @@ static const struct argp_option options[] = {
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	uint64_t v;
-	char *end;
 	pid_t pid;
 	int idx;
 
@@ -75,9 +73,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o.count = v;
 		break;
 	case 'd':
-		errno = 0;
-		o.delay = strtod(arg, &end);
-		if (errno || end == arg || *end || !isfinite(o.delay) || o.delay < 0 || o.delay > 86400)
+		if (parse_seconds(arg, 0, 86400, &o.delay))
 			argp_error(state, "invalid SECONDS '%s': expected a number from 0 to 86400", arg);
 		break;
 	case 's':

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -69,6 +70,21 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 		return -EINVAL;
 	if (v < min || v > max)
 		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int parse_seconds(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
+		return -EINVAL;
 	*out = v;
 	return 0;
 }

@@ -23,6 +23,8 @@ extern bool util_verbose;
  * not a plain number (sign, spaces, trailing junk, empty) or -ERANGE when out of range.
  */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Seconds as a decimal number in [min, max] (finite; "0.5", "2", "1e-3"); -EINVAL otherwise. */
+int parse_seconds(const char *s, double min, double max, double *out);
 /* Size with optional binary suffix K, M, G, T (also KB, KiB...); same errors as parse_u64. */
 int parse_size(const char *s, uint64_t max, uint64_t *out);
 /* A pid: 1..pid_max. -ESRCH when no such process exists. */

@@ -24,6 +24,19 @@ static void test_parse_u64(void)
 	CHECK(parse_u64(NULL, 0, 1, &v) == -EINVAL, "NULL");
 }
 
+static void test_parse_seconds(void)
+{
+	double v = -1;
+
+	CHECK(parse_seconds("0.5", 0.1, 10, &v) == 0 && v == 0.5, "0.5");
+	CHECK(parse_seconds("2", 0, 10, &v) == 0 && v == 2, "whole");
+	CHECK(parse_seconds("0.05", 0.1, 10, &v) == -EINVAL, "below min");
+	CHECK(parse_seconds("11", 0, 10, &v) == -EINVAL, "above max");
+	CHECK(parse_seconds("nan", 0, 10, &v) == -EINVAL && parse_seconds("inf", 0, 1e300, &v) == -EINVAL, "not finite");
+	CHECK(parse_seconds("1s", 0, 10, &v) == -EINVAL && parse_seconds("", 0, 10, &v) == -EINVAL, "junk, empty");
+	CHECK(parse_seconds(NULL, 0, 10, &v) == -EINVAL, "NULL");
+}
+
 static void test_parse_size(void)
 {
 	uint64_t v = 0;
@@ -80,6 +93,7 @@ static void test_match_word(void)
 int main(void)
 {
 	RUN(test_parse_u64);
+	RUN(test_parse_seconds);
 	RUN(test_parse_size);
 	RUN(test_parse_pid);
 	RUN(test_fmt_size);
