@@ -627,6 +627,13 @@ static void on_accept(struct http_server *s)
 		c->since = now_s();
 		c->deadline = c->since + s->o.timeout;
 		s->nopen++;
+		/*
+		 * A scraper sends its request with the handshake's last packet: read it now, so that it is
+		 * answered before a flood of later connections could make it the oldest one still reading.
+		 */
+		on_read(s, c);
+		if (c->state == CONN_WRITE)
+			on_write(s, c);
 	}
 }
 
