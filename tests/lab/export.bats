@@ -149,6 +149,20 @@ kernel_qps() {
 	assert_success
 	run grep -E "^rdmactl_process_mr_bytes\\{pid=\"${pids[0]}\",.*\\} 2097152$" <<<"$out"
 	assert_success
+	# a tenant's process name is any bytes: quotes, backslashes, bytes that are not UTF-8, spaces
+	local odd
+	odd=$T/$(printf 'a"b\\c\xffd e')
+	cp "$HOLDRES" "$odd"
+	"$odd" -q 1 -m 0 >"$T/odd" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 grep -q ready "$T/odd"
+	run -0 --separate-stderr "$RDMACTL" export --once --per-process
+	out=$output
+	run promtool check metrics <<<"$out"
+	assert_success
+	grep "^rdmactl_process_objects{pid=\"${pids[-1]}\"" <<<"$out" | head -n 1 # shown when a check fails
+	run grep -c "^rdmactl_process_objects{pid=\"${pids[-1]}\",comm=\"a" <<<"$out"
+	[ "$output" -ge 1 ]
 	# unprivileged: the netlink dumps and /proc are enough for the objects; the BPF counters are not there
 	run -0 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" export --once --per-process
 	out=$output
