@@ -243,15 +243,21 @@ check-host: all check-unit check-fuzz
 
 # Every lab suite on each kernel: Debian's stable one (6.1) and the newest of bookworm-backports (6.12).
 LAB_KERNELS ?= stable backports
+# On kernels after the first, only the suites where kernels differ: BPF (monitor), RDMA netlink (top) and
+# enforcement (quota), with the lab's own checks. The rest (preload, pingpong, export's engines) run once.
+LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|quota)$$
 
-# F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES);
-# LAB_FILTER=REGEX: only the tests whose name matches it.
+# F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
+# every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.
 check-lab: all
 	$(Q)if [ -n "$${F-}" ]; then export LAB_SUITES="$$F"; fi; \
 	if [ -n "$${LAB_SUITES-}" ]; then tests/lab/check --list >/dev/null || exit 2; fi; \
-	rc=0; for k in $(LAB_KERNELS); do \
-		echo "lab: $$k kernel"; \
-		LAB_KERNEL=$$k LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check || rc=1; \
+	rc=0; first=1; for k in $(LAB_KERNELS); do \
+		suites=$${LAB_SUITES-}; \
+		if [ -z "$$first" ] && [ -z "$$suites" ]; then suites='$(LAB_SUITES_AGAIN)'; fi; \
+		echo "lab: $$k kernel$${suites:+ (suites: $$suites)}"; \
+		LAB_SUITES="$$suites" LAB_KERNEL=$$k LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check || rc=1; \
+		first=; \
 	done; exit $$rc
 
 demo: deps all
