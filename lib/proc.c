@@ -54,20 +54,12 @@ int proc_cgroup(pid_t pid, char *buf, size_t len)
 
 int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long long st;
-	ssize_t n;
-	int fd, i;
+	int i;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_read(pid, "stat", buf, sizeof(buf)) <= 0)
 		return -ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
 	/* comm may contain spaces and parentheses: fields restart after the last ')' */
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
@@ -86,4 +78,24 @@ int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie)
 		return -EPROTO;
 	*start = st;
 	return 0;
+}
+
+ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (!len)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
 }

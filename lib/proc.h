@@ -17,5 +17,7 @@ int proc_cgroup(pid_t pid, char *buf, size_t len);
  * whether it is a zombie (zombie may be NULL). -ESRCH when gone, -EPROTO when the file is not understood.
  */
 int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie);
+/* /proc/PID/FILE read whole (up to len - 1 bytes) into buf, terminated: its length, or -errno. */
+ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "ledger.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,20 +145,10 @@ int top_parse_status(const char *text, pid_t *tgid, uid_t *uid, char *comm, size
 
 static int read_status(pid_t pid, pid_t *tgid, uid_t *uid, char *comm, size_t commlen)
 {
-	char path[64], buf[4096];
-	ssize_t n;
-	int fd;
+	char buf[4096];
+	ssize_t n = proc_read(pid, "status", buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return top_parse_status(buf, tgid, uid, comm, commlen);
+	return n < 0 ? (int)n : top_parse_status(buf, tgid, uid, comm, commlen);
 }
 
 static void user_name(struct top_ctx *t, uid_t uid, char *out, size_t len)
