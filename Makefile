@@ -52,7 +52,7 @@ LIBS_PRELOAD := -ldl -lpthread -lrt
 # lib/ is three libraries: the core the preload links (kinds, ledger, /proc readers, parsing), everything else
 # the commands share, and the monitor's BPF loader, the one object that needs the BPF skeleton (clang).
 CORE_SRC    := lib/kinds.c $(wildcard lib/ledger/*.c) lib/proc.c lib/util.c
-BPFLIB_SRC  := lib/bpfmon.c
+BPFLIB_SRC  := lib/bpfmon.c lib/kq.c
 LIB_SRC     := $(filter-out $(BPFLIB_SRC),$(wildcard lib/*.c lib/ledger/*.c))
 CMD_SRC     := $(wildcard cmd/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
@@ -69,6 +69,7 @@ BENCH_BIN   := $(BENCH_SRC:bench/%.c=$(OUT)/bench/%)
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=$(OUT)/fuzz/%)
 BPF_SKEL    := $(BPF_SRC:bpf/%.bpf.c=$(OUT)/%.skel.h)
 LAB_HELPERS := $(patsubst tests/lab/progs/%.c,$(OUT)/lab-progs/%,$(wildcard tests/lab/progs/*.c))
+LAB_HELPERS += $(OUT)/lab-progs/kqverbs-static
 
 MANPAGES    := $(wildcard man/*.8)
 
@@ -183,6 +184,12 @@ $(OUT)/bench/monprobe: bench/monprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OU
 $(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-app.a | $(OUT)/lab-progs
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) $(PRELOAD_SAN) -o $@ $< $(OUT)/preload-obj/librdmactl-app.a $(LIBS_CMD) -ldl
+
+# The same verbs program linked statically with the rxe provider: no preload can see it (kernel quotas).
+$(OUT)/lab-progs/kqverbs-static: tests/lab/progs/kqverbs.c | $(OUT)/lab-progs
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(PRELOAD_CFLAGS) -static -DRDMA_STATIC_PROVIDERS=rxe -o $@ $< \
+		-libverbs -lrxe-rdmav34 -libverbs -lnl-route-3 -lnl-3 -lpthread
 
 # libFuzzer harnesses: clang, built from the sources (not the gcc archive).
 $(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "kq.h"
 #include "ledger.h"
 #include "out.h"
 #include "rdmactl.h"
@@ -45,10 +46,10 @@ static const struct argp_option options[] = {
 	{ "global", OPT_GLOBAL, NULL, 0, "Every managed process on the host", 1 },
 	{ NULL, 0, NULL, 0, "Kernel backstop:", 2 },
 	{ "kernel", OPT_KERNEL, NULL, 0,
-	  "With --cgroup: also write the cgroup's rdma.max (hca_handle = ctx limit, hca_object = sum of the object "
-	  "limits pd+cq+qp+srq+mr+ah+mw, max if any of them is unlimited)",
+	  "The kernel enforces the limit too, for every process of the scope, interceptor or not (BPF LSM; where "
+	  "it is not active, a cgroup's rdma.max: hca_handle = ctx, hca_object = the sum of the object kinds)",
 	  2 },
-	{ "dev", OPT_DEV, "DEV", 0, "With --kernel: only this RDMA device (default: every device in rdma.max)", 2 },
+	{ "dev", OPT_DEV, "DEV", 0, "With --kernel through rdma.max: only this RDMA device (default: every device)", 2 },
 	{ NULL, 0, NULL, 0, "Ledger:", 3 },
 	{ "ledger", OPT_LEDGER, "PATH", 0, "Ledger file (default $RDMACTL_LEDGER, else " LEDGER_DEFAULT_PATH ")", 3 },
 	{ "create", OPT_CREATE, NULL, 0, "Create an empty ledger if there is none", 3 },
@@ -171,8 +172,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "missing COMMAND (set, unset, show, gc, init)");
 		if (o.dev && !o.kernel)
 			argp_error(state, "--dev goes with --kernel");
-		if (o.kernel && (!o.nscopes || o.scope.type != LEDGER_SCOPE_CGROUP))
-			argp_error(state, "--kernel needs --cgroup");
+		if (o.kernel && o.nscopes && o.scope.type == LEDGER_SCOPE_JOB)
+			argp_error(state, "--kernel takes --cgroup, --pid or --global (a job's processes share a cgroup "
+				   "under 'rdmactl run --kernel')");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -360,6 +362,91 @@ static int write_kernel(const uint64_t *limit)
 	return EXIT_OK;
 }
 
+/* The kernel's scope of the command's scope (not for jobs). */
+static int kq_scope_of(struct kq_scope *sc)
+{
+	memset(sc, 0, sizeof(*sc));
+	switch (o.scope.type) {
+	case LEDGER_SCOPE_CGROUP:
+		return kq_scope_cgroup(o.cgdir, sc);
+	case LEDGER_SCOPE_PROCESS:
+		sc->type = KQ_SCOPE_PID;
+		sc->id = (uint64_t)o.scope.pid;
+		return 0;
+	case LEDGER_SCOPE_GLOBAL:
+		sc->type = KQ_SCOPE_GLOBAL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
+ * --kernel: the BPF LSM programs enforce value (LEDGER_UNLIMITED lifts the limit); without BPF LSM, a
+ * cgroup's rdma.max as far as it can hold the ledger's limits (limit: the scope's ledger limits).
+ */
+static int set_kernel(int k, uint64_t value, const uint64_t *limit)
+{
+	char why[600], desc[LEDGER_CGROUP_MAX + 16];
+	struct kq_scope sc;
+	struct kq *q;
+	int err, i;
+
+	if (k == LEDGER_WR) {
+		pr_err("--kernel: wr is a work-request depth cap that the kernel does not count; the interceptor "
+		       "enforces it (leave out --kernel)");
+		return EXIT_USAGE;
+	}
+	if (kq_lsm_active(why, sizeof(why))) {
+		err = kq_scope_of(&sc);
+		if (err) {
+			pr_err("cannot set the kernel limit: %s", kq_error());
+			return EXIT_FAIL;
+		}
+		/* an unset on a host where nothing was ever loaded has nothing to lift */
+		err = kq_open(value != LEDGER_UNLIMITED, &q);
+		if (err == -ENOENT && value == LEDGER_UNLIMITED)
+			return EXIT_OK;
+		if (err) {
+			pr_err("cannot set the kernel limit: %s", kq_error());
+			return EXIT_FAIL;
+		}
+		err = kq_set(q, &sc, o.scope.type == LEDGER_SCOPE_CGROUP ? o.cgdir : NULL, k,
+			     value == LEDGER_UNLIMITED ? KQ_UNLIMITED : value);
+		kq_close(q);
+		if (err) {
+			pr_err("cannot set the kernel limit on %s: %s", scope_desc(&o.scope, desc, sizeof(desc)),
+			       kq_error());
+			return EXIT_FAIL;
+		}
+		return EXIT_OK;
+	}
+	if (o.scope.type != LEDGER_SCOPE_CGROUP) {
+		pr_err("the kernel cannot enforce limits on %s: BPF LSM is not active (%s); add bpf to the "
+		       "kernel's lsm= parameter (lsm=...,bpf) and reboot, or limit a cgroup (rdma.max)",
+		       scope_desc(&o.scope, desc, sizeof(desc)), why);
+		return EXIT_FAIL;
+	}
+	pr_err("note: BPF LSM is not active (%s): writing the cgroup's rdma.max instead, which counts only "
+	       "contexts and all objects together (add bpf to the kernel's lsm= parameter for per-kind limits)", why);
+	err = write_kernel(limit);
+	if (err || value == LEDGER_UNLIMITED)
+		return err;
+	if (k == LEDGER_MR_BYTES) {
+		pr_err("rdma.max cannot hold an mr_bytes limit: the kernel does not enforce it (the interceptor does)");
+		return EXIT_FAIL;
+	}
+	if (is_object_kind(k))
+		for (i = 0; i < LEDGER_NKINDS; i++)
+			if (is_object_kind(i) && limit[i] == LEDGER_UNLIMITED) {
+				pr_err("rdma.max cannot hold a %s limit alone: it counts pd, cq, qp, srq, mr, ah, mw, xrcd "
+				       "and wq together, and stays at max until each of them has a limit (%s has none)",
+				       ledger_kind_names[k], ledger_kind_names[i]);
+				return EXIT_FAIL;
+			}
+	return EXIT_OK;
+}
+
 /* ---- set / unset -------------------------------------------------------------------------------- */
 
 static int do_set(bool set)
@@ -428,15 +515,12 @@ static int do_set(bool set)
 		 fmt_value(k, value, vbuf, sizeof(vbuf)));
 	err = EXIT_OK;
 	if (o.kernel) {
-		if (ledger_get_scope(l, &o.scope, &st) == 0) {
-			err = write_kernel(st.limit);
-		} else {
-			uint64_t none[LEDGER_NKINDS];
+		uint64_t none[LEDGER_NKINDS];
+		int i;
 
-			for (k = 0; k < LEDGER_NKINDS; k++)
-				none[k] = LEDGER_UNLIMITED;
-			err = write_kernel(none);
-		}
+		for (i = 0; i < LEDGER_NKINDS; i++)
+			none[i] = LEDGER_UNLIMITED;
+		err = set_kernel(k, value, ledger_get_scope(l, &o.scope, &st) == 0 ? st.limit : none);
 	}
 	ledger_close(l);
 	return err;

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Kernel quotas with BPF LSM: the kernel refuses an RDMA creation that would take a limited scope (a cgroup
+ * and its descendants, a process, everything) past its limit, whatever made the call (interceptor or not,
+ * static binaries, raw ioctl or write on /dev/infiniband/uverbsN).
+ *
+ *   lsm.s/file_ioctl    reads the uverbs ioctl's header (and the write command of INVOKE_WRITE, the length of
+ *                       an MR) and answers -EDQUOT when the creation would go past a limit: the clean refusal.
+ *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit, charged at once.
+ *   lsm/file_free_security  gives a context back when its file goes.
+ *   fexit/rdma_alloc_begin_uobject   the kernel's own copy of the type: every object of a counted kind is
+ *                       charged here, whichever path created it; one that goes past a limit (a request
+ *                       rewritten after the check, a legacy write()) is answered with SIGKILL and recorded.
+ *   fexit/rdma_alloc_commit_uobject  MRs: their length, as mr_bytes (the same backstop).
+ *   fexit/uverbs_destroy_uobject     gives the charge back (destroy, abort of a failed create, the
+ *                       cleanup at the last close of the file, wherever that runs).
+ * Every hook returns at once while no limit exists (kq_state.nlimits == 0), after recording the object.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+
+#include "kq.h"
+
+#define EDQUOT 122
+#define SIGKILL 9
+
+/* ib_uverbs types are not in vmlinux BTF: local views, relocated by CO-RE against the module's BTF. */
+struct uverbs_api_object___kq {
+	__u32 id;
+} __attribute__((preserve_access_index));
+
+struct ib_uobject___kq {
+	void *object;
+	const struct uverbs_api_object___kq *uapi_object;
+} __attribute__((preserve_access_index));
+
+struct ib_mr___kq {
+	__u64 length;
+} __attribute__((preserve_access_index));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct kq_scope);
+	__type(value, struct kq_limit);
+} kq_limits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct kq_scope);
+	__type(value, struct kq_usage);
+} kq_usage SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u64);
+	__type(value, struct kq_obj);
+} kq_objs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kq_state);
+} kq_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+} kq_events SEC(".maps");
+
+/* Objects that could not be recorded (kq_objs full): never charged, so never credited. */
+__u64 kq_lost;
+
+static __always_inline bool limits_exist(void)
+{
+	__u32 zero = 0;
+	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+
+	return st && st->nlimits;
+}
+
+static __always_inline bool is_uverbs(struct file *file)
+{
+	dev_t rdev = BPF_CORE_READ(file, f_inode, i_rdev);
+	umode_t mode = BPF_CORE_READ(file, f_inode, i_mode);
+	unsigned int major = rdev >> 20, minor = rdev & 0xfffff;
+
+	return (mode & 00170000) == 0020000 && major == KQ_UVERBS_MAJOR && minor >= KQ_UVERBS_MINOR_BASE &&
+	       minor < KQ_UVERBS_MINOR_BASE + KQ_UVERBS_MINORS;
+}
+
+/* The scopes that apply to the current task, in order: global, process, cgroups from the root down. */
+struct cand {
+	struct kq_scope sc[2 + KQ_MAXLVL];
+	int n;
+};
+
+static __always_inline void candidates(struct cand *c)
+{
+	__u64 pidtgid = bpf_get_current_pid_tgid();
+	int i;
+
+	c->sc[0].type = KQ_SCOPE_GLOBAL;
+	c->sc[0].pad = 0;
+	c->sc[0].id = 0;
+	c->sc[1].type = KQ_SCOPE_PID;
+	c->sc[1].pad = 0;
+	c->sc[1].id = pidtgid >> 32;
+	c->n = 2;
+	for (i = 1; i <= KQ_MAXLVL; i++) {
+		__u64 id = bpf_get_current_ancestor_cgroup_id(i);
+
+		if (!id)
+			break;
+		c->sc[1 + i].type = KQ_SCOPE_CGROUP;
+		c->sc[1 + i].pad = 0;
+		c->sc[1 + i].id = id;
+		c->n = 2 + i;
+	}
+}
+
+static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *sc, __u64 amount, __s64 usage,
+				 __u64 limit)
+{
+	struct kq_event *e = bpf_ringbuf_reserve(&kq_events, sizeof(*e), 0);
+	__u64 pidtgid = bpf_get_current_pid_tgid();
+
+	if (!e)
+		return;
+	e->type = type;
+	e->tgid = pidtgid >> 32;
+	e->tid = (__u32)pidtgid;
+	e->kind = kind;
+	e->scope = *sc;
+	e->amount = amount;
+	e->usage = usage;
+	e->limit = limit;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* Would amount more of kind take one of the task's limited scopes past its limit? -EDQUOT, counted. */
+static __always_inline int check(__u32 kind, __u64 amount)
+{
+	struct cand c = {};
+	int i;
+
+	if (kind >= KQ_NK)
+		return 0;
+	candidates(&c);
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__s64 u;
+
+		if (i >= c.n)
+			break;
+		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
+		if (!lim || lim->max[kind] == KQ_UNLIMITED)
+			continue;
+		use = bpf_map_lookup_elem(&kq_usage, &c.sc[i]);
+		if (!use)
+			continue;
+		u = use->use[kind] + lim->base[kind];
+		if (u < 0)
+			u = 0;
+		if ((__u64)u + amount > lim->max[kind]) {
+			__sync_fetch_and_add(&use->refused[kind], 1);
+			emit(KQ_EV_REFUSE, kind, &c.sc[i], amount, u, lim->max[kind]);
+			return -EDQUOT;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Charge amount of kind to every limited scope of the task, recording them in o. over: a scope went past
+ * its limit (the check did not stop it): the caller decides what that costs.
+ */
+static __always_inline bool charge(struct kq_obj *o, __u32 kind, __u64 amount)
+{
+	struct cand c = {};
+	bool over = false;
+	__u32 idx;
+	int i;
+
+	if (kind >= KQ_NK)
+		return false;
+	candidates(&c);
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__s64 u;
+
+		if (i >= c.n)
+			break;
+		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
+		if (!lim)
+			continue;
+		use = bpf_map_lookup_elem(&kq_usage, &c.sc[i]);
+		if (!use)
+			continue;
+		idx = o->n;
+		if (idx >= KQ_MAXCHG)
+			break;
+		o->sc[idx] = c.sc[i];
+		o->n = idx + 1;
+		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
+		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
+			__sync_fetch_and_add(&use->killed[kind], 1);
+			emit(KQ_EV_KILL, kind, &c.sc[i], amount, u - amount, lim->max[kind]);
+			over = true;
+		}
+	}
+	return over;
+}
+
+/* Charge more of kind to the scopes o was charged to (an MR's bytes). */
+static __always_inline bool charge_more(struct kq_obj *o, __u32 kind, __u64 amount)
+{
+	bool over = false;
+	int i;
+
+	for (i = 0; i < KQ_MAXCHG; i++) {
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__s64 u;
+
+		if (i >= o->n)
+			break;
+		lim = bpf_map_lookup_elem(&kq_limits, &o->sc[i]);
+		use = bpf_map_lookup_elem(&kq_usage, &o->sc[i]);
+		if (!lim || !use)
+			continue;
+		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
+		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
+			__sync_fetch_and_add(&use->killed[kind], 1);
+			emit(KQ_EV_KILL, kind, &o->sc[i], amount, u - amount, lim->max[kind]);
+			over = true;
+		}
+	}
+	return over;
+}
+
+static __always_inline void credit(const struct kq_obj *o)
+{
+	int i;
+
+	for (i = 0; i < KQ_MAXCHG; i++) {
+		struct kq_usage *use;
+
+		if (i >= o->n)
+			break;
+		use = bpf_map_lookup_elem(&kq_usage, &o->sc[i]);
+		if (!use)
+			continue;
+		if (o->kind < KQ_NK)
+			__sync_fetch_and_add(&use->use[o->kind], -1);
+		if (o->bytes)
+			__sync_fetch_and_add(&use->use[KQ_MR_BYTES], -(__s64)o->bytes);
+	}
+}
+
+static __always_inline void record(__u64 key, struct kq_obj *o)
+{
+	__u64 pidtgid = bpf_get_current_pid_tgid();
+
+	o->tgid = pidtgid >> 32;
+	o->cgid = bpf_get_current_cgroup_id();
+	if (bpf_map_update_elem(&kq_objs, &key, o, BPF_ANY))
+		__sync_fetch_and_add(&kq_lost, 1);
+}
+
+/* The kind a uverbs object type is counted as, or KQ_NK. */
+static __always_inline __u32 kind_of_object(__u32 id)
+{
+	switch (id) {
+	case UVERBS_OBJECT_PD: return KQ_PD;
+	case UVERBS_OBJECT_CQ: return KQ_CQ;
+	case UVERBS_OBJECT_QP: return KQ_QP;
+	case UVERBS_OBJECT_SRQ: return KQ_SRQ;
+	case UVERBS_OBJECT_AH: return KQ_AH;
+	case UVERBS_OBJECT_MR: return KQ_MR;
+	case UVERBS_OBJECT_MW: return KQ_MW;
+	case UVERBS_OBJECT_XRCD: return KQ_XRCD;
+	case UVERBS_OBJECT_WQ: return KQ_WQ;
+	}
+	return KQ_NK;
+}
+
+/* The kind a write command (direct or through INVOKE_WRITE) creates, or KQ_NK. */
+static __always_inline __u32 kind_of_write(__u32 cmd)
+{
+	__u32 c = cmd & KQ_CMD_MASK;
+
+	if (cmd & KQ_CMD_FLAG_EXTENDED) {
+		switch (c) {
+		case KQ_CMD_CREATE_CQ: return KQ_CQ;
+		case KQ_CMD_CREATE_QP: return KQ_QP;
+		case KQ_CMD_EX_CREATE_WQ: return KQ_WQ;
+		}
+		return KQ_NK;
+	}
+	switch (c) {
+	case KQ_CMD_ALLOC_PD: return KQ_PD;
+	case KQ_CMD_CREATE_AH: return KQ_AH;
+	case KQ_CMD_REG_MR: return KQ_MR;
+	case KQ_CMD_ALLOC_MW: return KQ_MW;
+	case KQ_CMD_CREATE_CQ: return KQ_CQ;
+	case KQ_CMD_CREATE_QP: return KQ_QP;
+	case KQ_CMD_OPEN_QP: return KQ_QP;
+	case KQ_CMD_CREATE_SRQ: return KQ_SRQ;
+	case KQ_CMD_CREATE_XSRQ: return KQ_SRQ;
+	case KQ_CMD_OPEN_XRCD: return KQ_XRCD;
+	}
+	return KQ_NK;
+}
+
+struct uattr {
+	__u16 attr_id;
+	__u16 len;
+	__u16 flags;
+	__u16 reserved;
+	__u64 data;
+};
+
+struct uhdr {
+	__u16 length;
+	__u16 object_id;
+	__u16 method_id;
+	__u16 num_attrs;
+	__u64 reserved1;
+	__u32 driver_id;
+	__u32 reserved2;
+};
+
+#define KQ_MAX_ATTRS 16
+
+SEC("lsm.s/file_ioctl")
+int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct uhdr h;
+	__u32 kind = KQ_NK, wcmd = 0;
+	__u64 bytes = 0, core_in = 0;
+	int i, err;
+
+	if (cmd != KQ_RDMA_VERBS_IOCTL)
+		return 0;
+	if (!limits_exist() || !is_uverbs(file))
+		return 0;
+	if (bpf_copy_from_user(&h, sizeof(h), (void *)arg))
+		return 0; /* the kernel's own copy fails the same way */
+	if (h.object_id & UVERBS_ID_NS_MASK) {
+		/* A driver's own objects (mlx5 DEVX...) create what nothing here counts: not for limited tasks. */
+		struct cand c = {};
+
+		candidates(&c);
+		for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+			if (i >= c.n)
+				break;
+			if (bpf_map_lookup_elem(&kq_limits, &c.sc[i]))
+				return -EDQUOT;
+		}
+		return 0;
+	}
+	switch (h.object_id) {
+	case UVERBS_OBJECT_CQ:
+		if (h.method_id == UVERBS_METHOD_CQ_CREATE)
+			kind = KQ_CQ;
+		break;
+	case UVERBS_OBJECT_QP:
+		if (h.method_id == UVERBS_METHOD_QP_CREATE)
+			kind = KQ_QP;
+		break;
+	case UVERBS_OBJECT_SRQ:
+		if (h.method_id == UVERBS_METHOD_SRQ_CREATE)
+			kind = KQ_SRQ;
+		break;
+	case UVERBS_OBJECT_WQ:
+		if (h.method_id == UVERBS_METHOD_WQ_CREATE)
+			kind = KQ_WQ;
+		break;
+	case UVERBS_OBJECT_MR:
+		if (h.method_id == UVERBS_METHOD_DM_MR_REG || h.method_id == UVERBS_METHOD_REG_DMABUF_MR)
+			kind = KQ_MR;
+		break;
+	case UVERBS_OBJECT_DEVICE:
+		if (h.method_id == UVERBS_METHOD_INVOKE_WRITE)
+			kind = KQ_NK + 1; /* known after the attributes */
+		break;
+	}
+	if (kind == KQ_NK)
+		return 0;
+
+	for (i = 0; i < KQ_MAX_ATTRS; i++) {
+		struct uattr a;
+
+		if (i >= h.num_attrs)
+			break;
+		if (bpf_copy_from_user(&a, sizeof(a), (void *)(arg + sizeof(h) + i * sizeof(a))))
+			return 0;
+		if (kind == KQ_NK + 1) {
+			if (a.attr_id == UVERBS_ATTR_WRITE_CMD)
+				wcmd = (__u32)a.data;
+			else if (a.attr_id == UVERBS_ATTR_CORE_IN)
+				core_in = a.data;
+		} else if (h.method_id == UVERBS_METHOD_REG_DMABUF_MR && a.attr_id == UVERBS_ATTR_REG_DMABUF_MR_LENGTH) {
+			bytes = a.data;
+		}
+	}
+	if (kind == KQ_NK + 1) {
+		if ((wcmd & ~KQ_CMD_FLAG_EXTENDED) == KQ_CMD_REREG_MR && !(wcmd & KQ_CMD_FLAG_EXTENDED)) {
+			/* rereg changes an MR's length in place, past what was charged: not under an mr_bytes limit */
+			if (check(KQ_MR_BYTES, KQ_UNLIMITED >> 1))
+				return -EDQUOT;
+			return 0;
+		}
+		kind = kind_of_write(wcmd);
+		if (kind == KQ_NK)
+			return 0;
+		/* struct ib_uverbs_reg_mr: response, start, length, ... */
+		if (kind == KQ_MR && core_in && bpf_copy_from_user(&bytes, sizeof(bytes), (void *)(core_in + 16)))
+			bytes = 0;
+	}
+	err = check(kind, 1);
+	if (!err && kind == KQ_MR && bytes)
+		err = check(KQ_MR_BYTES, bytes);
+	return err;
+}
+
+SEC("lsm/file_open")
+int BPF_PROG(kq_open, struct file *file)
+{
+	struct kq_obj o = {};
+
+	if (!is_uverbs(file))
+		return 0;
+	o.kind = KQ_CTX;
+	if (limits_exist() && check(KQ_CTX, 1))
+		return -EDQUOT;
+	if (limits_exist() && charge(&o, KQ_CTX, 1))
+		bpf_send_signal(SIGKILL); /* a race with another open of the same scope past the limit */
+	record((__u64)file, &o);
+	return 0;
+}
+
+SEC("lsm/file_free_security")
+int BPF_PROG(kq_file_free, struct file *file)
+{
+	__u64 key = (__u64)file;
+	struct kq_obj *o;
+
+	if (!is_uverbs(file))
+		return 0;
+	o = bpf_map_lookup_elem(&kq_objs, &key);
+	if (!o)
+		return 0;
+	credit(o);
+	bpf_map_delete_elem(&kq_objs, &key);
+	return 0;
+}
+
+SEC("fexit/rdma_alloc_begin_uobject")
+int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, struct ib_uobject___kq *ret)
+{
+	struct kq_obj o = {};
+	__u32 kind;
+
+	if ((unsigned long)ret >= (unsigned long)-4095 || !ret)
+		return 0;
+	kind = kind_of_object(BPF_CORE_READ(obj, id));
+	if (kind >= KQ_NK)
+		return 0;
+	o.kind = kind;
+	if (limits_exist() && charge(&o, kind, 1))
+		bpf_send_signal(SIGKILL);
+	record((__u64)ret, &o);
+	return 0;
+}
+
+SEC("fexit/rdma_alloc_commit_uobject")
+int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
+{
+	__u64 key = (__u64)uobj;
+	struct kq_obj *o;
+	struct ib_mr___kq *mr;
+	__u64 len;
+
+	o = bpf_map_lookup_elem(&kq_objs, &key);
+	if (!o || o->kind != KQ_MR)
+		return 0;
+	mr = BPF_CORE_READ(uobj, object);
+	len = BPF_CORE_READ(mr, length);
+	if (!len)
+		return 0;
+	o->bytes = len;
+	if (o->n && charge_more(o, KQ_MR_BYTES, len))
+		bpf_send_signal(SIGKILL);
+	return 0;
+}
+
+SEC("fexit/uverbs_destroy_uobject")
+int BPF_PROG(kq_destroy, struct ib_uobject___kq *uobj, int reason, void *attrs, int ret)
+{
+	__u64 key = (__u64)uobj;
+	struct kq_obj *o;
+
+	if (ret)
+		return 0; /* the object is still there */
+	o = bpf_map_lookup_elem(&kq_objs, &key);
+	if (!o)
+		return 0;
+	credit(o);
+	bpf_map_delete_elem(&kq_objs, &key);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

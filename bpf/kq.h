@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Kernel quotas: what the BPF LSM programs (bpf/kq.bpf.c) and their user space (lib/kq.c) share. The maps
+ * are pinned under KQ_PIN_DIR and outlive rdmactl: no daemon, the next rdmactl opens them again.
+ */
+#ifndef RDMACTL_KQ_H
+#define RDMACTL_KQ_H
+
+#include "kinds.h"
+
+#define KQ_PIN_DIR "/sys/fs/bpf/rdmactl/kq"
+
+/* The counted ledger kinds, in ledger order (ctx ... wq); the wr cap is not a count. */
+enum kq_kind {
+#define X(name, NAME, led, ...) KINDS_IF(led, KQ_##NAME, )
+	KINDS(X)
+#undef X
+};
+#define KQ_NK KQ_WR
+
+enum kq_scope_type { KQ_SCOPE_GLOBAL = 1, KQ_SCOPE_PID = 2, KQ_SCOPE_CGROUP = 3 };
+
+/* A scope: the global one (id 0), a process (its tgid) or a cgroup (its cgroup id, the directory's inode). */
+struct kq_scope {
+	__u32 type;
+	__u32 pad;
+	__u64 id;
+};
+
+#define KQ_UNLIMITED (~0ULL)
+
+/* Written by user space only (map kq_limits). base: usage found by the rescan when the limit was set. */
+struct kq_limit {
+	__u64 max[KQ_NK];
+	__s64 base[KQ_NK];
+};
+
+/* Written by the programs only, with atomic adds (map kq_usage); one entry per limited scope. */
+struct kq_usage {
+	__s64 use[KQ_NK];
+	__u64 refused[KQ_NK];
+	__u64 killed[KQ_NK];
+};
+
+/* Scopes one object can be charged to: global, its process, and up to KQ_MAXCHG - 2 cgroups. */
+#define KQ_MAXCHG 6
+/* Cgroup levels looked at above a task (level 1 is a child of the root). */
+#define KQ_MAXLVL 8
+
+/* One live object (map kq_objs, keyed by the kernel's uobject or, for contexts, struct file address). */
+struct kq_obj {
+	__u8 kind;
+	__u8 n;        /* scopes in sc[] */
+	__u16 pad;
+	__u32 tgid;    /* the creating process */
+	__u64 cgid;    /* its cgroup */
+	__u64 bytes;   /* MRs: the registered length charged as mr_bytes */
+	struct kq_scope sc[KQ_MAXCHG];
+};
+
+/* An event (ring buffer kq_events). */
+enum kq_event_type { KQ_EV_REFUSE = 1, KQ_EV_KILL = 2 };
+struct kq_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 tid;
+	__u32 kind;
+	struct kq_scope scope;
+	__u64 amount;
+	__s64 usage;
+	__u64 limit;
+	char comm[16];
+};
+
+/* Global state (map kq_state, one entry). */
+struct kq_state {
+	__u64 nlimits; /* limited scopes: 0 means every hook returns at once */
+};
+
+/* uverbs ABI facts (rdma/rdma_user_ioctl_cmds.h, rdma/ib_user_verbs.h; checked in tests/unit/test_kq.c). */
+#define KQ_RDMA_VERBS_IOCTL 0xc0181b01u
+#define KQ_UVERBS_MAJOR 231
+#define KQ_UVERBS_MINOR_BASE 192
+#define KQ_UVERBS_MINORS 32
+#define KQ_CMD_ALLOC_PD 3
+#define KQ_CMD_CREATE_AH 5
+#define KQ_CMD_REG_MR 9
+#define KQ_CMD_REREG_MR 11
+#define KQ_CMD_ALLOC_MW 14
+#define KQ_CMD_CREATE_CQ 18
+#define KQ_CMD_CREATE_QP 24
+#define KQ_CMD_CREATE_SRQ 32
+#define KQ_CMD_OPEN_XRCD 37
+#define KQ_CMD_CREATE_XSRQ 39
+#define KQ_CMD_OPEN_QP 40
+#define KQ_CMD_EX_CREATE_WQ 52
+#define KQ_CMD_FLAG_EXTENDED 0x80000000u
+#define KQ_CMD_MASK 0xffu
+
+#endif

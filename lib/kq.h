@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Kernel quotas: the BPF LSM programs of bpf/kq.bpf.c, loaded once and pinned under KQ_PIN_DIR (they outlive
+ * rdmactl; no daemon), and their limits and usage per scope.
+ */
+#ifndef RDMACTL_LIBKQ_H
+#define RDMACTL_LIBKQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "../bpf/kq.h"
+
+struct kq;
+
+/* Is BPF LSM active (bpf in /sys/kernel/security/lsm)? If not, why says what was found. */
+bool kq_lsm_active(char *why, size_t len);
+
+/*
+ * Open the pinned programs' maps. create: load, attach and pin them first when they are not there.
+ * -ENOENT: not loaded (and !create). Other errors: kq_error() says what failed.
+ */
+int kq_open(bool create, struct kq **out);
+void kq_close(struct kq *q);
+const char *kq_error(void);
+
+/* A cgroup directory's scope (its cgroup id is the directory's inode number). */
+int kq_scope_cgroup(const char *dir, struct kq_scope *out);
+
+/*
+ * Set (max = KQ_UNLIMITED: lift) one kind's limit of a scope. The first limit of a scope counts what its
+ * processes already hold (dir: the cgroup's directory, for its descendants; NULL for other scopes).
+ */
+int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned int kind, uint64_t max);
+
+/* A scope's limits and the kernel's usage (base included). -ENOENT: no kernel limit on it. */
+int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
+	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK]);
+
+/* Every scope with kernel limits. */
+int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg);
+
+/* The ring buffer of refusals and kills (struct kq_event), for the monitor: a map fd, or -1. */
+int kq_events_fd(struct kq *q);
+
+#endif

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Lab helper for kernel quotas: create objects of one kind until N exist or creation fails, without any help
+ * from rdmactl (also built statically: kqverbs-static, which no preload can see).
+ *   kqverbs -k KIND [-n N] [-s SIZE] [-d DEV] [-w] [-H FILE]
+ * KIND: ctx, pd, cq, qp, srq, mr, mw, ah. SIZE: bytes per MR (default 4096). -w: PDs through write() on the
+ * uverbs fd (the legacy command path) instead of libibverbs. -H FILE: once done, print "holding" and keep
+ * everything until FILE exists. Prints "KIND created=K errno=NAME" (NAME "0" when all N were created) and
+ * "alive" after it, so that a test sees the process survived a refusal; exit 0 if all N were created, 3
+ * if creation stopped early, 1 on a setup failure.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+#define MAXN 4096
+
+static const char *ename(int e)
+{
+	switch (e) {
+	case 0: return "0";
+	case EDQUOT: return "EDQUOT";
+	case EAGAIN: return "EAGAIN";
+	case ENOMEM: return "ENOMEM";
+	case EINVAL: return "EINVAL";
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case ENOSYS: return "ENOSYS";
+	default: return strerror(e);
+	}
+}
+
+/* ALLOC_PD through write(): the legacy command path, as a program that bypasses libibverbs' ioctl would. */
+static int write_alloc_pd(struct ibv_context *ctx)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_alloc_pd cmd;
+	} req;
+	struct ib_uverbs_alloc_pd_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_ALLOC_PD;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	if (write(ctx->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
+		return errno ? errno : EIO;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "rxe0", *kind = NULL, *hold = NULL;
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	size_t size = 4096;
+	bool viawrite = false;
+	int i, n = 16, opt, got = 0, err = 0, num;
+	void *buf;
+
+	while ((opt = getopt(argc, argv, "k:n:s:d:wH:")) != -1) {
+		switch (opt) {
+		case 'k': kind = optarg; break;
+		case 'n': n = atoi(optarg); break;
+		case 's': size = strtoull(optarg, NULL, 0); break;
+		case 'd': dev = optarg; break;
+		case 'w': viawrite = true; break;
+		case 'H': hold = optarg; break;
+		default:
+			fprintf(stderr, "usage: kqverbs -k KIND [-n N] [-s SIZE] [-d DEV] [-w] [-H FILE]\n");
+			return 2;
+		}
+	}
+	if (!kind || n < 0 || n > MAXN || !size) {
+		fprintf(stderr, "kqverbs: -k KIND and 0 <= N <= %d\n", MAXN);
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	list = ibv_get_device_list(&num);
+	for (i = 0; list && i < num; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev))
+			break;
+	if (!list || i == num) {
+		fprintf(stderr, "kqverbs: no device %s\n", dev);
+		return 1;
+	}
+	if (!strcmp(kind, "ctx")) {
+		for (got = 0; got < n; got++)
+			if (!ibv_open_device(list[i])) {
+				err = errno;
+				break;
+			}
+		goto done;
+	}
+	ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		fprintf(stderr, "kqverbs: cannot open %s: %s\n", dev, strerror(errno));
+		return 1;
+	}
+	if (!strcmp(kind, "pd")) {
+		for (got = 0; got < n; got++) {
+			if (viawrite)
+				err = write_alloc_pd(ctx);
+			else if (!ibv_alloc_pd(ctx))
+				err = errno;
+			if (err)
+				break;
+		}
+		goto done;
+	}
+	pd = ibv_alloc_pd(ctx);
+	if (!pd) {
+		fprintf(stderr, "kqverbs: cannot allocate a PD: %s\n", ename(errno));
+		return 1;
+	}
+	if (!strcmp(kind, "cq")) {
+		for (got = 0; got < n; got++)
+			if (!ibv_create_cq(ctx, 4, NULL, NULL, 0)) {
+				err = errno;
+				break;
+			}
+		goto done;
+	}
+	if (!strcmp(kind, "mr")) {
+		buf = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+		if (!buf)
+			return 1;
+		memset(buf, 0, size);
+		for (got = 0; got < n; got++)
+			if (!ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE)) {
+				err = errno;
+				break;
+			}
+		goto done;
+	}
+	if (!strcmp(kind, "mw")) {
+		for (got = 0; got < n; got++)
+			if (!ibv_alloc_mw(pd, IBV_MW_TYPE_1)) {
+				err = errno;
+				break;
+			}
+		goto done;
+	}
+	if (!strcmp(kind, "ah")) {
+		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+
+		if (ibv_query_gid(ctx, 1, 1, &aa.grh.dgid))
+			return 1;
+		aa.grh.sgid_index = 1;
+		aa.grh.hop_limit = 1;
+		for (got = 0; got < n; got++)
+			if (!ibv_create_ah(pd, &aa)) {
+				err = errno;
+				break;
+			}
+		goto done;
+	}
+	if (!strcmp(kind, "srq")) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+
+		for (got = 0; got < n; got++)
+			if (!ibv_create_srq(pd, &sa)) {
+				err = errno;
+				break;
+			}
+		goto done;
+	}
+	if (!strcmp(kind, "qp")) {
+		struct ibv_qp_init_attr qa = { 0 };
+
+		cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+		if (!cq) {
+			fprintf(stderr, "kqverbs: cannot create a CQ: %s\n", ename(errno));
+			return 1;
+		}
+		qa.send_cq = qa.recv_cq = cq;
+		qa.qp_type = IBV_QPT_RC;
+		qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
+		qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+		for (got = 0; got < n; got++)
+			if (!ibv_create_qp(pd, &qa)) {
+				err = errno;
+				break;
+			}
+		goto done;
+	}
+	fprintf(stderr, "kqverbs: unknown kind '%s'\n", kind);
+	return 2;
+done:
+	printf("%s created=%d errno=%s\n", kind, got, ename(err));
+	printf("alive\n");
+	if (hold) {
+		struct stat st;
+
+		printf("holding\n");
+		while (stat(hold, &st))
+			usleep(20000);
+	}
+	return got == n ? 0 : 3;
+}
