@@ -392,11 +392,6 @@ static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 	struct kq *q;
 	int err, i;
 
-	if (k == LEDGER_WR) {
-		pr_err("--kernel: wr is a work-request depth cap that the kernel does not count; the interceptor "
-		       "enforces it (leave out --kernel)");
-		return EXIT_USAGE;
-	}
 	if (kq_lsm_active(why, sizeof(why))) {
 		err = kq_scope_of(&sc);
 		if (err) {
@@ -472,6 +467,12 @@ static int do_set(bool set)
 	k = match_word(o.args[1], ledger_kind_names, LEDGER_NKINDS);
 	if (k < 0)
 		return word_error("kind", o.args[1], ledger_kind_names, LEDGER_NKINDS, k);
+	if (o.kernel && k == LEDGER_WR) {
+		fprintf(stderr, "%s: --kernel: wr is a work-request depth cap that the kernel does not count; the "
+			"interceptor enforces it (leave out --kernel)\nTry '%s --help' for more information.\n",
+			util_prog, util_prog);
+		return EXIT_USAGE;
+	}
 	if (set && strcmp(o.args[2], "unlimited") && strcmp(o.args[2], "max")) {
 		if (k == LEDGER_MR_BYTES)
 			err = parse_size(o.args[2], LEDGER_UNLIMITED - 1, &value);
@@ -598,16 +599,74 @@ static void print_amount(const char *key, enum ledger_kind k, uint64_t v, bool n
 	print_string(PRINT_FP, NULL, " %10s", dash ? "-" : fmt_value(k, v, buf, sizeof(buf)));
 }
 
+/* The kernel quota programs, opened once for show (NULL: not loaded, or not readable by this user). */
+static struct kq *show_kq;
+static bool show_kq_tried;
+
+/* The kernel's limits and usage of a ledger scope, if it has kernel limits. */
+static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kuse, uint64_t *krefused,
+		      uint64_t *kkilled)
+{
+	char root[PATH_MAX], dir[PATH_MAX * 2];
+	struct kq_scope sc = {};
+
+	if (!show_kq_tried) {
+		show_kq_tried = true;
+		if (kq_open(false, &show_kq) && !kq_error()[0])
+			show_kq = NULL;
+		if (!show_kq)
+			pr_debug("kernel limits: %s", kq_error());
+	}
+	if (!show_kq)
+		return false;
+	switch (s->type) {
+	case LEDGER_SCOPE_CGROUP:
+		cgroup2_root(root, sizeof(root));
+		snprintf(dir, sizeof(dir), "%s%s", root, s->name);
+		if (kq_scope_cgroup(dir, &sc))
+			return false;
+		break;
+	case LEDGER_SCOPE_PROCESS:
+		sc.type = KQ_SCOPE_PID;
+		sc.id = (uint64_t)s->pid;
+		break;
+	case LEDGER_SCOPE_GLOBAL:
+		sc.type = KQ_SCOPE_GLOBAL;
+		break;
+	default:
+		return false;
+	}
+	return kq_get(show_kq, &sc, kmax, kuse, krefused, kkilled) == 0;
+}
+
+/* Is a finite rdma.max line there for kind k (hca_handle for ctx, hca_object for the object kinds)? */
+static bool rdmacg_limits(int k, const struct kernel_line *kl, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (k == LEDGER_CTX && strcmp(kl[i].handle, "max"))
+			return true;
+		if (is_object_kind(k) && strcmp(kl[i].object, "max"))
+			return true;
+	}
+	return false;
+}
+
 static int show_scope(const struct ledger_scope_stat *st, void *arg)
 {
 	struct kernel_line kmax[16], kcur[16];
+	uint64_t kq_max[KQ_NK], kq_refused[KQ_NK], kq_killed[KQ_NK];
+	int64_t kq_use[KQ_NK];
 	int nmax = 0, ncur = 0, k, rows = 0;
+	bool kern;
 
 	(void)arg;
 	if (st->scope.type == LEDGER_SCOPE_CGROUP) {
 		nmax = read_kernel(st->scope.name, "rdma.max", kmax, 16);
 		ncur = read_kernel(st->scope.name, "rdma.current", kcur, 16);
 	}
+	kern = kernel_of(&st->scope, kq_max, kq_use, kq_refused, kq_killed);
 	out_open_object(NULL);
 	print_string(PRINT_JSON, "scope", NULL, ledger_scope_type_name(st->scope.type));
 	switch (st->scope.type) {
@@ -639,15 +698,39 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 		bool unlimited = limit == LEDGER_UNLIMITED;
 
 		/* the table leaves out what neither limits nor holds anything (-v shows every kind); JSON has all */
-		if (!out_is_json() && !util_verbose && unlimited && !usage)
+		bool kl = kern && k < KQ_NK && kq_max[k] != KQ_UNLIMITED;
+		bool cg = st->scope.type == LEDGER_SCOPE_CGROUP && rdmacg_limits(k, kmax, nmax);
+
+		if (!out_is_json() && !util_verbose && unlimited && !usage && !kl)
 			continue;
 		if (!rows++)
-			print_text("  %-9s %10s %10s %10s\n", "kind", "limit", "usage", "headroom");
+			print_text("  %-9s %10s %10s %10s%s\n", "kind", "limit", "usage", "headroom",
+				   kern ? "     kernel    k-usage  enforced by" : "  enforced by");
 		print_string(PRINT_FP, NULL, "  %-9s", ledger_kind_names[k]);
 		out_open_object(ledger_kind_names[k]);
 		print_amount("limit", k, limit, unlimited, false);
 		print_amount("usage", k, usage, false, k == LEDGER_WR);
 		print_amount("headroom", k, usage >= limit ? 0 : limit - usage, unlimited, unlimited || k == LEDGER_WR);
+		if (kern && k < KQ_NK) {
+			print_amount("kernel_limit", k, kq_max[k], kq_max[k] == KQ_UNLIMITED, false);
+			print_amount("kernel_usage", k, (uint64_t)kq_use[k], false, false);
+			print_uint(PRINT_JSON, "kernel_refused", NULL, kq_refused[k]);
+			print_uint(PRINT_JSON, "kernel_killed", NULL, kq_killed[k]);
+		} else if (kern) {
+			print_text(" %10s %10s", "-", "-");
+		}
+		/* who stops a creation past the limit: the interceptor (ledger), the BPF LSM programs, rdma.max */
+		out_open_array("enforced_by");
+		print_text("  ");
+		if (!unlimited)
+			print_string(PRINT_ANY, NULL, "%s", "interceptor");
+		if (kl)
+			print_string(PRINT_ANY, NULL, unlimited ? "%s" : ",%s", "kernel");
+		if (cg)
+			print_string(PRINT_ANY, NULL, unlimited && !kl ? "%s" : ",%s", "rdma.max");
+		if (unlimited && !kl && !cg)
+			print_text("-");
+		out_close_array();
 		out_close_object();
 		print_nl();
 	}

@@ -58,8 +58,8 @@ showq() {
 	assert_output ""
 	run -0 "$RDMACTL" quota set mr_bytes 4G --global
 	run -0 "$RDMACTL" quota show
-	assert_line --regexp '^  qp +10 +0 +10$'
-	assert_line --regexp '^  mr_bytes +4G +0 +4G$'
+	assert_line --regexp '^  qp +10 +0 +10 +interceptor$'
+	assert_line --regexp '^  mr_bytes +4G +0 +4G +interceptor$'
 	run -0 showq '.scopes[0].kinds | .qp.limit == 10 and .qp.headroom == 10 and .mr_bytes.limit == 4294967296 and .cq.limit == null'
 	run -0 "$RDMACTL" quota unset qp --global
 	run -0 showq '.scopes[0].kinds.qp.limit == null and .scopes[0].kinds.mr_bytes.limit == 4294967296'
@@ -119,7 +119,8 @@ showq() {
 		"quota set --global|missing KIND"
 		"quota unset qp|missing scope"
 		"quota unset qp 5 --global|unexpected argument '5'"
-		"quota set qp 1 --global --kernel|--kernel needs --cgroup"
+		"quota set qp 1 --job train --kernel|--kernel takes --cgroup, --pid or --global"
+		"quota set wr 4 --global --kernel|wr is a work-request depth cap that the kernel does not count"
 		"quota show --dev rxe0|--dev goes with --kernel"
 		"quota show extra|unexpected argument 'extra'"
 		"quota gc --global|gc takes no argument"
@@ -295,7 +296,7 @@ showq() {
 	run -0 showq '.scopes[0].kinds.qp.usage == 5 and .scopes[0].kinds.mr_bytes.usage == 1048576 and .scopes[0].nprocs == 2'
 	run -0 showq "[.scopes[] | select(.scope == \"process\" and .pid == $a)] | length == 1 and .[0].kinds.qp.usage == 3"
 	run -0 "$RDMACTL" quota show --pid "$a"
-	assert_line --regexp '^  qp +unlimited +3 +-$'
+	assert_line --regexp '^  qp +unlimited +3 +- +-$'
 	kill -9 "$a"
 	wait "$a" 2>/dev/null || true
 	run -0 showq "([.scopes[] | select(.scope == \"process\" and .pid == $a)] | length == 0) and .scopes[0].kinds.qp.usage == 2 and .scopes[0].kinds.mr_bytes.usage == 0"
@@ -317,7 +318,7 @@ showq() {
 	kill -0 "$a"
 	run -0 "$RDMACTL" quota show --job train
 	assert_line --index 0 "job train: 1 process"
-	assert_line --regexp '^  qp +1 +2 +0$'
+	assert_line --regexp '^  qp +1 +2 +0 +interceptor$'
 	kill "$a"
 	wait "$a" || true
 	# the job entry goes with its last process
