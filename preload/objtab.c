@@ -2,6 +2,8 @@
 /* The interceptor's table of the objects it charged, by pointer: what each destroy must give back. */
 #include "objtab.h"
 
+#include <unistd.h>
+
 #include "preload.h"
 
 struct bucket obj_buckets[NBUCKET];
@@ -29,10 +31,18 @@ HOT_DESTROY struct obj *obj_take(const void *key)
 	return o;
 }
 
-void obj_drop_ctx(struct ibv_context *ctx)
+/*
+ * A context closes with objects still in it: forget their records (their addresses may be reused once the
+ * application frees what libibverbs leaves), but keep their charges. The kernel does not destroy them at the
+ * close while their queues stay mapped in the process (rxe maps every QP, CQ and SRQ queue, and the mapping
+ * keeps the whole context): they go when the process exits, and so do their charges (the slot is given back
+ * at exit, or reclaimed by the gc, which also gives them back once the process holds no uverbs device, open
+ * or mapped). Returns how many of them this process had charged.
+ */
+unsigned int obj_drop_ctx(struct ibv_context *ctx)
 {
 	struct obj *r, *dropped = NULL;
-	unsigned int i;
+	unsigned int i, n = 0;
 
 	spin_lock(&obj_recent.lock);
 	for (i = 0; i < NRECENT; i++) {
@@ -43,15 +53,9 @@ void obj_drop_ctx(struct ibv_context *ctx)
 		}
 	}
 	spin_unlock(&obj_recent.lock);
-	while ((r = dropped)) {
-		dropped = r->next;
-		if (r->gen == obj_gen)
-			acct_release(r->kind, r->bytes);
-		obj_free(r);
-	}
 	for (i = 0; i < NBUCKET; i++) {
 		struct bucket *b = &obj_buckets[i];
-		struct obj **pp, *o, *gone = NULL;
+		struct obj **pp, *o;
 
 		if (!__atomic_load_n(&b->head, __ATOMIC_RELAXED))
 			continue;
@@ -59,20 +63,23 @@ void obj_drop_ctx(struct ibv_context *ctx)
 		for (pp = &b->head; (o = *pp);) {
 			if (o->ctx == ctx) {
 				*pp = o->next;
-				o->next = gone;
-				gone = o;
+				o->next = dropped;
+				dropped = o;
 			} else {
 				pp = &o->next;
 			}
 		}
 		bucket_unlock(b);
-		while ((o = gone)) {
-			gone = o->next;
-			if (o->gen == obj_gen)
-				acct_release(o->kind, o->bytes);
-			obj_free(o);
-		}
 	}
+	while ((r = dropped)) {
+		dropped = r->next;
+		if (r->gen == obj_gen) {
+			n++;
+			plog(2, "kept %s of a closed context for pid %d", ledger_kind_names[r->kind], (int)getpid());
+		}
+		obj_free(r);
+	}
+	return n;
 }
 
 

@@ -189,8 +189,8 @@ static inline ALWAYS_INLINE struct obj *obj_unlink(const void *key)
 
 /* Unlink the record of key before the real destroy; NULL when this process did not charge it. */
 HOT_DESTROY struct obj *obj_take(const void *key);
-/* The kernel destroys whatever a closed context still holds: give back its charges too. */
-void obj_drop_ctx(struct ibv_context *ctx);
+/* A context closes: forget the records of what it still holds, keep their charges; how many there were. */
+unsigned int obj_drop_ctx(struct ibv_context *ctx);
 /* Put the static records in the spare list (once, at init). */
 void obj_init(void);
 /* In a forked child: locks another thread held are released, the parent's records ignored by generation. */

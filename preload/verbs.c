@@ -58,6 +58,7 @@ PRELOAD_API struct ibv_context *ibv_import_device(int cmd_fd)
 
 PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 {
+	unsigned int left;
 	struct obj *o;
 	int ret;
 
@@ -69,9 +70,16 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 		return ret;
 	}
 	o = obj_take(ctx);
-	if (!ctx_unwrap(ctx))
-		obj_drop_ctx(ctx);
+	left = ctx_unwrap(ctx) ? 0 : obj_drop_ctx(ctx);
 	ret = real.close_device(ctx);
+	if (left && o) {
+		/*
+		 * Objects left in it keep the kernel's context too (rdma res show ctx still lists it): its
+		 * charge stays with theirs until the process exits (see obj_drop_ctx).
+		 */
+		obj_free(o);
+		o = NULL;
+	}
 	/* A failed close leaves a context we no longer wrap: safer to stop charging it than to guess. */
 	post_destroy(o, 0);
 	leave();

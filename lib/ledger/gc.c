@@ -211,15 +211,52 @@ void reclaim_slot(struct ledger *l, struct slot *s)
 	ASTORE(&s->owner, 0);
 }
 
+/* Is a file of this path a uverbs device (/dev/infiniband/uverbsN, by its name wherever it is mounted)? */
+static bool uverbs_path(const char *p)
+{
+	const char *base = strrchr(p, '/');
+
+	return base && !strncmp(base + 1, "uverbs", 6);
+}
+
 /*
- * Does process pid hold an open uverbs device (/dev/infiniband/uverbsN, by its name wherever it is
- * mounted)? 1 yes, 0 no, -1 when /proc cannot tell (another user's process, hidepid): treated as yes.
+ * Does process pid map a uverbs device? A context closed with objects still in it leaves them in the kernel
+ * while their queues stay mapped (rxe maps every QP, CQ and SRQ queue): the mapping keeps the device file,
+ * and with it every object of that context, until it goes (at exit). 1 yes, 0 no, -1 cannot tell.
+ */
+static int maps_uverbs(pid_t pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		line[strcspn(line, "\n")] = '\0';
+		if (p && uverbs_path(p)) {
+			ret = 1;
+			break;
+		}
+	}
+	if (ferror(f))
+		ret = -1;
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Does process pid hold a uverbs device, open or mapped? 1 yes, 0 no, -1 when /proc cannot tell (another
+ * user's process, hidepid): treated as yes.
  */
 static int holds_uverbs(pid_t pid)
 {
 	char path[64], link[PATH_MAX];
 	struct dirent *de;
-	const char *base;
 	int ret = 0;
 	ssize_t n;
 	DIR *d;
@@ -239,14 +276,13 @@ static int holds_uverbs(pid_t pid)
 			break;
 		}
 		link[n] = '\0';
-		base = strrchr(link, '/');
-		if (base && !strncmp(base + 1, "uverbs", 6)) {
+		if (uverbs_path(link)) {
 			ret = 1;
 			break;
 		}
 	}
 	closedir(d);
-	return ret;
+	return ret ? ret : maps_uverbs(pid);
 }
 
 /*
@@ -255,8 +291,9 @@ static int holds_uverbs(pid_t pid)
  * and the new image has not attached, perhaps never will (it need not use verbs; take_over_stale() only runs
  * when it does). Give the usage back to every scope and leave the slot to the process: its next image takes
  * it over, or the gc frees it at exit.
- * The image attached to a slot cannot hold usage without a device open: it charges only through a context,
- * and a context is the open device. The exceptions are bracketed: opening (vseq odd, or changed while we
+ * The image attached to a slot cannot hold usage without a device open or mapped: it charges only through a
+ * context, a context is the open device, and what a closed context leaves behind stays charged while the
+ * kernel keeps it, which is while the device stays mapped (holds_uverbs() looks at both). The exceptions are bracketed: opening (vseq odd, or changed while we
  * looked) and closing (the process's own release then finds less in its slot and changes nothing; what
  * leaves the slot leaves the totals, on either side). Caller holds the gc lock (no takeover, no recount).
  * Returns 1 if something was given back.

@@ -336,6 +336,48 @@ charges() {
 	kill "$child" "$pid"
 }
 
+@test "a context closed with objects in it: the ledger holds what the kernel holds after the close and after exit; close and reopen cannot pass the limit" {
+	local out=$BATS_TEST_TMPDIR/out pid
+	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=4 timeout 300 "$DLV" -q 3 -r 2 -K -R -H 30 >"$out" 2>&1 3>&- &
+	wait_for 60 grep -q "closed with everything" "$out" || { cat "$out"; false; }
+	pid=$(pgrep -n -f "^$DLV -q 3")
+	[ -n "$pid" ]
+	# rxe keeps a closed context's objects while their queues stay mapped: so does the ledger
+	[ "$(kernel_count "$pid" qp)" = 3 ]
+	[ "$(kernel_count "$pid" ctx)" = 1 ]
+	run ls -l "/proc/$pid/fd"
+	refute_output --partial uverbs
+	check_same_as_kernel "$pid"
+	# a gc while the device is only mapped (no open fd) gives nothing back
+	"$RDMACTL" quota gc >/dev/null
+	check_same_as_kernel "$pid"
+	run ledger_use "$pid" qp
+	assert_output 3
+	# open again and create 3 more: the fourth QP is the last the limit allows
+	wait_for 120 grep -q "reopened holding" "$out" || { cat "$out"; false; }
+	run cat "$out"
+	assert_line "reopened qp created=1 refused=2 errno=ENOMEM"
+	[ "$(kernel_count "$pid" qp)" = 4 ]
+	check_same_as_kernel "$pid"
+	run ledger_use "$pid" ctx
+	assert_output 2
+	# at exit the kernel destroys them all, and the ledger gives them back
+	wait_for 120 bash -c "! kill -0 $pid 2>/dev/null"
+	run cat "$out"
+	assert_line done
+	run "$LQ" pid "$pid"
+	[ "$status" -eq 3 ] || { echo "$output"; false; }
+	[ "$(kernel_count_all qp)" = 0 ]
+	[ "$(kernel_count_all ctx)" = 0 ]
+	# the same trick under run, with the audit module: refused at the job's limit, nothing left after it
+	run --separate-stderr timeout 120 "$RDMACTL" run --job closed --max-qp 4 -- "$DLV" -q 3 -K -R
+	assert_success
+	assert_line "qp created=3 refused=0 errno=0"
+	assert_line "reopened qp created=1 refused=2 errno=ENOMEM"
+	job_is_empty closed
+	[ "$(kernel_count_all qp)" = 0 ]
+}
+
 @test "--max-wr refuses a QP or SRQ deeper than the cap; --log sends the line to a file" {
 	run --separate-stderr timeout 30 "$RDMACTL" run --job wr --max-wr 8 --log "$BATS_TEST_TMPDIR/log" -- \
 		"$EXV" -q 2 -s 1 -w 16

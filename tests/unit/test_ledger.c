@@ -708,9 +708,10 @@ static void test_exec_takeover(void)
  * A live process whose interceptor slot (ledger_open_mark) holds usage while it holds no uverbs device has
  * exec()ed into a program that never used verbs: the gc gives that usage back and leaves the slot. Not to a
  * process without the mark (an API user), nor to one in the middle of an open, nor to one that holds a
- * uverbs fd (a file of that name stands for the device: the host has none).
+ * uverbs fd, nor to one that only maps it (a context closed with its queues still mapped: the kernel keeps
+ * its objects). A file of that name stands for the device: the host has none.
  */
-enum { NODEV_MARKED, NODEV_UNMARKED, NODEV_OPENING, NODEV_HOLDS_FD, NODEV_N };
+enum { NODEV_MARKED, NODEV_UNMARKED, NODEV_OPENING, NODEV_HOLDS_FD, NODEV_MAPS_IT, NODEV_N };
 
 static int nodev_cb(const struct ledger_proc_stat *ps, void *arg)
 {
@@ -750,6 +751,13 @@ static void test_gc_no_device(void)
 				_exit(3);
 			if (i == NODEV_HOLDS_FD && open(fake, O_RDONLY | O_CREAT, 0600) < 0)
 				_exit(3);
+			if (i == NODEV_MAPS_IT) {
+				int fd = open(fake, O_RDWR | O_CREAT, 0600);
+
+				if (fd < 0 || ftruncate(fd, 4096) ||
+				    mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED || close(fd))
+					_exit(3);
+			}
 			if (i != NODEV_UNMARKED && i != NODEV_OPENING)
 				ledger_open_mark(l); /* and ended */
 			if (ledger_reserve(l, LEDGER_QP, 2, NULL))
@@ -768,14 +776,15 @@ static void test_gc_no_device(void)
 	CHECK(per[NODEV_UNMARKED][1] == 2, "API user keeps it (%lu)", (unsigned long)per[NODEV_UNMARKED][1]);
 	CHECK(per[NODEV_OPENING][1] == 2, "opening keeps it (%lu)", (unsigned long)per[NODEV_OPENING][1]);
 	CHECK(per[NODEV_HOLDS_FD][1] == 2, "uverbs fd keeps it (%lu)", (unsigned long)per[NODEV_HOLDS_FD][1]);
-	CHECK(usage_of(a, j, LEDGER_QP) == 6 && usage_of(a, g, LEDGER_QP) == 6 && usage_of(a, g, LEDGER_CTX) == 3,
+	CHECK(per[NODEV_MAPS_IT][1] == 2, "a uverbs mapping keeps it (%lu)", (unsigned long)per[NODEV_MAPS_IT][1]);
+	CHECK(usage_of(a, j, LEDGER_QP) == 8 && usage_of(a, g, LEDGER_QP) == 8 && usage_of(a, g, LEDGER_CTX) == 4,
 	      "totals: job qp %lu, global qp %lu ctx %lu", (unsigned long)usage_of(a, j, LEDGER_QP),
 	      (unsigned long)usage_of(a, g, LEDGER_QP), (unsigned long)usage_of(a, g, LEDGER_CTX));
 	ledger_foreach_proc(a, sum_cb, &sm);
 	CHECK(sm.n == NODEV_N, "every slot stays: %u", sm.n);
 	CHECK(sm.all[LEDGER_QP] == usage_of(a, g, LEDGER_QP) && sm.job[LEDGER_QP] == usage_of(a, j, LEDGER_QP),
 	      "totals are the sum of live slots");
-	CHECK(ledger_gc(a, &n) == 0 && usage_of(a, g, LEDGER_QP) == 6, "a second gc changes nothing");
+	CHECK(ledger_gc(a, &n) == 0 && usage_of(a, g, LEDGER_QP) == 8, "a second gc changes nothing");
 	for (i = 0; i < NODEV_N; i++)
 		kill((pid_t)per[i][0], SIGTERM);
 	for (i = 0; i < NODEV_N; i++)

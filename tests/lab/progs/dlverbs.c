@@ -2,10 +2,12 @@
 /*
  * Lab program: loads libibverbs the way NCCL does -- dlopen() then dlvsym(handle, name, "IBVERBS_1.1") --
  * which LD_PRELOAD symbol interposition alone does not see. Creates up to N QPs and M MRs of SIZE bytes.
- *   dlverbs [-d DEV] [-q NQP] [-r NMR] [-S SIZE] [-H SECONDS] [-l LOOPS] [-K]
+ *   dlverbs [-d DEV] [-q NQP] [-r NMR] [-S SIZE] [-H SECONDS] [-l LOOPS] [-K [-R]] [-F]
  * Prints "qp created=N refused=M errno=E" and "mr created=..." lines. -l: then LOOPS create/destroy pairs of
  * a QP and reg/dereg pairs of an MR while holding those ("loops qp ok=N refused=M", "loops mr ..."), and
- * holds -H seconds after them. -K: close the device without destroying anything (the kernel destroys it).
+ * holds -H seconds after them. -K: close the device without destroying anything, print "closed with
+ * everything" and hold -H seconds; -R: then open the device again, create NQP QPs there ("reopened qp
+ * created=N refused=M errno=E"), print "reopened holding" and hold -H seconds once more.
  * -F: fork once the objects exist; the child opens a context of its own, creates NQP QPs there and prints
  * "child holding", the parent "holding"; both hold -H seconds, then tear down what each created.
  */
@@ -82,7 +84,8 @@ static int child_run(struct ibv_device **list, const char *dev_name, int n_qp, i
 int main(int argc, char **argv)
 {
 	const char *dev_name = "rxe0";
-	int n_qp = 1, n_mr = 0, hold = 0, loops = 0, keep = 0, forks = 0, opt, i, nq = 0, nm = 0, err, refused;
+	int n_qp = 1, n_mr = 0, hold = 0, loops = 0, keep = 0, reopen = 0, forks = 0, opt, i, nq = 0, nm = 0, err,
+	    refused;
 	size_t size = 4096;
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -92,7 +95,7 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	void *h, *buf;
 
-	while ((opt = getopt(argc, argv, "d:q:r:S:H:l:KF")) != -1) {
+	while ((opt = getopt(argc, argv, "d:q:r:S:H:l:KRF")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'q': n_qp = atoi(optarg); break;
@@ -101,6 +104,7 @@ int main(int argc, char **argv)
 		case 'H': hold = atoi(optarg); break;
 		case 'l': loops = atoi(optarg); break;
 		case 'K': keep = 1; break;
+		case 'R': reopen = 1; break;
 		case 'F': forks = 1; break;
 		default: return 2;
 		}
@@ -223,12 +227,40 @@ int main(int argc, char **argv)
 		sleep(hold);
 	}
 	if (keep) {
-		/* the kernel destroys what the context holds: the ledger's charges must go with it */
+		/* what the context holds stays in the kernel while its queues stay mapped: until exit */
 		f.close_device(ctx);
 		printf("closed with everything\n");
 		fflush(stdout);
 		if (hold)
 			sleep(hold);
+		if (reopen) {
+			ctx = NULL;
+			for (i = 0; list && list[i]; i++)
+				if (!strcmp(f.get_device_name(list[i]), dev_name))
+					ctx = f.open_device(list[i]);
+			if (!ctx || !(pd = f.alloc_pd(ctx)) || !(cq = f.create_cq(ctx, 16, NULL, NULL, 0))) {
+				fprintf(stderr, "dlverbs: reopen on %s: %s\n", dev_name, strerror(errno));
+				return 1;
+			}
+			err = refused = nq = 0;
+			for (i = 0; i < n_qp; i++) {
+				struct ibv_qp_init_attr qa = {
+					.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+					.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+				};
+
+				if (f.create_qp(pd, &qa))
+					nq++;
+				else
+					refused++, err = errno;
+			}
+			printf("reopened ");
+			report("qp", nq, refused, err);
+			printf("reopened holding\n");
+			fflush(stdout);
+			if (hold)
+				sleep(hold);
+		}
 		free(buf);
 		printf("done\n");
 		return 0;
