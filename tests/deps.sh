@@ -11,6 +11,8 @@ pkgs=(
 	# tests and lab peers
 	bats bats-support bats-assert jq valgrind tmux curl prometheus
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 util-linux
+	# the engines of the Slurm plugin and the OCI hook (slurm.bats, oci.bats)
+	slurm-wlm libslurm-dev podman runc
 	# the lab
 	qemu-system-x86 busybox-static cpio kmod file xz-utils
 )
