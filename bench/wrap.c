@@ -7,6 +7,9 @@
  * touches no page. Prints the medians and the median of the per-iteration differences (ns per pair).
  * Run it under `rdmactl run`, without LD_AUDIT, with the stub first in the library path:
  *   rdmactl run --job J -- env -u LD_AUDIT LD_LIBRARY_PATH=BUILD/bench/stub wrap [-n ITERS]
+ * -c: count instead of time, for callgrind (bench/wrapcount.sh): after one untimed pair of each, N pairs
+ * through each of the functions count_{wrapped,direct}_{qp,mr}, whose inclusive instruction counts, less one
+ * another, are what the interceptor adds to N pairs.
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -31,23 +34,89 @@ static void report(const char *what, double *w, double *d, double *x, int n)
 	       what, mx);
 }
 
+static struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *), *(*w_create_qp)(struct ibv_pd *,
+									    struct ibv_qp_init_attr *);
+static int (*destroy_qp)(struct ibv_qp *), (*w_destroy_qp)(struct ibv_qp *);
+static struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t, unsigned int);
+static struct ibv_mr *(*w_reg_mr)(struct ibv_pd *, void *, size_t, int);
+static int (*dereg_mr)(struct ibv_mr *), (*w_dereg_mr)(struct ibv_mr *);
+static char buf[65536];
+
+/* The counted loops (-c): the same calls as the timed ones, through the same pointers. */
+static __attribute__((noinline)) int count_wrapped_qp(int n)
+{
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 16, .max_recv_wr = 16 } };
+
+	while (n--) {
+		struct ibv_qp *q = w_create_qp(NULL, &qa);
+
+		if (!q || w_destroy_qp(q))
+			return 1;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) int count_direct_qp(int n)
+{
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 16, .max_recv_wr = 16 } };
+
+	while (n--) {
+		struct ibv_qp *q = create_qp(NULL, &qa);
+
+		if (!q || destroy_qp(q))
+			return 1;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) int count_wrapped_mr(int n)
+{
+	while (n--) {
+		struct ibv_mr *m = w_reg_mr(NULL, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+
+		if (!m || w_dereg_mr(m))
+			return 1;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) int count_direct_mr(int n)
+{
+	while (n--) {
+		struct ibv_mr *m = reg_mr_iova2(NULL, buf, sizeof(buf), (uintptr_t)buf, IBV_ACCESS_LOCAL_WRITE);
+
+		if (!m || dereg_mr(m))
+			return 1;
+	}
+	return 0;
+}
+
+static int count(int n)
+{
+	/* one of each first: the interceptor's start, lazy binding and first touches are not counted */
+	if (count_wrapped_qp(1) || count_direct_qp(1) || count_wrapped_mr(1) || count_direct_mr(1))
+		return 1;
+	if (count_wrapped_qp(n) || count_direct_qp(n) || count_wrapped_mr(n) || count_direct_mr(n))
+		return 1;
+	printf("counted %d pairs\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	struct ibv_qp *(*create_qp)(struct ibv_pd *, struct ibv_qp_init_attr *), *(*w_create_qp)(struct ibv_pd *,
-										    struct ibv_qp_init_attr *);
-	int (*destroy_qp)(struct ibv_qp *), (*w_destroy_qp)(struct ibv_qp *);
-	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t, unsigned int);
-	struct ibv_mr *(*w_reg_mr)(struct ibv_pd *, void *, size_t, int);
-	int (*dereg_mr)(struct ibv_mr *), (*w_dereg_mr)(struct ibv_mr *);
-	int n = 20000, opt, i;
+	void *(*own_dlvsym)(void *, const char *, const char *);
+	int n = 20000, opt, i, counting = 0;
 	double *w, *d, *x, ns;
-	static char buf[65536];
 	Dl_info info;
-	void *h;
+	void *h, *libc;
 
-	while ((opt = getopt(argc, argv, "n:")) != -1) {
+	while ((opt = getopt(argc, argv, "cn:")) != -1) {
+		if (opt == 'c') {
+			counting = 1;
+			continue;
+		}
 		if (opt != 'n' || (n = atoi(optarg)) <= 0) {
-			fprintf(stderr, "usage: wrap [-n ITERS]\n");
+			fprintf(stderr, "usage: wrap [-c] [-n ITERS]\n");
 			return 2;
 		}
 	}
@@ -57,10 +126,15 @@ int main(int argc, char **argv)
 	x = calloc(n, sizeof(*x));
 	if (!h || !w || !d || !x)
 		return 1;
-	*(void **)&create_qp = dlvsym(h, "ibv_create_qp", "IBVERBS_1.1");
-	*(void **)&destroy_qp = dlvsym(h, "ibv_destroy_qp", "IBVERBS_1.1");
-	*(void **)&reg_mr_iova2 = dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
-	*(void **)&dereg_mr = dlvsym(h, "ibv_dereg_mr", "IBVERBS_1.1");
+	/* glibc's own dlvsym: the preload's (it interposes dlvsym) would hand out its wrappers in h too */
+	libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	*(void **)&own_dlvsym = libc ? dlvsym(libc, "dlvsym", "GLIBC_2.34") : NULL;
+	if (!own_dlvsym)
+		own_dlvsym = dlvsym;
+	*(void **)&create_qp = own_dlvsym(h, "ibv_create_qp", "IBVERBS_1.1");
+	*(void **)&destroy_qp = own_dlvsym(h, "ibv_destroy_qp", "IBVERBS_1.1");
+	*(void **)&reg_mr_iova2 = own_dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
+	*(void **)&dereg_mr = own_dlvsym(h, "ibv_dereg_mr", "IBVERBS_1.1");
 	*(void **)&w_create_qp = dlvsym(RTLD_DEFAULT, "ibv_create_qp", "IBVERBS_1.1");
 	*(void **)&w_destroy_qp = dlvsym(RTLD_DEFAULT, "ibv_destroy_qp", "IBVERBS_1.1");
 	*(void **)&w_reg_mr = dlvsym(RTLD_DEFAULT, "ibv_reg_mr", "IBVERBS_1.1");
@@ -73,6 +147,8 @@ int main(int argc, char **argv)
 			info.dli_fname ? info.dli_fname : "?");
 	if ((void *)create_qp == (void *)w_create_qp)
 		fprintf(stderr, "wrap: ibv_create_qp is not intercepted here: both columns measure the same\n");
+	if (counting)
+		return count(n);
 	ns = calibrate();
 	for (i = 0; i < n * 2; i++) {
 		struct ibv_qp_init_attr qa = {

@@ -7,6 +7,7 @@
 #include "preload.h"
 
 struct bucket obj_buckets[NBUCKET];
+_Atomic unsigned int obj_nbucketed HOT_DATA;
 unsigned int obj_gen HOT_DATA;
 struct obj obj_static[OBJ_STATIC] HOT_DATA;
 struct obj_spare obj_spare HOT_DATA;
@@ -53,7 +54,7 @@ unsigned int obj_drop_ctx(struct ibv_context *ctx)
 		}
 	}
 	spin_unlock(&obj_recent.lock);
-	for (i = 0; i < NBUCKET; i++) {
+	for (i = 0; i < NBUCKET && atomic_load_explicit(&obj_nbucketed, memory_order_relaxed); i++) {
 		struct bucket *b = &obj_buckets[i];
 		struct obj **pp, *o;
 
@@ -65,6 +66,7 @@ unsigned int obj_drop_ctx(struct ibv_context *ctx)
 				*pp = o->next;
 				o->next = dropped;
 				dropped = o;
+				atomic_fetch_sub_explicit(&obj_nbucketed, 1, memory_order_relaxed);
 			} else {
 				pp = &o->next;
 			}

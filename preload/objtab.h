@@ -37,6 +37,8 @@ struct bucket {
 	struct obj *head;
 };
 extern struct bucket obj_buckets[NBUCKET];
+/* Records in the buckets (not in obj_recent): while 0, neither a lookup nor a context's close walks them. */
+extern _Atomic unsigned int obj_nbucketed;
 /* Bumped in a forked child: the parent's objects are not the child's to release. */
 extern unsigned int obj_gen;
 
@@ -158,6 +160,7 @@ static inline ALWAYS_INLINE void obj_insert(struct obj *o)
 	bucket_lock(b);
 	o->next = b->head;
 	b->head = o;
+	atomic_fetch_add_explicit(&obj_nbucketed, 1, memory_order_relaxed);
 	bucket_unlock(b);
 }
 
@@ -173,13 +176,14 @@ static inline ALWAYS_INLINE struct obj *obj_unlink(const void *key)
 		*r = NULL;
 	}
 	spin_unlock(&obj_recent.lock);
-	if (o)
+	if (o || !atomic_load_explicit(&obj_nbucketed, memory_order_relaxed))
 		return o;
 	b = bucket_of(key);
 	bucket_lock(b);
 	for (pp = &b->head; (o = *pp); pp = &o->next) {
 		if (o->key == key) {
 			*pp = o->next;
+			atomic_fetch_sub_explicit(&obj_nbucketed, 1, memory_order_relaxed);
 			break;
 		}
 	}
