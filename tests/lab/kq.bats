@@ -1,0 +1,193 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Kernel quotas (quota set --kernel with BPF LSM): the kernel refuses the creation past a limit for every
+# process of the scope, without any preload: statically linked programs, perftest, legacy write() commands.
+
+load ../helper
+
+KQV=$BUILD/lab-progs/kqverbs
+KQS=$BUILD/lab-progs/kqverbs-static
+PIN=/sys/fs/bpf/rdmactl/kq
+
+setup() {
+	require_lab
+	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; return 1; }
+	export RDMACTL_LEDGER=/dev/shm/rdmactl-kq-lab.$$
+	run -0 "$RDMACTL" quota init
+	CG=/sys/fs/cgroup/rdmactl-kq.$$.$BATS_TEST_NUMBER
+	mkdir "$CG"
+	PIDS=()
+}
+
+teardown() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	"$RDMACTL" quota unset qp --global --kernel 2>/dev/null || true
+	sleep 0.2
+	rmdir "$CG" 2>/dev/null || true
+	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+}
+
+# Run a command inside cgroup $CG.
+in_cg() {
+	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" "$@"
+}
+
+# The kernel's count of one kind for the processes named $1 (RDMA netlink).
+nl_count() {
+	rdma -j res show "$2" | jq --arg c "$1" '[.[] | select(.comm == $c)] | length'
+}
+
+@test "a statically linked program gets exactly the limit of each kind, EDQUOT past it, and keeps running" {
+	local kind n
+	# kind:limit; each kind in a cgroup of its own, the program asks for 6
+	for spec in qp:3 cq:3 pd:2 mr:3 srq:2 mw:2 ah:2 ctx:2; do
+		kind=${spec%:*}
+		n=${spec#*:}
+		mkdir "$CG/$kind"
+		run -0 "$RDMACTL" quota set "$kind" "$n" --cgroup "$CG/$kind" --kernel
+		run -3 bash -c 'echo $$ >"$1/cgroup.procs" && exec timeout 60 "$2" -k "$3" -n 6' _ "$CG/$kind" "$KQS" "$kind"
+		if [ "$kind" = ctx ]; then
+			# the kernel refuses the open with EDQUOT; libibverbs then tries other paths and says ENOENT
+			assert_line --regexp "^ctx created=$n errno="
+		else
+			assert_line "$kind created=$n errno=EDQUOT"
+		fi
+		assert_line "alive"
+		# outside that cgroup, the same program is not limited
+		run -0 timeout 60 "$KQS" -k "$kind" -n 6
+		assert_line "$kind created=6 errno=0"
+		rmdir "$CG/$kind"
+	done
+}
+
+@test "mr_bytes: registrations stop at the byte limit; a large one is refused, small ones still pass" {
+	run -0 "$RDMACTL" quota set mr_bytes 1M --cgroup "$CG" --kernel
+	run -3 in_cg timeout 60 "$KQS" -k mr -s 262144 -n 8
+	assert_line "mr created=4 errno=EDQUOT"
+	run -3 in_cg timeout 60 "$KQS" -k mr -s 2097152 -n 1
+	assert_line "mr created=0 errno=EDQUOT"
+	run -0 in_cg timeout 60 "$KQS" -k mr -s 4096 -n 8
+	assert_line "mr created=8 errno=0"
+}
+
+@test "ib_write_bw -q 4 without the preload fails cleanly in a cgroup with qp 3, passes with 8" {
+	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CG" --kernel
+	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18710 >"$BATS_TEST_TMPDIR/srv" 2>&1 3>&- &
+	PIDS+=($!)
+	sleep 2
+	run in_cg timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18710 192.0.2.1
+	# a clean failure: an exit status and a message, not a signal
+	[ "$status" -ne 0 ] && [ "$status" -lt 128 ] || { echo "status $status" >&2; false; }
+	[[ $output == *"QP"* || $output == *"Couldn't"* || $output == *"Unable"* ]]
+	kill "${PIDS[0]}" 2>/dev/null || true
+	wait "${PIDS[0]}" 2>/dev/null || true
+	PIDS=()
+
+	run -0 "$RDMACTL" quota set qp 8 --cgroup "$CG" --kernel
+	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18711 >"$BATS_TEST_TMPDIR/srv2" 2>&1 3>&- &
+	local srv=$!
+	PIDS+=($srv)
+	sleep 2
+	run -0 in_cg timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18711 192.0.2.1
+	assert_output --partial "BW average"
+	wait "$srv"
+}
+
+@test "creating through write() past the limit is killed; ibv_rc_pingpong's sends through write() still work" {
+	run -0 "$RDMACTL" quota set pd 2 --cgroup "$CG" --kernel
+	run in_cg timeout 60 "$KQV" -k pd -n 6 -w
+	[ "$status" = 137 ] || { echo "status $status: $output" >&2; false; }
+	[[ $output != *alive* ]]
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0].kinds.pd | .kernel_killed >= 1 and .kernel_usage == 0' <<<"$output"
+	# under limits that fit it, pingpong (whose rxe provider posts every send with write()) works
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	in_cg timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -p 18712 -n 50 >"$BATS_TEST_TMPDIR/pp" 2>&1 3>&- &
+	local srv=$!
+	PIDS+=($srv)
+	sleep 1
+	run -0 in_cg timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -p 18712 -n 50 192.0.2.1
+	assert_output --partial "50 iters"
+	wait "$srv"
+}
+
+@test "a limit set on a running tenant counts what it already holds; kernel usage equals RDMA netlink" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h
+	in_cg "$KQV" -k qp -n 4 -H "$hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q holding "$out"
+	# the tenant holds 4 QPs, a CQ, a PD and a context before any limit exists
+	run -0 "$RDMACTL" quota set qp 5 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	local j=$output
+	for k in qp cq pd ctx; do
+		local want
+		want=$(nl_count kqverbs "$k")
+		run -0 jq -e --arg k "$k" --argjson w "$want" '.scopes[0].kinds[$k].kernel_usage == $w' <<<"$j"
+	done
+	run -0 jq -e '.scopes[0].kinds.qp | .kernel_usage == 4 and .kernel_limit == 5' <<<"$j"
+	# one more fits, the second is refused
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 2
+	assert_line "qp created=1 errno=EDQUOT"
+	touch "$hold"
+	wait "${PIDS[0]}"
+	PIDS=()
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '[.scopes[0].kinds[] | .kernel_usage // 0] | add == 0' <<<"$output"
+}
+
+@test "quota unset --kernel lifts the limit; quota show says who enforces each limit" {
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota show --cgroup "$CG"
+	assert_line --regexp '^  qp +2 +0 +2 +2 +0 +interceptor,kernel$'
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 4
+	assert_line "qp created=2 errno=EDQUOT"
+	run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+	run -0 in_cg timeout 60 "$KQS" -k qp -n 4
+	assert_line "qp created=4 errno=0"
+}
+
+@test "descendant cgroups share their ancestor's kernel limit" {
+	mkdir "$CG/a" "$CG/b"
+	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CG" --kernel
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -k qp -n 2 -H "$3"' _ "$CG/a" "$KQV" "$hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q holding "$out"
+	run -3 bash -c 'echo $$ >"$1/cgroup.procs" && exec timeout 60 "$2" -k qp -n 3' _ "$CG/b" "$KQS"
+	assert_line "qp created=1 errno=EDQUOT"
+	touch "$hold"
+	wait "${PIDS[0]}"
+	PIDS=()
+	rmdir "$CG/a" "$CG/b"
+}
+
+@test "--pid and --global --kernel" {
+	# the limit is on the shell's pid, which then becomes the program
+	run -3 timeout 60 bash -c '"$1" quota set qp 2 --pid $$ --kernel && exec "$2" -k qp -n 5' _ "$RDMACTL" "$KQS"
+	assert_line "qp created=2 errno=EDQUOT"
+	run -0 "$RDMACTL" quota set qp 4 --global --kernel
+	run -3 timeout 60 "$KQS" -k qp -n 6
+	assert_line "qp created=4 errno=EDQUOT"
+	run -0 "$RDMACTL" quota unset qp --global --kernel
+	run -0 timeout 60 "$KQS" -k qp -n 6
+}
+
+@test "the programs stay pinned without a daemon; an unprivileged user can neither change limits nor remove them" {
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	[ -e "$PIN/link_kq_ioctl" ] && [ -e "$PIN/kq_limits" ]
+	run -0 bpftool -j link show
+	run -0 jq -e '[.[] | select(.prog_type == "lsm")] | length >= 3' <<<"$output"
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota set qp 100 --cgroup "$CG" --kernel
+	run --separate-stderr -1 "${nobody[@]}" "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+	run "${nobody[@]}" rm -f "$PIN/link_kq_ioctl"
+	[ "$status" -ne 0 ]
+	run "${nobody[@]}" bpftool map dump pinned "$PIN/kq_limits"
+	[ "$status" -ne 0 ]
+	[ -e "$PIN/link_kq_ioctl" ]
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 4
+	assert_line "qp created=2 errno=EDQUOT"
+}
