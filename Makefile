@@ -8,6 +8,9 @@ BINDIR      ?= $(PREFIX)/bin
 LIBDIR      ?= $(PREFIX)/lib
 MANDIR      ?= $(PREFIX)/share/man
 BASH_COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# Where the engines look: Slurm's plugin directory (Debian's slurm-wlm), the OCI hooks.d of podman and CRI-O.
+SLURM_PLUGINDIR ?= /usr/lib/x86_64-linux-gnu/slurm-wlm
+OCI_HOOKSDIR ?= /usr/share/containers/oci/hooks.d
 
 ifeq ($(SANITIZE),1)
 OUT         ?= build-san
@@ -73,12 +76,16 @@ LAB_HELPERS += $(OUT)/lab-progs/kqverbs-static
 
 MANPAGES    := $(wildcard man/*.8)
 
+# The Slurm SPANK plugin, only where Slurm's headers are (libslurm-dev).
+SPANK_H     := $(wildcard /usr/include/slurm/spank.h)
+SPANK_SO    := $(if $(SPANK_H),$(OUT)/spank_rdmactl.so)
+
 .DELETE_ON_ERROR:
 # Keep the BPF chain (vmlinux.h, .bpf.o) between builds.
 .SECONDARY:
 .PHONY: all deps check check-host check-unit check-bats check-lab check-fuzz demo lab install uninstall clean help bench
 
-all: $(OUT)/rdmactl $(OUT)/librdmactl-preload.so $(LAB_HELPERS)
+all: $(OUT)/rdmactl $(OUT)/librdmactl-preload.so $(LAB_HELPERS) $(SPANK_SO) $(OUT)/oci-hooks/rdmactl.json
 
 help:
 	@echo "Targets:"
@@ -94,7 +101,8 @@ help:
 	@echo "  demo           boot the lab and run a narrated tour of rdmactl"
 	@echo "  lab            interactive shell inside the lab (rxe0 on veth0, 192.0.2.1/24)"
 	@echo "  bench          build the benchmarks under $(OUT)/bench (run bench/*.sh; see their headers)"
-	@echo "  install        install binary, preload, man pages, bash completion (PREFIX DESTDIR MANDIR BASH_COMPDIR)"
+	@echo "  install        install binary, preload, man pages, bash completion, the OCI hooks.d file and (with"
+	@echo "                 slurm/spank.h) the Slurm plugin (PREFIX DESTDIR MANDIR BASH_COMPDIR OCI_HOOKSDIR SLURM_PLUGINDIR)"
 	@echo "  uninstall, clean"
 	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
 	@echo "           LAB_KERNELS=\"$(LAB_KERNELS)\" (kernels check-lab boots: stable, backports)"
@@ -102,6 +110,36 @@ help:
 
 deps:
 	$(Q)tests/deps.sh
+
+# --- for operators (dist/): systemd units, Prometheus rules, Grafana dashboard; the Debian package -----
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+DISTDATADIR ?= $(PREFIX)/share/rdmactl
+DIST_UNITS  := $(patsubst dist/systemd/%.in,%,$(wildcard dist/systemd/*.service.in))
+.PHONY: install-dist uninstall-dist deb
+install: install-dist
+uninstall: uninstall-dist
+
+# The units name the rdmactl of BINDIR.
+install-dist:
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DISTDATADIR)/prometheus $(DESTDIR)$(DISTDATADIR)/grafana
+	for u in $(DIST_UNITS); do sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/$$u.in > $(DESTDIR)$(SYSTEMDUNITDIR)/$$u \
+		&& chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u || exit 1; done
+	install -m 644 dist/prometheus/rdmactl.rules.yml $(DESTDIR)$(DISTDATADIR)/prometheus/
+	install -m 644 dist/grafana/rdmactl.json $(DESTDIR)$(DISTDATADIR)/grafana/
+
+uninstall-dist:
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(DIST_UNITS))
+	rm -rf $(DESTDIR)$(DISTDATADIR)
+
+# make deb: the tree as it is (tracked and new files, not the ignored ones) copied to $(OUT)/deb/src and built
+# there by dpkg-buildpackage (debian/); the packages land in $(OUT)/deb/, lintian must find no error.
+deb:
+	$(Q)rm -rf $(OUT)/deb && mkdir -p $(OUT)/deb/src
+	$(Q)git ls-files -z -c -o --exclude-standard | xargs -0 sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done' sh \
+		| tar --null -T - -cf - | tar -xf - -C $(OUT)/deb/src
+	$(Q)cd $(OUT)/deb/src && DEB_BUILD_OPTIONS="$${DEB_BUILD_OPTIONS:-noddebs}" dpkg-buildpackage -us -uc -b
+	$(Q)lintian --fail-on error $(OUT)/deb/*.changes
+	$(Q)ls $(OUT)/deb/*.deb
 
 $(OUT) $(OUT)/lib $(OUT)/cmd $(OUT)/preload-obj/preload $(OUT)/tests $(OUT)/bench $(OUT)/fuzz $(OUT)/bpf $(OUT)/lab-progs:
 	$(Q)mkdir -p $@
@@ -185,6 +223,18 @@ $(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-app.a | $(
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) $(PRELOAD_SAN) -o $@ $< $(OUT)/preload-obj/librdmactl-app.a $(LIBS_CMD) -ldl
 
+# The SPANK plugin runs inside slurmstepd and srun: lib/ as the preload has it (hidden symbols), no ASan; it
+# finds rdmactl and the interceptor where make install puts them.
+$(OUT)/spank_rdmactl.so: slurm/spank_rdmactl.c $(OUT)/preload-obj/librdmactl-app.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -DRDMACTL_BINDIR='"$(BINDIR)"' \
+		-DRDMACTL_LIBDIR='"$(LIBDIR)"' -shared -o $@ $< $(OUT)/preload-obj/librdmactl-app.a -lpthread -lrt
+
+# The hooks.d file of the OCI hook, naming the rdmactl that make install puts in BINDIR.
+$(OUT)/oci-hooks/rdmactl.json: oci/rdmactl.json.in Makefile
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(dir $@) && sed 's|@BINDIR@|$(BINDIR)|g' $< > $@
+
 # The same verbs program linked statically with the rxe provider: no preload can see it (kernel quotas).
 $(OUT)/lab-progs/kqverbs-static: tests/lab/progs/kqverbs.c | $(OUT)/lab-progs
 	$(call msg,LINK,$@)
@@ -256,14 +306,28 @@ LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|quota)$$
 
 # F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
 # every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.
+# tests/lab/nolsm/ (suite name "nolsm"): one more boot of the first kernel with an lsm= list without bpf.
+LAB_NOLSM_ARGS ?= lsm=lockdown,capability,landlock,yama,apparmor,tomoyo
 check-lab: all
 	$(Q)if [ -n "$${F-}" ]; then export LAB_SUITES="$$F"; fi; \
-	if [ -n "$${LAB_SUITES-}" ]; then tests/lab/check --list >/dev/null || exit 2; fi; \
+	nolsm=1; main=1; \
+	if [ -n "$${LAB_SUITES-}" ]; then \
+		echo nolsm | grep -Eq -- "$$LAB_SUITES" || nolsm=; \
+		tests/lab/check --list >/dev/null 2>&1 || main=; \
+		if [ -z "$$main" ] && [ -z "$$nolsm" ]; then tests/lab/check --list >/dev/null; exit 2; fi; \
+	fi; \
 	rc=0; first=1; for k in $(LAB_KERNELS); do \
 		suites=$${LAB_SUITES-}; \
 		if [ -z "$$first" ] && [ -z "$$suites" ]; then suites='$(LAB_SUITES_AGAIN)'; fi; \
-		echo "lab: $$k kernel$${suites:+ (suites: $$suites)}"; \
-		LAB_SUITES="$$suites" LAB_KERNEL=$$k LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check || rc=1; \
+		if [ -n "$$main" ]; then \
+			echo "lab: $$k kernel$${suites:+ (suites: $$suites)}"; \
+			LAB_SUITES="$$suites" LAB_KERNEL=$$k LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check || rc=1; \
+		fi; \
+		if [ -n "$$first" ] && [ -n "$$nolsm" ]; then \
+			echo "lab: $$k kernel without BPF LSM (suites: nolsm)"; \
+			LAB_KERNEL=$$k LAB_KERNEL_ARGS="$${LAB_KERNEL_ARGS:+$$LAB_KERNEL_ARGS }$(LAB_NOLSM_ARGS)" LAB_VERBOSE=1 \
+				tests/lab/run --timeout 1200 -- tests/lab/check tests/lab/nolsm/*.bats || rc=1; \
+		fi; \
 		first=; \
 	done; exit $$rc
 
@@ -280,14 +344,20 @@ install: all
 	install -m 755 $(OUT)/librdmactl-preload.so $(DESTDIR)$(LIBDIR)/rdmactl/librdmactl-preload.so
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 completions/rdmactl $(DESTDIR)$(BASH_COMPDIR)/rdmactl
+	install -d $(DESTDIR)$(OCI_HOOKSDIR)
+	install -m 644 $(OUT)/oci-hooks/rdmactl.json $(DESTDIR)$(OCI_HOOKSDIR)/rdmactl.json
+	$(if $(SPANK_SO),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
+		install -m 755 $(SPANK_SO) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_rdmactl.so)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rdmactl $(DESTDIR)$(LIBDIR)/rdmactl/librdmactl-preload.so
 	-rmdir $(DESTDIR)$(LIBDIR)/rdmactl
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MANPAGES))) $(DESTDIR)$(BASH_COMPDIR)/rdmactl
+	rm -f $(DESTDIR)$(OCI_HOOKSDIR)/rdmactl.json $(DESTDIR)$(SLURM_PLUGINDIR)/spank_rdmactl.so
 
 clean:
 	rm -rf $(OUT)/cmd $(OUT)/lib $(OUT)/preload-obj $(OUT)/tests $(OUT)/bench $(OUT)/fuzz $(OUT)/bpf \
-		$(OUT)/lab-progs $(OUT)/*.skel.h $(OUT)/vmlinux.h $(OUT)/rdmactl $(OUT)/librdmactl*
+		$(OUT)/lab-progs $(OUT)/*.skel.h $(OUT)/vmlinux.h $(OUT)/rdmactl $(OUT)/librdmactl* \
+		$(OUT)/spank_rdmactl.so $(OUT)/oci-hooks
 
 -include $(shell find $(OUT) -name '*.d' 2>/dev/null)
