@@ -76,7 +76,7 @@ nl_count() {
 	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CG" --kernel
 	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18710 >"$BATS_TEST_TMPDIR/srv" 2>&1 3>&- &
 	PIDS+=($!)
-	sleep 2
+	wait_for 20 bash -c "ss -ltn | grep -q ':18710 '"
 	run in_cg timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18710 192.0.2.1
 	# a clean failure: an exit status and a message, not a signal
 	[ "$status" -ne 0 ] && [ "$status" -lt 128 ] || { echo "status $status" >&2; false; }
@@ -89,7 +89,7 @@ nl_count() {
 	timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18711 >"$BATS_TEST_TMPDIR/srv2" 2>&1 3>&- &
 	local srv=$!
 	PIDS+=($srv)
-	sleep 2
+	wait_for 20 bash -c "ss -ltn | grep -q ':18711 '"
 	run -0 in_cg timeout 120 ib_write_bw -d rxe0 -x 1 -q 4 -D 2 -p 18711 192.0.2.1
 	assert_output --partial "BW average"
 	wait "$srv"
@@ -107,7 +107,7 @@ nl_count() {
 	in_cg timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -p 18712 -n 50 >"$BATS_TEST_TMPDIR/pp" 2>&1 3>&- &
 	local srv=$!
 	PIDS+=($srv)
-	sleep 1
+	wait_for 20 bash -c "ss -ltn | grep -q ':18712 '"
 	run -0 in_cg timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -p 18712 -n 50 192.0.2.1
 	assert_output --partial "50 iters"
 	wait "$srv"
