@@ -44,15 +44,21 @@ static int interleaved(struct ibv_pd *pd, struct ibv_cq *cq, void *buf, size_t s
 	struct ibv_mr *(*w_reg_mr)(struct ibv_pd *, void *, size_t, int);
 	int (*dereg_mr)(struct ibv_mr *), (*w_dereg_mr)(struct ibv_mr *);
 	double *w = calloc(n, sizeof(*w)), *d = calloc(n, sizeof(*d)), t0, t1;
-	void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD), *libc;
+	void *(*own_dlvsym)(void *, const char *, const char *);
 	int i;
 
 	if (!h || !w || !d)
 		return 1;
-	*(void **)&create_qp = dlvsym(h, "ibv_create_qp", "IBVERBS_1.1");
-	*(void **)&destroy_qp = dlvsym(h, "ibv_destroy_qp", "IBVERBS_1.1");
-	*(void **)&reg_mr_iova2 = dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
-	*(void **)&dereg_mr = dlvsym(h, "ibv_dereg_mr", "IBVERBS_1.1");
+	/* glibc's own dlvsym: the preload's (it interposes dlvsym) would hand out its wrappers in h too */
+	libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	*(void **)&own_dlvsym = libc ? dlvsym(libc, "dlvsym", "GLIBC_2.34") : NULL;
+	if (!own_dlvsym)
+		own_dlvsym = dlvsym;
+	*(void **)&create_qp = own_dlvsym(h, "ibv_create_qp", "IBVERBS_1.1");
+	*(void **)&destroy_qp = own_dlvsym(h, "ibv_destroy_qp", "IBVERBS_1.1");
+	*(void **)&reg_mr_iova2 = own_dlvsym(h, "ibv_reg_mr_iova2", "IBVERBS_1.8");
+	*(void **)&dereg_mr = own_dlvsym(h, "ibv_dereg_mr", "IBVERBS_1.1");
 	*(void **)&w_create_qp = dlvsym(RTLD_DEFAULT, "ibv_create_qp", "IBVERBS_1.1");
 	*(void **)&w_destroy_qp = dlvsym(RTLD_DEFAULT, "ibv_destroy_qp", "IBVERBS_1.1");
 	*(void **)&w_reg_mr = dlvsym(RTLD_DEFAULT, "ibv_reg_mr", "IBVERBS_1.1");

@@ -8,6 +8,7 @@
 
 struct bucket obj_buckets[NBUCKET];
 _Atomic unsigned int obj_nbucketed HOT_DATA;
+_Atomic uint64_t obj_bucket_map[NBUCKET / 64];
 unsigned int obj_gen HOT_DATA;
 struct obj obj_static[OBJ_STATIC] HOT_DATA;
 struct obj_spare obj_spare HOT_DATA;
@@ -19,6 +20,38 @@ COLD_FN void obj_free_mem(struct obj *o)
 
 	free(o);
 	errno = saved;
+}
+
+void obj_insert_bucket(struct obj *o)
+{
+	struct bucket *b = bucket_of(o->key);
+
+	bucket_lock(b);
+	o->next = b->head;
+	b->head = o;
+	atomic_fetch_add_explicit(&obj_nbucketed, 1, memory_order_relaxed);
+	if (!o->next)
+		bucket_mark(b, true);
+	bucket_unlock(b);
+}
+
+struct obj *obj_unlink_bucket(const void *key)
+{
+	struct bucket *b = bucket_of(key);
+	struct obj **pp, *o;
+
+	bucket_lock(b);
+	for (pp = &b->head; (o = *pp); pp = &o->next) {
+		if (o->key == key) {
+			*pp = o->next;
+			atomic_fetch_sub_explicit(&obj_nbucketed, 1, memory_order_relaxed);
+			if (!b->head)
+				bucket_mark(b, false);
+			break;
+		}
+	}
+	bucket_unlock(b);
+	return o;
 }
 
 /* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
@@ -43,7 +76,7 @@ HOT_DESTROY struct obj *obj_take(const void *key)
 unsigned int obj_drop_ctx(struct ibv_context *ctx)
 {
 	struct obj *r, *dropped = NULL;
-	unsigned int i, n = 0;
+	unsigned int i, w, n = 0;
 
 	spin_lock(&obj_recent.lock);
 	for (i = 0; i < NRECENT; i++) {
@@ -54,24 +87,28 @@ unsigned int obj_drop_ctx(struct ibv_context *ctx)
 		}
 	}
 	spin_unlock(&obj_recent.lock);
-	for (i = 0; i < NBUCKET && atomic_load_explicit(&obj_nbucketed, memory_order_relaxed); i++) {
-		struct bucket *b = &obj_buckets[i];
-		struct obj **pp, *o;
+	for (w = 0; w < NBUCKET / 64 && atomic_load_explicit(&obj_nbucketed, memory_order_relaxed); w++) {
+		uint64_t m = atomic_load_explicit(&obj_bucket_map[w], memory_order_relaxed);
 
-		if (!__atomic_load_n(&b->head, __ATOMIC_RELAXED))
-			continue;
-		bucket_lock(b);
-		for (pp = &b->head; (o = *pp);) {
-			if (o->ctx == ctx) {
-				*pp = o->next;
-				o->next = dropped;
-				dropped = o;
-				atomic_fetch_sub_explicit(&obj_nbucketed, 1, memory_order_relaxed);
-			} else {
-				pp = &o->next;
+		for (; m; m &= m - 1) {
+			struct bucket *b = &obj_buckets[w * 64 + (unsigned int)__builtin_ctzll(m)];
+			struct obj **pp, *o;
+
+			bucket_lock(b);
+			for (pp = &b->head; (o = *pp);) {
+				if (o->ctx == ctx) {
+					*pp = o->next;
+					o->next = dropped;
+					dropped = o;
+					atomic_fetch_sub_explicit(&obj_nbucketed, 1, memory_order_relaxed);
+				} else {
+					pp = &o->next;
+				}
 			}
+			if (!b->head)
+				bucket_mark(b, false);
+			bucket_unlock(b);
 		}
-		bucket_unlock(b);
 	}
 	while ((r = dropped)) {
 		dropped = r->next;

@@ -39,6 +39,18 @@ struct bucket {
 extern struct bucket obj_buckets[NBUCKET];
 /* Records in the buckets (not in obj_recent): while 0, neither a lookup nor a context's close walks them. */
 extern _Atomic unsigned int obj_nbucketed;
+/* A bit per bucket that holds records (changed under its lock): a context's close visits only those. */
+extern _Atomic uint64_t obj_bucket_map[NBUCKET / 64];
+
+static inline void bucket_mark(struct bucket *b, bool used)
+{
+	unsigned int i = (unsigned int)(b - obj_buckets);
+
+	if (used)
+		atomic_fetch_or_explicit(&obj_bucket_map[i / 64], 1ull << (i % 64), memory_order_relaxed);
+	else
+		atomic_fetch_and_explicit(&obj_bucket_map[i / 64], ~(1ull << (i % 64)), memory_order_relaxed);
+}
 /* Bumped in a forked child: the parent's objects are not the child's to release. */
 extern unsigned int obj_gen;
 
@@ -142,10 +154,16 @@ static inline ALWAYS_INLINE void obj_free(struct obj *o)
 		obj_free_mem(o);
 }
 
+/*
+ * The buckets, out of line: a program with few objects at a time never reaches them, and the hot code of
+ * each side of a verb stays on one page.
+ */
+void obj_insert_bucket(struct obj *o);
+struct obj *obj_unlink_bucket(const void *key);
+
 static inline ALWAYS_INLINE void obj_insert(struct obj *o)
 {
 	struct obj **r = recent_of(o->key);
-	struct bucket *b;
 
 	o->gen = obj_gen;
 	spin_lock(&obj_recent.lock);
@@ -154,21 +172,14 @@ static inline ALWAYS_INLINE void obj_insert(struct obj *o)
 		o = NULL;
 	}
 	spin_unlock(&obj_recent.lock);
-	if (!o)
-		return;
-	b = bucket_of(o->key);
-	bucket_lock(b);
-	o->next = b->head;
-	b->head = o;
-	atomic_fetch_add_explicit(&obj_nbucketed, 1, memory_order_relaxed);
-	bucket_unlock(b);
+	if (o)
+		obj_insert_bucket(o);
 }
 
 /* Unlink a record of key from the obj_recent table or its bucket; NULL if none. */
 static inline ALWAYS_INLINE struct obj *obj_unlink(const void *key)
 {
-	struct obj **r = recent_of(key), **pp, *o = NULL;
-	struct bucket *b;
+	struct obj **r = recent_of(key), *o = NULL;
 
 	spin_lock(&obj_recent.lock);
 	if (*r && (*r)->key == key) {
@@ -178,17 +189,7 @@ static inline ALWAYS_INLINE struct obj *obj_unlink(const void *key)
 	spin_unlock(&obj_recent.lock);
 	if (o || !atomic_load_explicit(&obj_nbucketed, memory_order_relaxed))
 		return o;
-	b = bucket_of(key);
-	bucket_lock(b);
-	for (pp = &b->head; (o = *pp); pp = &o->next) {
-		if (o->key == key) {
-			*pp = o->next;
-			atomic_fetch_sub_explicit(&obj_nbucketed, 1, memory_order_relaxed);
-			break;
-		}
-	}
-	bucket_unlock(b);
-	return o;
+	return obj_unlink_bucket(key);
 }
 
 /* Unlink the record of key before the real destroy; NULL when this process did not charge it. */

@@ -117,8 +117,8 @@ static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
 	return true;
 }
 
-/* Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line). */
-static inline void op_enter(struct ledger *l, struct slot *s)
+/* op_enter() when something is not as usual: a freeze, a stuck freeze that ended, limits that changed. */
+static COLD_FN void op_enter_slow(struct ledger *l, struct slot *s)
 {
 	bool ignore_frozen = false;
 	uint32_t ops;
@@ -153,6 +153,27 @@ static inline void op_enter(struct ledger *l, struct slot *s)
 		}
 		return;
 	}
+}
+
+/*
+ * Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line). The usual
+ * case inline; anything else leaves the mark and starts over in op_enter_slow().
+ */
+static inline ALWAYS_INLINE void op_enter(struct ledger *l, struct slot *s)
+{
+	uint32_t ops;
+
+	__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
+	ops = __atomic_load_n(&l->view_ops, __ATOMIC_RELAXED) + 1;
+	if (__builtin_expect(!__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST) &&
+				     !__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED) && ops < VIEW_RECHECK &&
+				     ALOAD(&l->use->gen) == __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE),
+			     1)) {
+		__atomic_store_n(&l->view_ops, ops, __ATOMIC_RELAXED); /* a lost update only delays a recheck */
+		return;
+	}
+	__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
+	op_enter_slow(l, s);
 }
 
 static inline void op_leave(struct slot *s)
@@ -355,13 +376,19 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 
 _Static_assert(LEDGER_NKINDS <= 32, "kinds_valid() keeps a bit per kind");
 
-static inline bool kinds_valid(const enum ledger_kind *kinds, unsigned int n)
+static inline ALWAYS_INLINE bool kinds_valid(const enum ledger_kind *kinds, unsigned int n)
 {
 	uint32_t seen = 0;
 	unsigned int i;
 
 	if (n - 1 >= LEDGER_NKINDS)
 		return false;
+	/* what the interceptor passes (one kind, or a kind and MR bytes or WR depth), without the loop */
+	if (n == 1)
+		return (unsigned int)kinds[0] < LEDGER_NKINDS;
+	if (n == 2)
+		return (unsigned int)kinds[0] < LEDGER_NKINDS && (unsigned int)kinds[1] < LEDGER_NKINDS &&
+		       kinds[0] != kinds[1];
 	for (i = 0; i < n; i++) {
 		if ((unsigned int)kinds[i] >= LEDGER_NKINDS || seen & 1u << kinds[i])
 			return false;
