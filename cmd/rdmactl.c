@@ -17,6 +17,7 @@ static const struct cmd {
 } cmds[] = {
 	{ "export", cmd_export, "serve RDMA metrics to Prometheus (HTTP or textfile)" },
 	{ "monitor", cmd_monitor, "stream resource create/destroy/deny events; audit bypass" },
+	{ "oci-hook", cmd_oci_hook, "OCI runtime hook: rdmactl.io/ annotations as container limits" },
 	{ "pingpong", cmd_pingpong, "RoCE connectivity check, ibv_rc_pingpong compatible" },
 	{ "quota", cmd_quota, "set, unset and show RDMA resource quotas" },
 	{ "run", cmd_run, "run a command as a job under RDMA resource limits" },

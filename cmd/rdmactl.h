@@ -23,6 +23,7 @@ extern const struct argp common_argp;
 /* Each subcommand: argv[0] is "rdmactl <sub>"; returns an exit code. */
 int cmd_export(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
+int cmd_oci_hook(int argc, char **argv);
 int cmd_pingpong(int argc, char **argv);
 int cmd_quota(int argc, char **argv);
 int cmd_run(int argc, char **argv);

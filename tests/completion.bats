@@ -15,7 +15,7 @@ setup() {
 
 @test "first word completes to the subcommands" {
 	run complete_words rdmactl ""
-	assert_output "$(printf '%s\n' export monitor pingpong quota run top)"
+	assert_output "$(printf '%s\n' export monitor oci-hook pingpong quota run top)"
 	run complete_words rdmactl p
 	assert_output "pingpong"
 	run complete_words rdmactl mo
@@ -27,6 +27,13 @@ setup() {
 		run complete_words rdmactl "$c"
 		assert_output "$c"
 	done
+}
+
+@test "oci-hook completes its stages and options" {
+	run complete_words rdmactl oci-hook ""
+	assert_output "$(printf '%s\n' createRuntime poststop prestart)"
+	run complete_words rdmactl oci --st
+	assert_output "--state-dir"
 }
 
 @test "global options complete before the subcommand" {

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The OCI runtime state (the JSON an OCI hook reads on stdin): a strict parser of the fields rdmactl needs. */
+#ifndef RDMACTL_OCISTATE_H
+#define RDMACTL_OCISTATE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define OCISTATE_MAX_INPUT (1 << 20) /* bytes of JSON accepted */
+#define OCISTATE_MAX_DEPTH 32        /* nesting of arrays and objects */
+#define OCISTATE_ID_MAX 256          /* container id, including NUL */
+#define OCISTATE_STATUS_MAX 32
+#define OCISTATE_PREFIX "rdmactl.io/" /* the annotations kept */
+#define OCISTATE_MAX_ANN 32           /* annotations with that prefix */
+#define OCISTATE_ANN_KEY_MAX 64
+#define OCISTATE_ANN_VAL_MAX 64
+
+struct ocistate_ann {
+	char key[OCISTATE_ANN_KEY_MAX]; /* "rdmactl.io/max-qp" */
+	char value[OCISTATE_ANN_VAL_MAX];
+};
+
+struct ocistate {
+	char id[OCISTATE_ID_MAX]; /* "" when absent */
+	char status[OCISTATE_STATUS_MAX];
+	pid_t pid; /* 0 when absent (poststop) */
+	unsigned int nann;
+	struct ocistate_ann ann[OCISTATE_MAX_ANN]; /* the annotations whose key starts with OCISTATE_PREFIX */
+};
+
+/*
+ * Parse one JSON document (RFC 8259: one value, whitespace around it, nothing else) that must be an object;
+ * read id, status, pid and annotations (a string-to-string object), skip every other member after checking
+ * it. Duplicate keys among those four, or inside annotations, are errors; so are an id or status too long,
+ * a pid that is not an integer in 1..INT_MAX, more than OCISTATE_MAX_ANN rdmactl.io/ annotations or one whose
+ * key or value does not fit. Returns 0, or -EINVAL with a message in err ("at byte 17: ...").
+ */
+int ocistate_parse(const char *buf, size_t len, struct ocistate *out, char *err, size_t errlen);
+
+#endif

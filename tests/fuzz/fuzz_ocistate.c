@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* libFuzzer harness: the OCI state parser on any bytes; what it accepts, json-c reads the same way. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "ocistate.h"
+
+/* A string member of o equal to want ("" = absent or not a string is fine only when want is ""). */
+static void same_string(struct json_object *o, const char *key, const char *want)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string)) {
+		if (*want)
+			abort();
+		return;
+	}
+	if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+		return; /* a NUL inside: not kept by the parser, which rejects it only where it keeps the string */
+	if (strcmp(json_object_get_string(v), want))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct json_tokener *tok;
+	struct json_object *j, *v, *ann;
+	struct ocistate st;
+	char err[256];
+	unsigned int i;
+
+	if (ocistate_parse((const char *)data, size, &st, err, sizeof(err))) {
+		if (!err[0])
+			abort(); /* every refusal says why */
+		return 0;
+	}
+	if (st.nann > OCISTATE_MAX_ANN || (st.pid && st.pid < 1))
+		abort();
+	/* the oracle: json-c in strict mode; where it also accepts, the fields read back the same */
+	tok = json_tokener_new();
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	j = json_tokener_parse_ex(tok, (const char *)data, (int)size);
+	if (j && json_tokener_get_error(tok) == json_tokener_success && json_object_is_type(j, json_type_object) &&
+	    json_tokener_get_parse_end(tok) == size) {
+		same_string(j, "id", st.id);
+		same_string(j, "status", st.status);
+		if (st.pid && (!json_object_object_get_ex(j, "pid", &v) || json_object_get_int64(v) != st.pid))
+			abort();
+		for (i = 0; i < st.nann; i++) {
+			if (!json_object_object_get_ex(j, "annotations", &ann) ||
+			    !json_object_object_get_ex(ann, st.ann[i].key, &v) ||
+			    strcmp(json_object_get_string(v), st.ann[i].value))
+				abort();
+		}
+	}
+	json_object_put(j);
+	json_tokener_free(tok);
+	return 0;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl oci-hook on the host: the OCI state it reads is outside input (malformed JSON, bad annotations, odd
+# ids) and every refusal names what is wrong; containers without rdmactl.io/ annotations are left alone.
+# Applying limits to a real container's cgroup is in tests/lab/oci.bats.
+
+load helper
+
+setup() {
+	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
+	export RDMACTL_OCI_STATE_DIR=$BATS_TEST_TMPDIR/oci
+}
+
+hook() {
+	run "$@" --separate-stderr "$RDMACTL" oci-hook
+}
+
+state() { # id status pid annotations-json
+	printf '{"ociVersion":"1.0.2","id":"%s","status":"%s",%s"bundle":"/b","annotations":%s}' "$1" "$2" \
+		"${3:+\"pid\":$3,}" "$4"
+}
+
+@test "oci-hook: a container without rdmactl.io/ annotations is left alone (nothing written, no ledger)" {
+	run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c1 creating $$ '{"io.podman.x":"1"}')"
+	assert_output ""
+	[ ! -e "$RDMACTL_OCI_STATE_DIR" ]
+	[ ! -e "$RDMACTL_LEDGER" ]
+	run -0 "$RDMACTL" oci-hook poststop <<<"$(state c1 stopped '' '{}')"
+}
+
+@test "oci-hook: a bad annotation value names the annotation and applies nothing" {
+	run -1 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c2 creating $$ \
+		'{"rdmactl.io/max-qp":"2","rdmactl.io/max-mr-bytes":"8Q"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-mr-bytes: invalid value '8Q'"*"the container does not start"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c2 creating $$ '{"rdmactl.io/max-qp":"-1"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-qp: invalid value '-1'"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c2 creating $$ '{"rdmactl.io/max-qps":"4"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-qps: unknown"*"qp"*"mr-bytes"* ]]
+	[ ! -e "$RDMACTL_OCI_STATE_DIR/c2" ]
+	[ ! -e "$RDMACTL_LEDGER" ]
+}
+
+@test "oci-hook: malformed state JSON is refused with the byte and the reason" {
+	local bad
+	for bad in '' '[]' '{"id":"x"' '{"id":"x"} {}' '{"id":"x",}' '{"id":x}' '{"pid":"12"}' '{"pid":1.5}' \
+		'{"pid":0}' '{"pid":99999999999}' '{"id":"a\u0000b"}' '{"id":"\ud800"}' '{"annotations":[]}' \
+		'{"annotations":{"rdmactl.io/max-qp":2}}' '{"id":"x","id":"y"}' \
+		'{"annotations":{"rdmactl.io/max-qp":"1","rdmactl.io/max-qp":"2"}}' "{\"id\":\"$(printf '\xff')\"}" \
+		"$(printf '{"x":%s1%s}' "$(printf '[%.0s' {1..40})" "$(printf ']%.0s' {1..40})")"; do
+		run -1 --separate-stderr "$RDMACTL" oci-hook <<<"$bad"
+		[[ $stderr == *"cannot read the OCI state on stdin: at byte "* ]] || {
+			echo "input: $bad -> $stderr" >&2
+			return 1
+		}
+	done
+	run -1 --separate-stderr "$RDMACTL" oci-hook < <(head -c 1100000 /dev/zero | tr '\0' ' ')
+	[[ $stderr == *"more than 1048576 bytes"* ]]
+}
+
+@test "oci-hook: a container id that cannot be a file name, a missing pid, an unknown status or STAGE" {
+	run -1 --separate-stderr "$RDMACTL" oci-hook <<<"$(state ../x creating $$ '{"rdmactl.io/max-qp":"2"}')"
+	[[ $stderr == *"container id '../x'"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook createRuntime <<<"$(state c3 creating '' '{"rdmactl.io/max-qp":"2"}')"
+	[[ $stderr == *"the state has no pid"* ]]
+	run -2 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c3 running $$ '{"rdmactl.io/max-qp":"2"}')"
+	[[ $stderr == *"status 'running': give the STAGE"* ]]
+	run -2 "$RDMACTL" oci-hook poststart
+	assert_output --partial "unknown STAGE 'poststart'"
+	run -2 "$RDMACTL" oci-hook poststop extra
+	assert_output --partial "unexpected argument 'extra'"
+}
+
+@test "oci-hook: poststop of a container createRuntime applied nothing to is a no-op" {
+	run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c4 stopped '' '{"rdmactl.io/max-qp":"2"}')"
+	assert_output ""
+	[ -z "$stderr" ]
+}
+
+@test "the hooks.d file runs the hook at createRuntime and poststop for rdmactl.io/ annotations only" {
+	local j=$BUILD/oci-hooks/rdmactl.json
+	run -0 jq -e '.version == "1.0.0" and .hook.args == ["rdmactl", "oci-hook"] and
+		(.stages | sort) == ["createRuntime", "poststop"] and (.when.annotations | keys) == ["^rdmactl\\.io/"]' "$j"
+	run -0 jq -r .hook.path "$j"
+	assert_output --regexp '^/.*/rdmactl$'
+}
