@@ -345,7 +345,7 @@ install: all
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 completions/rdmactl $(DESTDIR)$(BASH_COMPDIR)/rdmactl
 	install -d $(DESTDIR)$(OCI_HOOKSDIR)
-	install -m 644 $(OUT)/oci-hooks/rdmactl.json $(DESTDIR)$(OCI_HOOKSDIR)/rdmactl.json
+	sed 's|@BINDIR@|$(BINDIR)|g' oci/rdmactl.json.in > $(DESTDIR)$(OCI_HOOKSDIR)/rdmactl.json
 	$(if $(SPANK_SO),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
 		install -m 755 $(SPANK_SO) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_rdmactl.so)
 

@@ -12,12 +12,20 @@ load helper
 	[ -f "$d/usr/lib/rdmactl/librdmactl-preload.so" ]
 	[ -f "$d/usr/share/man/man8/rdmactl.8" ]
 	[ -f "$d/usr/share/bash-completion/completions/rdmactl" ]
+	# the OCI hooks.d file where podman and CRI-O look, naming the installed binary
+	run -0 jq -r .hook.path "$d/usr/share/containers/oci/hooks.d/rdmactl.json"
+	assert_output /usr/bin/rdmactl
+	if [ -f /usr/include/slurm/spank.h ]; then
+		[ -f "$d/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_rdmactl.so" ]
+	fi
 	run "$d/usr/bin/rdmactl" --version
 	assert_success
 	run make -C "$TOP" --no-print-directory OUT="$BUILD" uninstall DESTDIR="$d" PREFIX=/usr
 	assert_success
 	[ ! -e "$d/usr/bin/rdmactl" ]
 	[ ! -e "$d/usr/share/man/man8/rdmactl.8" ]
+	[ ! -e "$d/usr/share/containers/oci/hooks.d/rdmactl.json" ]
+	[ ! -e "$d/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_rdmactl.so" ]
 }
 
 @test "every man page renders without warnings" {
@@ -29,7 +37,7 @@ load helper
 
 @test "there is a man page for rdmactl and for every subcommand" {
 	[ -f "$TOP/man/rdmactl.8" ]
-	for c in monitor pingpong quota run top; do
+	for c in monitor oci-hook pingpong quota run slurm top; do
 		[ -f "$TOP/man/rdmactl-$c.8" ] || { echo "man/rdmactl-$c.8 missing"; return 1; }
 	done
 }
