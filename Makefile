@@ -131,15 +131,17 @@ uninstall-dist:
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(DIST_UNITS))
 	rm -rf $(DESTDIR)$(DISTDATADIR)
 
-# make deb: the tree as it is (tracked and new files, not the ignored ones) copied to $(OUT)/deb/src and built
-# there by dpkg-buildpackage (debian/); the packages land in $(OUT)/deb/, lintian must find no error.
+# make deb: the tree as it is (tracked and new files, not the ignored ones) copied to $(DEBDIR)/src and built
+# there by dpkg-buildpackage (debian/); the packages land in $(DEBDIR)/, lintian must find no error. DEBDIR is
+# beside OUT, not in it (make reads every *.d under OUT).
+DEBDIR      ?= $(OUT).deb
 deb:
-	$(Q)rm -rf $(OUT)/deb && mkdir -p $(OUT)/deb/src
+	$(Q)rm -rf $(DEBDIR) && mkdir -p $(DEBDIR)/src
 	$(Q)git ls-files -z -c -o --exclude-standard | xargs -0 sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done' sh \
-		| tar --null -T - -cf - | tar -xf - -C $(OUT)/deb/src
-	$(Q)cd $(OUT)/deb/src && DEB_BUILD_OPTIONS="$${DEB_BUILD_OPTIONS:-noddebs}" dpkg-buildpackage -us -uc -b
-	$(Q)lintian --fail-on error $(OUT)/deb/*.changes
-	$(Q)ls $(OUT)/deb/*.deb
+		| tar --null -T - -cf - | tar -xf - -C $(DEBDIR)/src
+	$(Q)cd $(DEBDIR)/src && DEB_BUILD_OPTIONS="$${DEB_BUILD_OPTIONS:-noddebs}" dpkg-buildpackage -us -uc -b
+	$(Q)lintian --fail-on error $(DEBDIR)/*.changes
+	$(Q)ls $(DEBDIR)/*.deb
 
 $(OUT) $(OUT)/lib $(OUT)/cmd $(OUT)/preload-obj/preload $(OUT)/tests $(OUT)/bench $(OUT)/fuzz $(OUT)/bpf $(OUT)/lab-progs:
 	$(Q)mkdir -p $@

@@ -8,9 +8,12 @@
 
 #include "bpfmon.h"
 
+/* Read-only: readers need read access to the pin only (CAP_DAC_READ_SEARCH, not CAP_DAC_OVERRIDE, for a
+ * service that is not root: dist/systemd/rdmactl-export.service). */
 int mon_counters_open_pinned(int *fd)
 {
-	int f = bpf_obj_get(MON_PIN_COUNTERS);
+	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = BPF_F_RDONLY);
+	int f = bpf_obj_get_opts(MON_PIN_COUNTERS, &opts);
 
 	if (f < 0)
 		return -errno;

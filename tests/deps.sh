@@ -11,6 +11,8 @@ pkgs=(
 	# tests and lab peers
 	bats bats-support bats-assert jq valgrind tmux curl prometheus
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 util-linux
+	# make deb (tests/deb.bats), the units and rules (tests/dist.bats: systemd-analyze, promtool from prometheus)
+	debhelper dpkg-dev fakeroot lintian systemd python3
 	# the engines of the Slurm plugin and the OCI hook (slurm.bats, oci.bats)
 	slurm-wlm libslurm-dev podman runc
 	# the lab
