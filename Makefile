@@ -103,6 +103,8 @@ help:
 	@echo "  bench          build the benchmarks under $(OUT)/bench (run bench/*.sh; see their headers)"
 	@echo "  install        install binary, preload, man pages, bash completion, the OCI hooks.d file and (with"
 	@echo "                 slurm/spank.h) the Slurm plugin (PREFIX DESTDIR MANDIR BASH_COMPDIR OCI_HOOKSDIR SLURM_PLUGINDIR)"
+	@echo "                 also systemd units, alerting rules, dashboard (SYSTEMDUNITDIR, DISTDATADIR)"
+	@echo "  deb            the Debian package (debian/) in $(OUT).deb/, checked by lintian"
 	@echo "  uninstall, clean"
 	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
 	@echo "           LAB_KERNELS=\"$(LAB_KERNELS)\" (kernels check-lab boots: stable, backports)"

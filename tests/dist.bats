@@ -39,6 +39,12 @@ exec_start() {
 	[ "$n" -ge 7 ]
 }
 
+@test "make help names deb and the operators' files" {
+	run -0 make -C "$TOP" --no-print-directory help
+	assert_line --regexp '^  deb  '
+	assert_output --partial SYSTEMDUNITDIR
+}
+
 @test "units: make install puts them in SYSTEMDUNITDIR naming BINDIR's rdmactl; uninstall removes them" {
 	local d=$BATS_TEST_TMPDIR/root
 	run -0 make -C "$TOP" --no-print-directory OUT="$BUILD" install DESTDIR="$d" PREFIX=/usr/local \
