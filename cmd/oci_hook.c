@@ -270,6 +270,35 @@ static int create_stage(const struct ocistate *st, const char *file, const uint6
 	return EXIT_OK;
 }
 
+/* The ledger's limits of a cgroup that no longer exists, by its name. */
+static int forget_cgroup(const char *dir, const uint64_t limit[LEDGER_NKINDS])
+{
+	struct ledger_scope sc = { .type = LEDGER_SCOPE_CGROUP };
+	char root[PATH_MAX];
+	struct ledger *l;
+	size_t n;
+	int k, ret;
+
+	cgroup2_root(root, sizeof(root));
+	n = strlen(root);
+	if (strncmp(dir, root, n) || dir[n] != '/' || ledger_cgroup_normalize(dir + n, sc.name, sizeof(sc.name)))
+		return -EINVAL;
+	ret = ledger_open(NULL, LEDGER_POLICY_RW, &l);
+	if (ret == -ENOENT)
+		return 0; /* no ledger: nothing kept */
+	if (ret)
+		return ret;
+	for (k = 0; k < LEDGER_NKINDS && !ret; k++) {
+		if (limit[k] == LEDGER_UNLIMITED)
+			continue;
+		ret = ledger_set_limit(l, &sc, k, LEDGER_UNLIMITED);
+		if (ret == -ENOENT)
+			ret = 0;
+	}
+	ledger_close(l);
+	return ret;
+}
+
 static int poststop_stage(const struct ocistate *st, const char *file)
 {
 	uint64_t limit[LEDGER_NKINDS];
@@ -294,8 +323,18 @@ static int poststop_stage(const struct ocistate *st, const char *file)
 			ret = EXIT_FAIL;
 		}
 	} else {
-		/* the runtime removed the cgroup before poststop (runc does): the gc drops what was kept for it */
-		int gret = cgquota_run("/proc/self/exe", NULL, gc, out, sizeof(out));
+		/*
+		 * The runtime removed the cgroup before poststop (runc does), so 'quota unset --cgroup' cannot name
+		 * it any more: its ledger limits go by name, and the gc drops the kernel's scope of a cgroup gone.
+		 */
+		int gret = forget_cgroup(dir, limit);
+
+		if (gret) {
+			pr_err("container %s: cannot remove the ledger limits of its cgroup %s: %s", st->id, dir,
+			       *ledger_error() ? ledger_error() : strerror(-gret));
+			ret = EXIT_FAIL;
+		}
+		gret = cgquota_run("/proc/self/exe", NULL, gc, out, sizeof(out));
 
 		if (gret) {
 			pr_err("container %s: its cgroup %s is gone and 'rdmactl quota gc' failed: %s", st->id, dir,
