@@ -113,6 +113,19 @@ nl_count() {
 	wait "$srv"
 }
 
+@test "a program that rewrites its ioctl after the check is killed; it never keeps a PD past the limit" {
+	run -0 "$RDMACTL" quota set pd 2 --cgroup "$CG" --kernel
+	run in_cg timeout 120 "$BUILD/lab-progs/kqrace" -i 1000000
+	assert_line "pd held=2 errno=122"
+	# killed by the kernel (SIGKILL), not surviving with a PD past the limit ("race won=..." and exit 3)
+	[ "$status" = 137 ] || { echo "status $status: $output" >&2; false; }
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0].kinds.pd | .kernel_killed == 1 and .kernel_usage == 0' <<<"$output"
+	# outside any limit the same request creates PDs: the rewrite does reach the kernel
+	run -3 timeout 60 "$BUILD/lab-progs/kqrace" -c -i 3
+	assert_line "race won=3 refused=0 failed=0 (errno 0)"
+}
+
 @test "a limit set on a running tenant counts what it already holds; kernel usage equals RDMA netlink" {
 	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h
 	in_cg "$KQV" -k qp -n 4 -H "$hold" >"$out" 2>&1 3>&- &
