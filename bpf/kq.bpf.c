@@ -70,8 +70,10 @@ struct {
 } kq_state SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 16);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KQ_EVSLOTS);
+	__type(key, __u32);
+	__type(value, struct kq_event);
 } kq_events SEC(".maps");
 
 /* Objects that could not be recorded (kq_objs full): never charged, so never credited. */
@@ -128,11 +130,21 @@ static __always_inline void candidates(struct cand *c)
 static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *sc, __u64 amount, __s64 usage,
 				 __u64 limit)
 {
-	struct kq_event *e = bpf_ringbuf_reserve(&kq_events, sizeof(*e), 0);
-	__u64 pidtgid = bpf_get_current_pid_tgid();
+	__u64 pidtgid = bpf_get_current_pid_tgid(), seq;
+	struct kq_state *st;
+	struct kq_event *e;
+	__u32 zero = 0, idx;
 
+	st = bpf_map_lookup_elem(&kq_state, &zero);
+	if (!st)
+		return;
+	seq = __sync_fetch_and_add(&st->evseq, 1) + 1;
+	idx = seq % KQ_EVSLOTS;
+	e = bpf_map_lookup_elem(&kq_events, &idx);
 	if (!e)
 		return;
+	e->seq = 0;
+	e->time_ns = bpf_ktime_get_ns();
 	e->type = type;
 	e->tgid = pidtgid >> 32;
 	e->tid = (__u32)pidtgid;
@@ -142,7 +154,8 @@ static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *
 	e->usage = usage;
 	e->limit = limit;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	asm volatile("" ::: "memory"); /* seq last (x86 keeps stores in order) */
+	e->seq = seq;
 }
 
 /* Would amount more of kind take one of the task's limited scopes past its limit? -EDQUOT, counted. */

@@ -58,9 +58,15 @@ struct kq_obj {
 	struct kq_scope sc[KQ_MAXCHG];
 };
 
-/* An event (ring buffer kq_events). */
+/*
+ * An event: the last KQ_EVSLOTS refusals and kills (map kq_events, slot seq % KQ_EVSLOTS). Readers keep their
+ * own position, so that several (monitors, top) read the same events; seq is 0 while a slot is written.
+ */
+#define KQ_EVSLOTS 256
 enum kq_event_type { KQ_EV_REFUSE = 1, KQ_EV_KILL = 2 };
 struct kq_event {
+	__u64 seq;
+	__u64 time_ns; /* CLOCK_MONOTONIC */
 	__u32 type;
 	__u32 tgid;
 	__u32 tid;
@@ -75,6 +81,7 @@ struct kq_event {
 /* Global state (map kq_state, one entry). */
 struct kq_state {
 	__u64 nlimits; /* limited scopes: 0 means every hook returns at once */
+	__u64 evseq;   /* the last event's seq */
 };
 
 /* uverbs ABI facts (rdma/rdma_user_ioctl_cmds.h, rdma/ib_user_verbs.h; checked in tests/unit/test_kq.c). */

@@ -11,6 +11,7 @@
 
 #include "bpfmon.h"
 #include "clock.h"
+#include "kq.h"
 #include "ledger.h"
 #include "monfmt.h"
 #include "monitor.h"
@@ -201,8 +202,9 @@ int cmd_monitor(int argc, char **argv)
 	struct mon_lost lost = { 0 }, seen_lost = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct ledger *l = NULL;
-	uint64_t since = 0;
-	double next_ledger = 0, next_stats, last_stats, end, next_prune;
+	uint64_t since = 0, ksince = 0;
+	struct kq *kq = NULL;
+	double next_ledger = 0, next_kq = 0, next_stats, last_stats, end, next_prune;
 	int err, idx, ufd;
 
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
@@ -278,6 +280,7 @@ int cmd_monitor(int argc, char **argv)
 		if (rename_fd >= 0 && (pfd[2].revents & POLLIN))
 			uevent_read(rename_fd, true);
 		poll_denials(&l, &since, &next_ledger);
+		poll_kdenials(&kq, &ksince, &next_kq);
 		mon_lost(mon, &lost);
 		report_lost(&lost, &seen_lost);
 		if (mopt.stats && clock_mono_s() >= next_stats) {
@@ -301,11 +304,14 @@ int cmd_monitor(int argc, char **argv)
 	out_flush();
 	if (l)
 		poll_denials(&l, &since, &next_ledger);
+	if (kq)
+		poll_kdenials(&kq, &ksince, &next_kq);
 	mon_lost(mon, &lost);
 	report_lost(&lost, &seen_lost);
 	print_summary(&lost);
 	if (l)
 		ledger_close(l);
+	kq_close(kq);
 	if (ufd >= 0)
 		close(ufd);
 	if (rename_fd >= 0)

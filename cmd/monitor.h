@@ -56,6 +56,9 @@ extern int rename_fd;
 
 /* monitor_deny.c: refusals from the ledger's ring. */
 void poll_denials(struct ledger **l, uint64_t *since, double *next_try);
+/* Kernel quota refusals and kills (kq events) since *since; opens the pinned maps when they appear. */
+struct kq;
+void poll_kdenials(struct kq **q, uint64_t *since, double *next_try);
 
 /* monitor_stats.c: the summary at the end, --stats rates. */
 struct proc_sum *proc_sum(pid_t tgid, const char *comm);

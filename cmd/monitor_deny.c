@@ -5,9 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <limits.h>
 #include <sys/stat.h>
 
+#include "cgroup.h"
 #include "clock.h"
+#include "kq.h"
 #include "ledger.h"
 #include "monfmt.h"
 #include "monitor.h"
@@ -97,3 +101,109 @@ void poll_denials(struct ledger **l, uint64_t *since, double *next_try)
 	}
 }
 
+
+/* --- kernel refusals and kills (BPF LSM quotas) ----------------------------------------------------- */
+
+/* The path below the cgroup2 mount of the cgroup whose directory has inode id ("" if not found). */
+static bool cgroup_by_id(const char *dir, size_t rootlen, uint64_t id, char *out, size_t len, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *d;
+
+	if (!stat(dir, &st) && st.st_ino == id) {
+		snprintf(out, len, "%s", dir[rootlen] ? dir + rootlen : "/");
+		return true;
+	}
+	if (depth > 32 || !(d = opendir(dir)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    (size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
+			continue;
+		found = cgroup_by_id(sub, rootlen, id, out, len, depth + 1);
+	}
+	closedir(d);
+	return found;
+}
+
+static int on_kevent(const struct kq_event *ev, void *arg)
+{
+	const char *kind = kq_kind_name(ev->kind), *what = kq_event_name(ev->type);
+	char root[PATH_MAX], cg[PATH_MAX] = "", scope[PATH_MAX + 32], text[PATH_MAX + 256], tbuf[48], amount[32];
+	int64_t t = (int64_t)ev->time_ns + ((int64_t)clock_rt_ns() - (int64_t)clock_mono_ns());
+
+	(void)arg;
+	if (mopt.pid && (pid_t)ev->tgid != mopt.pid)
+		return 0;
+	if (mopt.type >= 0 && strcmp(kind, mon_type_name(mopt.type)))
+		return 0;
+	msum.denials++;
+	if (mopt.stats)
+		return 0;
+	if (ev->scope.type == KQ_SCOPE_CGROUP) {
+		cgroup2_root(root, sizeof(root));
+		if (!cgroup_by_id(root, strlen(root), ev->scope.id, cg, sizeof(cg), 0))
+			snprintf(cg, sizeof(cg), "id %llu", (unsigned long long)ev->scope.id);
+		snprintf(scope, sizeof(scope), "cgroup %s", cg);
+	} else if (ev->scope.type == KQ_SCOPE_PID) {
+		snprintf(scope, sizeof(scope), "pid %llu", (unsigned long long)ev->scope.id);
+	} else {
+		snprintf(scope, sizeof(scope), "global");
+	}
+	if (ev->kind == KQ_MR_BYTES)
+		fmt_size(ev->amount, amount, sizeof(amount));
+	else
+		snprintf(amount, sizeof(amount), "%llu", (unsigned long long)ev->amount);
+	snprintf(text, sizeof(text), "kernel %s %s %s of pid %u: %s at %lld of its limit %llu%s", what, amount, kind,
+		 ev->tgid, scope, (long long)ev->usage, (unsigned long long)ev->limit,
+		 ev->type == KQ_EV_KILL ? " (a creation past the check: killed)" : "");
+	text_header();
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "time", NULL, mon_time_iso((uint64_t)t, tbuf, sizeof(tbuf)));
+	print_string(PRINT_FP, NULL, "%-15s ", mon_time_text((uint64_t)t, tbuf, sizeof(tbuf)));
+	print_uint(PRINT_JSON, "time_ns", NULL, (uint64_t)t);
+	print_string(PRINT_JSON, "event", NULL, what);
+	print_string(PRINT_JSON, "type", NULL, kind);
+	print_int(PRINT_ANY, "pid", "%7" PRId64 " ", ev->tgid);
+	print_uint(PRINT_JSON, "tid", NULL, ev->tid);
+	print_strn(PRINT_ANY, "comm", "%-15.15s ", ev->comm, sizeof(ev->comm));
+	print_text("%-8s %-7s %-8s %8s  ", what, kind, "-", "-");
+	print_string(PRINT_JSON, "scope", NULL, kq_scope_name(ev->scope.type));
+	if (ev->scope.type == KQ_SCOPE_CGROUP)
+		print_string(PRINT_JSON, "cgroup", NULL, cg);
+	print_string(PRINT_JSON, "enforced_by", NULL, "kernel");
+	print_uint(PRINT_JSON, "amount", NULL, ev->amount);
+	print_int(PRINT_JSON, "usage", NULL, ev->usage);
+	print_uint(PRINT_JSON, "limit", NULL, ev->limit);
+	print_uint(PRINT_JSON, "seq", NULL, ev->seq);
+	print_string(PRINT_ANY, "message", "%s\n", text);
+	out_close_object();
+	out_flush();
+	return 0;
+}
+
+/* The kernel quota programs may be loaded (the first quota set --kernel) while we run. */
+void poll_kdenials(struct kq **q, uint64_t *since, double *next_try)
+{
+	if (!*q) {
+		if (clock_mono_s() < *next_try)
+			return;
+		*next_try = clock_mono_s() + 2;
+		if (kq_open(false, q)) {
+			*q = NULL;
+			return;
+		}
+		/* events before the programs were found by this monitor are old news, unless they were just loaded */
+		if (!*since)
+			*since = KQ_EVENTS_NEW;
+		pr_debug("reading kernel refusals from " KQ_PIN_DIR);
+	}
+	if (kq_events_read(*q, since, on_kevent, NULL) < 0) {
+		kq_close(*q);
+		*q = NULL;
+	}
+}

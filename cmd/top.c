@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bpfmon.h"
+#include "kq.h"
 #include "ledger.h"
 #include "out.h"
 #include "rdmactl.h"
@@ -154,6 +155,25 @@ static struct {
 	int rates_err;
 } extra;
 
+static int count_kdenial(const struct kq_event *ev, void *arg)
+{
+	top_count_denial(arg, (pid_t)ev->tgid);
+	return 0;
+}
+
+/* The kernel's refusals and kills (BPF LSM quotas) count in DENY too, as the ledger's refusals do. */
+static void join_kernel_denials(struct top_snap *s)
+{
+	struct kq *q;
+	uint64_t since = 0;
+
+	/* opened anew each time: the programs may be loaded while top runs */
+	if (kq_open(false, &q))
+		return;
+	kq_events_read(q, &since, count_kdenial, s);
+	kq_close(q);
+}
+
 static void join_ledger(struct top_snap *s, bool quiet)
 {
 	int ret = 0;
@@ -164,6 +184,8 @@ static void join_ledger(struct top_snap *s, bool quiet)
 		ret = top_join_ledger(s, extra.ledger);
 		if (ret && !quiet && ret != extra.ledger_err)
 			pr_debug("no quota columns: reading the ledger failed: %s", strerror(-ret));
+		if (!ret)
+			join_kernel_denials(s);
 	} else if (!quiet && ret != extra.ledger_err) {
 		pr_debug("no quota columns: %s", ledger_error());
 	}

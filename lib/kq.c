@@ -24,7 +24,7 @@
 enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_NR };
 static const char *const map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events" };
 static const size_t map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
-					sizeof(struct kq_state), 0 };
+					sizeof(struct kq_state), sizeof(struct kq_event) };
 
 struct kq {
 	int fd[M_NR];
@@ -229,9 +229,32 @@ void kq_close(struct kq *q)
 	free(q);
 }
 
-int kq_events_fd(struct kq *q)
+int kq_events_read(struct kq *q, uint64_t *since, int (*cb)(const struct kq_event *ev, void *arg), void *arg)
 {
-	return q ? q->fd[M_EVENTS] : -1;
+	struct kq_state st;
+	struct kq_event ev;
+	__u32 zero = 0, idx;
+	uint64_t s;
+	int n = 0, err;
+
+	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
+		return -errno;
+	if (*since == KQ_EVENTS_NEW) {
+		*since = st.evseq;
+		return 0;
+	}
+	s = st.evseq > KQ_EVSLOTS && *since < st.evseq - KQ_EVSLOTS ? st.evseq - KQ_EVSLOTS : *since;
+	for (s = s + 1; s <= st.evseq; s++) {
+		idx = s % KQ_EVSLOTS;
+		if (bpf_map_lookup_elem(q->fd[M_EVENTS], &idx, &ev) || ev.seq != s)
+			continue; /* overwritten already, or still being written */
+		err = cb(&ev, arg);
+		if (err)
+			return err;
+		n++;
+	}
+	*since = st.evseq;
+	return n;
 }
 
 int kq_scope_cgroup(const char *dir, struct kq_scope *out)
@@ -452,4 +475,25 @@ int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), vo
 			return err;
 	}
 	return 0;
+}
+
+const char *kq_kind_name(unsigned int kind)
+{
+	static const char *const names[] = {
+#define X(name, NAME, led, ...) KINDS_IF(led, #name, )
+		KINDS(X)
+#undef X
+	};
+
+	return kind < KQ_NK ? names[kind] : "?";
+}
+
+const char *kq_event_name(unsigned int type)
+{
+	return type == KQ_EV_REFUSE ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
+}
+
+const char *kq_scope_name(unsigned int type)
+{
+	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
 }

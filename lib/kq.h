@@ -42,7 +42,16 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 /* Every scope with kernel limits. */
 int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg);
 
-/* The ring buffer of refusals and kills (struct kq_event), for the monitor: a map fd, or -1. */
-int kq_events_fd(struct kq *q);
+/*
+ * The refusals and kills after *since (0: every one still kept, the last KQ_EVSLOTS; KQ_EVENTS_NEW: none, only
+ * set *since to now), oldest first; *since becomes the newest. Returns how many, or cb's non-zero return.
+ */
+#define KQ_EVENTS_NEW UINT64_MAX
+int kq_events_read(struct kq *q, uint64_t *since, int (*cb)(const struct kq_event *ev, void *arg), void *arg);
+
+/* The name of an event's kind ("qp"...), its type ("refused", "killed") and its scope type. */
+const char *kq_kind_name(unsigned int kind);
+const char *kq_event_name(unsigned int type);
+const char *kq_scope_name(unsigned int type);
 
 #endif

@@ -292,7 +292,18 @@ static int on_res(const struct nl_res *res, void *arg)
 		r->c.mr_bytes += res->mrlen;
 		d->totals.mr_bytes += res->mrlen;
 	}
+	if (res->type == NL_RES_QP && (res->has & NL_HAS_STATE) && res->state < TOP_QP_NSTATES) {
+		r->c.qp_state[res->state]++;
+		d->totals.qp_state[res->state]++;
+	}
 	return 0;
+}
+
+const char *top_qp_state_name(unsigned int state)
+{
+	static const char *const names[TOP_QP_NSTATES] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return state < TOP_QP_NSTATES ? names[state] : NULL;
 }
 
 static int on_dev(const struct nl_dev *dev, void *arg)
@@ -470,6 +481,8 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 		for (ty = 0; ty < NL_RES_NTYPES; ty++)
 			s->totals.n[ty] += d->totals.n[ty];
 		s->totals.mr_bytes += d->totals.mr_bytes;
+		for (ty = 0; ty < TOP_QP_NSTATES; ty++)
+			s->totals.qp_state[ty] += d->totals.qp_state[ty];
 	}
 
 	for (r = 0, w = 0; r < s->nrows; r++)
@@ -620,6 +633,15 @@ static void join_row(struct top_row *r, const struct ljoin *j)
 			consider(r, col, st->scope.type, st->limit[k], st->usage[k]);
 		}
 	}
+}
+
+void top_count_denial(struct top_snap *s, pid_t pid)
+{
+	size_t r;
+
+	for (r = 0; r < s->nrows; r++)
+		if (s->rows[r].kind == TOP_PROC && s->rows[r].pid == pid)
+			s->rows[r].quota.denials++;
 }
 
 int top_join_ledger(struct top_snap *s, struct ledger *l)

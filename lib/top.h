@@ -13,10 +13,17 @@
 
 struct ledger;
 
+/* QP states as RES_STATE reports them (enum ib_qp_state): RESET, INIT, RTR, RTS, SQD, SQE, ERR. */
+#define TOP_QP_NSTATES 7
+
 struct top_counts {
 	uint64_t n[NL_RES_NTYPES];	/* objects per kind */
 	uint64_t mr_bytes;		/* sum of RES_MRLEN */
+	uint64_t qp_state[TOP_QP_NSTATES]; /* QPs by state (QPs whose dump carried a known state) */
 };
+
+/* "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"; NULL past them. */
+const char *top_qp_state_name(unsigned int state);
 
 enum top_kind {
 	TOP_PROC,	/* a user process (pid is its tgid) */
@@ -140,6 +147,8 @@ void top_sort(struct top_snap *s, enum top_key key, bool reverse);
  * 0 or -errno (rows untouched on error).
  */
 int top_join_ledger(struct top_snap *s, struct ledger *l);
+/* One more refusal for the process pid (the kernel's, after top_join_ledger()). */
+void top_count_denial(struct top_snap *s, pid_t pid);
 
 /* One read of the BPF per-tgid counters map, sorted by tgid. */
 struct top_counters {

@@ -204,3 +204,37 @@ nl_count() {
 	run -3 in_cg timeout 60 "$KQS" -k qp -n 4
 	assert_line "qp created=2 errno=EDQUOT"
 }
+
+@test "every kernel refusal and kill appears in monitor (pid, scope, kind) and in top's DENY column" {
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set pd 1 --cgroup "$CG" --kernel
+	local mon=$BATS_TEST_TMPDIR/mon
+	"$RDMACTL" monitor -j >"$mon" 2>"$mon.err" 3>&- &
+	local monpid=$!
+	PIDS+=($monpid)
+	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err" >&2; false; }
+	sleep 2.5 # the monitor looks for the kernel's maps every 2 s
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h
+	in_cg "$KQV" -k qp -n 5 -H "$hold" >"$out" 2>&1 3>&- &
+	local qpid=$!
+	PIDS+=($qpid)
+	wait_for 60 grep -q holding "$out"
+	run -0 cat "$out"
+	assert_line "qp created=2 errno=EDQUOT"
+	# a legacy write() past the PD limit (one is held by kqverbs -k pd itself): killed
+	run in_cg timeout 60 "$KQV" -k pd -n 3 -w
+	[ "$status" = 137 ]
+	wait_for 20 grep -q '"event":"killed"' "$mon"
+	run -0 jq -ec --argjson p "$qpid" --arg cg "${CG#/sys/fs/cgroup}" \
+		'select(.event == "refused" and .pid == $p and .type == "qp" and .scope == "cgroup" and .cgroup == $cg and .limit == 2)' "$mon"
+	run -0 jq -ec --arg cg "${CG#/sys/fs/cgroup}" 'select(.event == "killed" and .type == "pd" and .cgroup == $cg and .limit == 1)' "$mon"
+	# top: the holder's row counts its refusal
+	run -0 "$RDMACTL" top -b -n1 -j --pid "$qpid"
+	run -0 jq -e '.processes[0].quota.recent_denials >= 1' <<<"$output"
+	touch "$hold"
+	wait "$qpid"
+	kill -INT "$monpid"
+	wait "$monpid"
+	PIDS=()
+	tail -n 1 "$mon" | jq -e '.event == "summary" and .denials >= 2'
+}
