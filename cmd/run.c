@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "kq.h"
 #include "ledger.h"
+#include "proc.h"
 #include "rdmactl.h"
 #include "util.h"
 
@@ -23,6 +25,7 @@
 enum {
 	OPT_FAIL_OPEN = 0x100,
 	OPT_FAIL_CLOSED,
+	OPT_KERNEL,
 	OPT_MAX_FIRST, /* --max-<kind>: OPT_MAX_FIRST + enum ledger_kind */
 };
 
@@ -32,6 +35,7 @@ static struct {
 	const char *cgroup;
 	const char *log;
 	const char *fail;
+	bool kernel;
 	int cmd; /* index of CMD in argv */
 } ro;
 
@@ -50,6 +54,9 @@ static const struct argp_option options[] = {
 	{ "cgroup", 'c', "PATH", 0, "start CMD (and so its whole tree) in this cgroup v2: absolute, or relative to "
 				      "the cgroup2 mount", 2 },
 	{ "log", 'l', "FILE", 0, "append refusal lines to FILE instead of CMD's stderr", 2 },
+	{ "kernel", OPT_KERNEL, NULL, 0, "the kernel enforces the limits too (BPF LSM): CMD runs in a child cgroup of "
+					 "its own (below --cgroup PATH, else below rdmactl's cgroup) that carries them, so "
+					 "that programs the interceptor cannot see (static, raw ioctl) are held to them", 2 },
 	{ "fail-open", OPT_FAIL_OPEN, NULL, 0, "if the ledger becomes unusable, let creations through (default)", 2 },
 	{ "fail-closed", OPT_FAIL_CLOSED, NULL, 0, "if the ledger becomes unusable, refuse every creation", 2 },
 	{ 0 },
@@ -70,6 +77,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'l':
 		ro.log = arg;
+		break;
+	case OPT_KERNEL:
+		ro.kernel = true;
 		break;
 	case OPT_FAIL_OPEN:
 	case OPT_FAIL_CLOSED:
@@ -115,7 +125,8 @@ static const struct argp argp = {
 	"  rdmactl run --max-qp 5 -- ./app\n"
 	"  rdmactl run --job train --max-qp 64 --max-mr-bytes 8G -- mpirun -np 8 ./train\n"
 	"  rdmactl quota set qp 128 --job train      # while it runs\n"
-	"  rdmactl run --max-wr 256 --log /tmp/refusals -- ib_write_bw -x 1 -q 4 host\n",
+	"  rdmactl run --max-wr 256 --log /tmp/refusals -- ib_write_bw -x 1 -q 4 host\n"
+	"  rdmactl run --kernel --max-qp 8 -- ./statically-linked-app\n",
 	children, NULL, NULL,
 };
 
@@ -262,10 +273,101 @@ static int start_job(struct ledger *l, const char *name)
 	return ret;
 }
 
+/*
+ * --kernel: a child cgroup for the job (below --cgroup, else below rdmactl's own cgroup), with the job's
+ * limits enforced there by the kernel. dir receives its directory. Returns 0 or an exit status (said why).
+ */
+static int kernel_cgroup(const char *job, char *dir, size_t len)
+{
+	char root[PATH_MAX], parent[PATH_MAX], own[PATH_MAX], why[600], name[LEDGER_NAME_MAX];
+	struct kq_scope sc;
+	struct kq *q = NULL;
+	size_t i;
+	int ret;
+
+	if (!kq_lsm_active(why, sizeof(why))) {
+		pr_err("--kernel: BPF LSM is not active (%s): add bpf to the kernel's lsm= parameter (lsm=...,bpf) and "
+		       "reboot, or run without --kernel (the interceptor alone)", why);
+		return EXIT_FAIL;
+	}
+	if (ro.cgroup) {
+		ret = cgroup_resolve(ro.cgroup, root, sizeof(root), parent, sizeof(parent));
+		if (ret) {
+			pr_err("--kernel: cannot use cgroup %s: %s", ro.cgroup, strerror(-ret));
+			return EXIT_FAIL;
+		}
+	} else {
+		cgroup2_root(root, sizeof(root));
+		ret = proc_cgroup(getpid(), own, sizeof(own));
+		if (ret < 0 || (size_t)snprintf(parent, sizeof(parent), "%s%s", root, own) >= sizeof(parent)) {
+			pr_err("--kernel: cannot find rdmactl's own cgroup: %s", strerror(ret < 0 ? -ret : ENAMETOOLONG));
+			return EXIT_FAIL;
+		}
+	}
+	snprintf(name, sizeof(name), "%s", job);
+	for (i = 0; name[i]; i++)
+		if (name[i] == '/' || name[i] == '\n')
+			name[i] = '_';
+	if ((size_t)snprintf(dir, len, "%s/rdmactl-job-%s", parent, name) >= len) {
+		pr_err("--kernel: cgroup path too long");
+		return EXIT_FAIL;
+	}
+	if (mkdir(dir, 0755)) {
+		pr_err("--kernel: cannot create the job's cgroup %s: %s%s", dir, strerror(errno),
+		       errno == EEXIST ? " (another job of that name? choose another --job)" :
+		       errno == EACCES || errno == EPERM || errno == EROFS ? " (root only)" : "");
+		return EXIT_FAIL;
+	}
+	ret = kq_open(true, &q);
+	if (!ret)
+		ret = kq_scope_cgroup(dir, &sc);
+	for (i = 0; !ret && i < KQ_NK; i++)
+		if (ro.limit[i] != LEDGER_UNLIMITED)
+			ret = kq_set(q, &sc, dir, (unsigned int)i, ro.limit[i]);
+	if (!ret && i == KQ_NK) {
+		/* a job without counted limits still gets its scope: quota set KIND N --cgroup DIR --kernel later */
+		ret = kq_set(q, &sc, dir, KQ_QP, KQ_UNLIMITED);
+	}
+	if (ret) {
+		pr_err("--kernel: cannot set the kernel limits on %s: %s", dir, kq_error());
+		if (q)
+			kq_remove(q, &sc);
+		kq_close(q);
+		rmdir(dir);
+		return EXIT_FAIL;
+	}
+	kq_close(q);
+	pr_debug("job cgroup %s", dir);
+	return 0;
+}
+
+/* After the job: its cgroup goes once empty, and with it the kernel's limits on it. */
+static void kernel_cgroup_release(const char *dir)
+{
+	struct kq_scope sc;
+	struct kq *q;
+	int i;
+
+	if (kq_scope_cgroup(dir, &sc))
+		return;
+	/* processes of the job that outlive CMD keep the cgroup, and their limits, alive */
+	for (i = 0; i < 50 && rmdir(dir) && errno == EBUSY; i++)
+		usleep(20000);
+	if (!access(dir, F_OK)) {
+		pr_err("note: the job's cgroup %s still has processes: its kernel limits stay until 'rdmactl quota gc' "
+		       "after they are gone", dir);
+		return;
+	}
+	if (!kq_open(false, &q)) {
+		kq_remove(q, &sc);
+		kq_close(q);
+	}
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	char preload[PATH_MAX], job[LEDGER_NAME_MAX];
+	char preload[PATH_MAX], job[LEDGER_NAME_MAX], kdir[PATH_MAX] = "";
 	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
 	struct ledger *l;
 	int idx, ret, status, cgfd = -1, gate[2] = { -1, -1 };
@@ -291,7 +393,16 @@ int cmd_run(int argc, char **argv)
 		snprintf(job, sizeof(job), "%.40s-%d", cmd ? basename(cmd) : "run", (int)getpid());
 		free(cmd);
 	}
-	if (ro.cgroup) {
+	if (ro.kernel) {
+		ret = kernel_cgroup(job, kdir, sizeof(kdir));
+		if (ret)
+			return ret;
+		cgfd = open_cgroup(kdir);
+		if (cgfd < 0) {
+			kernel_cgroup_release(kdir);
+			return EXIT_FAIL;
+		}
+	} else if (ro.cgroup) {
 		cgfd = open_cgroup(ro.cgroup);
 		if (cgfd < 0)
 			return EXIT_FAIL;
@@ -356,7 +467,7 @@ int cmd_run(int argc, char **argv)
 	if (gate[0] >= 0) {
 		close(gate[0]);
 		gate[0] = -1;
-		ret = move_to_cgroup(cgfd, ro.cgroup, pid);
+		ret = move_to_cgroup(cgfd, kdir[0] ? kdir : ro.cgroup, pid);
 		if (!ret && send(gate[1], "g", 1, MSG_NOSIGNAL) != 1) {
 			ret = -errno;
 			pr_err("cannot start %s: %s", argv[ro.cmd], strerror(-ret));
@@ -395,5 +506,7 @@ out_cg:
 			close(gate[i]);
 	if (cgfd >= 0)
 		close(cgfd);
+	if (kdir[0])
+		kernel_cgroup_release(kdir);
 	return ret;
 }

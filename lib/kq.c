@@ -497,3 +497,16 @@ const char *kq_scope_name(unsigned int type)
 {
 	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
 }
+
+int kq_remove(struct kq *q, const struct kq_scope *sc)
+{
+	int err = 0;
+
+	if (bpf_map_delete_elem(q->fd[M_LIMITS], sc) && errno != ENOENT)
+		err = fail(-errno, "cannot remove the kernel limit: %s", strerror(errno));
+	if (bpf_map_delete_elem(q->fd[M_USAGE], sc) && errno != ENOENT && !err)
+		err = fail(-errno, "cannot remove the kernel usage: %s", strerror(errno));
+	if (!err)
+		err = count_limits(q);
+	return err;
+}

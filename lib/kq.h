@@ -35,6 +35,9 @@ int kq_scope_cgroup(const char *dir, struct kq_scope *out);
  */
 int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned int kind, uint64_t max);
 
+/* Forget a scope (its cgroup or process is gone): its limits and usage. */
+int kq_remove(struct kq *q, const struct kq_scope *sc);
+
 /* A scope's limits and the kernel's usage (base included). -ENOENT: no kernel limit on it. */
 int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
 	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK]);

@@ -238,3 +238,21 @@ nl_count() {
 	PIDS=()
 	tail -n 1 "$mon" | jq -e '.event == "summary" and .denials >= 2'
 }
+
+@test "run --kernel: the job's own cgroup carries its limits for programs the interceptor cannot see, and goes after" {
+	run -3 "$RDMACTL" run --kernel --job kqjob.$$ --max-qp 3 --max-mr-bytes 64K -- "$KQS" -k qp -n 6
+	assert_line "qp created=3 errno=EDQUOT"
+	run -3 "$RDMACTL" run --kernel --job kqjob.$$ --max-mr-bytes 64K -- "$KQS" -k mr -s 16384 -n 6
+	assert_line "mr created=4 errno=EDQUOT"
+	# below --cgroup: the job's cgroup is a child of it, removed when the job is done
+	run -3 "$RDMACTL" run --kernel --cgroup "$CG" --job kqjob.$$ --max-cq 2 -- "$KQS" -k cq -n 4
+	assert_line "cq created=2 errno=EDQUOT"
+	[ ! -e "$CG/rdmactl-job-kqjob.$$" ]
+	[ ! -e "/sys/fs/cgroup/rdmactl-job-kqjob.$$" ]
+	# and nothing stays in the kernel's limits for the removed cgroups
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	local before=$output
+	run -3 "$RDMACTL" run --kernel --job kqjob.$$ --max-pd 1 -- "$KQS" -k pd -n 2
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	assert_equal "$(jq length <<<"$output")" "$(jq length <<<"$before")"
+}
