@@ -144,6 +144,23 @@ static void cgroups(const struct metrics_snap *s, struct prom_buf *b)
 
 		prom_sample_u64(b, "rdmactl_mr_bytes", l, NLAB(l), c->c.mr_bytes);
 	}
+	prom_family(b, "rdmactl_qps", PROM_GAUGE,
+		    "QPs held by the processes of a cgroup, by device and state (RESET, INIT, RTR, RTS, SQD, SQE, "
+		    "ERR), as the kernel's QP dump reports it.");
+	for (i = 0; i < s->ncg_counts; i++) {
+		const struct metrics_count *c = &s->cg_counts[i];
+		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
+		const struct top_dev *d = &s->devs[c->dev];
+
+		if (!type_shown(d, NL_RES_QP))
+			continue;
+		for (t = 0; t < TOP_QP_NSTATES; t++) {
+			struct prom_label l[] = { CG_LABELS(cg), { "device", d->dev.name },
+						  { "state", top_qp_state_name((unsigned int)t) } };
+
+			prom_sample_u64(b, "rdmactl_qps", l, NLAB(l), c->c.qp_state[t]);
+		}
+	}
 	prom_family(b, "rdmactl_processes", PROM_GAUGE,
 		    "Processes of a cgroup that hold RDMA objects; managed: attached to the quota ledger (started "
 		    "under rdmactl run or with its preload), false for the others (and all when there is no ledger).");
@@ -192,6 +209,22 @@ static void processes(const struct metrics_snap *s, struct prom_buf *b)
 
 		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 		prom_sample_u64(b, "rdmactl_process_mr_bytes", l, NLAB(l), c->c.mr_bytes);
+	}
+	prom_family(b, "rdmactl_process_qps", PROM_GAUGE, "QPs held by a process, by device and state.");
+	for (i = 0; i < s->nproc_counts; i++) {
+		const struct metrics_count *c = &s->proc_counts[i];
+		const struct metrics_proc *p = &s->procs[c->owner];
+		const struct top_dev *d = &s->devs[c->dev];
+
+		if (!type_shown(d, NL_RES_QP))
+			continue;
+		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+		for (t = 0; t < TOP_QP_NSTATES; t++) {
+			struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", d->dev.name },
+						  { "state", top_qp_state_name((unsigned int)t) } };
+
+			prom_sample_u64(b, "rdmactl_process_qps", l, NLAB(l), c->c.qp_state[t]);
+		}
 	}
 	prom_family(b, "rdmactl_process_managed", PROM_GAUGE,
 		    "1 when the process is attached to the quota ledger, 0 when it holds objects outside it.");

@@ -49,6 +49,13 @@ static void print_counts(enum out_type t, const struct top_counts *c, uint32_t u
 		}
 	}
 	print_uint(json, "mr_bytes", NULL, c->mr_bytes);
+	/* QPs by state: JSON only here (the table's state column is print_qp_states) */
+	if (json) {
+		out_open_object("qp_states");
+		for (k = 0; k < TOP_QP_NSTATES; k++)
+			print_uint(json, top_qp_state_name((unsigned int)k), NULL, c->qp_state[k]);
+		out_close_object();
+	}
 }
 
 /* "rdmactl top - <local time> - ... - sort qp - 1.2 ms"; JSON: time, elapsed_ms, sort and what is known. */

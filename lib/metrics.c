@@ -414,6 +414,8 @@ static void add_counts(struct top_counts *to, const struct top_counts *c)
 	for (t = 0; t < NL_RES_NTYPES; t++)
 		to->n[t] += c->n[t];
 	to->mr_bytes += c->mr_bytes;
+	for (t = 0; t < TOP_QP_NSTATES; t++)
+		to->qp_state[t] += c->qp_state[t];
 }
 
 /* The process rows of one device's snapshot into processes, cgroups and their counts on device dev. */

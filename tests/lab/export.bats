@@ -261,3 +261,37 @@ kernel_qps() {
 	# no more than top, with a tenth of slack for the lab's noise
 	[ "$exp" -le $((top + top / 10)) ] || { echo "scrape ${exp} ms, top ${top} ms" >&2; false; }
 }
+
+@test "QP states: top -j and the metrics break a process's and a cgroup's QPs down by state, as rdma res show qp" {
+	local states="reset init init rtr rts rts rts err"
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -d rxe0 -g 1 $3' qp "$CG" "$BUILD/lab-progs/qpstates" "$states" \
+		>"$T/qps" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 grep -q '^ready' "$T/qps" || { cat "$T/qps" >&2; false; }
+	local pid=${pids[0]}
+	# the oracle: iproute2's view of that process's QPs, by state
+	run -0 bash -c "rdma -j res show qp | jq -c --argjson p $pid '[.[] | select(.pid == \$p) | .state] | group_by(.) | map({(.[0]): length}) | add'"
+	assert_output '{"ERR":1,"INIT":2,"RESET":1,"RTR":1,"RTS":3}'
+	local want=$output
+	# top -j: the row's qp_states (zeros for the states it has none in)
+	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j
+	run -0 jq -c --argjson p "$pid" '.. | objects | select(.pid? == $p and .kind? == "process") | .qp_states' <<<"$output"
+	assert_output '{"RESET":1,"INIT":2,"RTR":1,"RTS":3,"SQD":0,"SQE":0,"ERR":1}'
+	run -0 jq -c 'with_entries(select(.value > 0))' <<<"$output"
+	assert_equal "$(jq -cS . <<<"$output")" "$(jq -cS . <<<"$want")"
+	# the metrics: per cgroup, and per process with --per-process
+	run -0 --separate-stderr "$RDMACTL" export --once --per-process
+	local out=$output st n
+	run promtool check metrics <<<"$out"
+	assert_success
+	for st in RESET:1 INIT:2 RTR:1 RTS:3 SQD:0 SQE:0 ERR:1; do
+		n=${st#*:} st=${st%:*}
+		run grep -Fx "rdmactl_qps{cgroup=\"$REL\",device=\"rxe0\",state=\"$st\"} $n" <<<"$out"
+		assert_success
+		run grep -Fx "rdmactl_process_qps{pid=\"$pid\",comm=\"qpstates\",cgroup=\"$REL\",device=\"rxe0\",state=\"$st\"} $n" <<<"$out"
+		assert_success
+	done
+	# the states add up to the QPs
+	run grep -Fx "rdmactl_objects{cgroup=\"$REL\",device=\"rxe0\",type=\"qp\"} 8" <<<"$out"
+	assert_success
+}
