@@ -291,7 +291,7 @@ check-fuzz: $(FUZZ_BIN)
 # S=SUITE...: only tests/SUITE.bats (% is a wildcard); F=REGEX: only the tests whose name matches it
 # (bats --filter; read from the environment, so any quoting survives).
 BATS_HOST   := $(wildcard tests/*.bats)
-BATS_UNKNOWN := $(foreach s,$(S),$(if $(filter tests/$(s).bats,$(BATS_HOST)),,$(s)))
+BATS_UNKNOWN := $(strip $(foreach s,$(S),$(if $(filter tests/$(s).bats,$(BATS_HOST)),,$(s))))
 BATS_SEL    := $(if $(S),$(filter $(S:%=tests/%.bats),$(BATS_HOST)),$(BATS_HOST))
 
 check-bats: all
