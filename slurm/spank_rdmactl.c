@@ -162,10 +162,14 @@ bad:
 
 int slurm_spank_init(spank_t sp_, int ac, char **av)
 {
+	spank_context_t ctx;
 	size_t i;
 
 	if (parse_args(ac, av))
 		return -1;
+	ctx = spank_context();
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+		return 0; /* slurmd itself, prolog and epilog: no options there */
 	for (i = 0; options[i].name; i++)
 		if (spank_option_register(sp_, &options[i]) != ESPANK_SUCCESS) {
 			slurm_error(P "cannot register --%s", options[i].name);

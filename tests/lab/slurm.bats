@@ -123,6 +123,16 @@ assert_nothing_left() {
 	assert_output --partial '--rdma-max-mr-bytes'
 }
 
+@test "sbatch --rdma-max-qp=2 (as #SBATCH) reaches the job's steps" {
+	local out=$BATS_TEST_TMPDIR/batch.out script=$BATS_TEST_TMPDIR/job.sh
+	printf '#!/bin/sh\n#SBATCH --rdma-max-qp=2\nsrun %s -k qp -n 4\n' "$KQS" >"$script"
+	# the script ends as its step: kqverbs exits 3 when creation stopped early
+	run -3 timeout 300 sbatch -W -o "$out" "$script"
+	run cat "$out"
+	assert_output --partial 'qp created=2 errno=EDQUOT'
+	assert_nothing_left
+}
+
 @test "a running step is named in quota show and top; scancel leaves nothing behind" {
 	local out=$BATS_TEST_TMPDIR/step hold=$BATS_TEST_TMPDIR/hold id
 	timeout 300 srun --rdma-max-qp=4 "$KQ" -k qp -n 3 -H "$hold" >"$out" 2>&1 3>&- &
@@ -154,7 +164,9 @@ assert_nothing_left() {
 	stepd=$(pgrep -f "^slurmstepd: \[$id\.0\]")
 	[ -n "$tasks" ] && [ -n "$stepd" ]
 	kill -KILL $stepd $tasks
-	wait_for 30 bash -c "! kill -0 $tasks 2>/dev/null"
+	# gone, or a zombie nobody reaps (the lab's init does not): dead either way
+	wait_for 30 bash -c 'for p; do [ ! -e /proc/$p ] || [ "$(awk "{print \$3}" /proc/$p/stat)" = Z ] || exit 1; done' \
+		sh $tasks
 	run -0 "$RDMACTL" quota gc
 	run -0 "$RDMACTL" quota show -j
 	[ "$(jq '[.scopes[] | select(.scope == "job")] | length' <<<"$output")" = 0 ] || { echo "$output" >&2; return 1; }
