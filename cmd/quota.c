@@ -846,7 +846,9 @@ static int do_show(void)
 static int do_gc(void)
 {
 	struct ledger *l;
-	unsigned int n = 0;
+	struct kq *q;
+	unsigned int n = 0, kn = 0;
+	bool kernel = false;
 	int err;
 
 	if (o.nargs > 1 || o.nscopes) {
@@ -869,9 +871,26 @@ static int do_gc(void)
 		       err == -EBUSY ? " (a process is stopped in the middle of an operation; try again)" : "");
 		return EXIT_FAIL;
 	}
+	/* the kernel's limits of processes and cgroups that are gone (root only: the maps are root's) */
+	if (!kq_open(false, &q)) {
+		char root[PATH_MAX];
+
+		cgroup2_root(root, sizeof(root));
+		err = kq_gc(q, root, &kn);
+		kq_close(q);
+		if (err) {
+			pr_err("gc of the kernel's limits failed: %s", strerror(-err));
+			return EXIT_FAIL;
+		}
+		kernel = true;
+	}
 	out_open_object(NULL);
 	print_uint(PRINT_ANY, "reclaimed", "reclaimed %" PRIu64 " dead process", n);
 	print_text("%s\n", n == 1 ? "" : "es");
+	if (kernel) {
+		print_uint(PRINT_ANY, "kernel_scopes_removed", "removed the kernel limits of %" PRIu64, kn);
+		print_text(" process%s and cgroup%s that are gone\n", kn == 1 ? "" : "es", kn == 1 ? "" : "s");
+	}
 	out_close_object();
 	return EXIT_OK;
 }

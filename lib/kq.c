@@ -510,3 +510,53 @@ int kq_remove(struct kq *q, const struct kq_scope *sc)
 		err = count_limits(q);
 	return err;
 }
+
+struct gc_arg {
+	struct idset cg;
+	struct kq_scope *gone;
+	size_t ngone;
+	int err;
+};
+
+static int gc_scope(const struct kq_scope *sc, void *arg)
+{
+	struct gc_arg *g = arg;
+	char path[64];
+	bool dead = false;
+
+	if (sc->type == KQ_SCOPE_PID) {
+		snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)sc->id);
+		dead = access(path, F_OK) && errno == ENOENT;
+	} else if (sc->type == KQ_SCOPE_CGROUP) {
+		dead = !idset_has(&g->cg, sc->id);
+	}
+	if (!dead)
+		return 0;
+	g->gone = realloc(g->gone, (g->ngone + 1) * sizeof(*g->gone));
+	if (!g->gone)
+		return g->err = -ENOMEM;
+	g->gone[g->ngone++] = *sc;
+	return 0;
+}
+
+int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
+{
+	struct gc_arg g = {};
+	size_t i;
+	int err;
+
+	*removed = 0;
+	err = collect_cgroups(cgroot, &g.cg, 0);
+	if (!err)
+		err = kq_foreach(q, gc_scope, &g);
+	if (!err)
+		err = g.err;
+	for (i = 0; !err && i < g.ngone; i++) {
+		err = kq_remove(q, &g.gone[i]);
+		if (!err)
+			(*removed)++;
+	}
+	free(g.gone);
+	free(g.cg.v);
+	return err;
+}

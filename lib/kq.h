@@ -38,6 +38,9 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 /* Forget a scope (its cgroup or process is gone): its limits and usage. */
 int kq_remove(struct kq *q, const struct kq_scope *sc);
 
+/* Forget the scopes of processes and cgroups that are gone (cgroot: the cgroup2 mount). */
+int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed);
+
 /* A scope's limits and the kernel's usage (base included). -ENOENT: no kernel limit on it. */
 int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
 	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK]);

@@ -256,3 +256,17 @@ nl_count() {
 	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
 	assert_equal "$(jq length <<<"$output")" "$(jq length <<<"$before")"
 }
+
+@test "quota gc removes the kernel limits of processes and cgroups that are gone" {
+	mkdir "$CG/gone"
+	run -0 "$RDMACTL" quota set qp 5 --cgroup "$CG/gone" --kernel
+	sleep 30 &
+	local p=$!
+	run -0 "$RDMACTL" quota set qp 5 --pid "$p" --kernel
+	kill "$p"; wait "$p" 2>/dev/null || true
+	rmdir "$CG/gone"
+	run -0 "$RDMACTL" -j quota gc
+	run -0 jq -e '.kernel_scopes_removed >= 2' <<<"$output"
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	run -0 jq -e --argjson p "$p" '[.[] | select(.key.type == 2 and .key.id == $p)] | length == 0' <<<"$output"
+}
