@@ -207,6 +207,11 @@ $(OUT)/tests/%: tests/unit/%.c $(OUT)/librdmactl.a | $(OUT)/tests
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_TEST)
 
+# The kernel quota library lives beside the BPF skeleton, outside librdmactl.a.
+$(OUT)/tests/test_kq: tests/unit/test_kq.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OUT)/tests
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_TEST) $(LIBS_CMD)
+
 $(OUT)/bench/%: bench/%.c $(OUT)/librdmactl.a | $(OUT)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
