@@ -54,3 +54,14 @@ load helper
 	assert_success
 	refute_output --regexp '^(parse_|pr_err|util_|out_)'
 }
+
+@test "the Slurm plugin is built where slurm/spank.h is, and exports only what SPANK looks up" {
+	if [ ! -f /usr/include/slurm/spank.h ]; then
+		[ ! -e "$BUILD/spank_rdmactl.so" ]
+		return
+	fi
+	run bash -c "nm -D --defined-only '$BUILD/spank_rdmactl.so' | awk '{print \$3}' | sort"
+	assert_success
+	assert_output "$(printf '%s\n' plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init \
+		slurm_spank_init_post_opt slurm_spank_task_init slurm_spank_task_post_fork spank_plugin_version)"
+}
