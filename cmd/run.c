@@ -282,7 +282,7 @@ static int kernel_cgroup(const char *job, char *dir, size_t len)
 	char root[PATH_MAX], parent[PATH_MAX], own[PATH_MAX], why[600], name[LEDGER_NAME_MAX];
 	struct kq_scope sc;
 	struct kq *q = NULL;
-	size_t i;
+	size_t i, n;
 	int ret;
 
 	if (!kq_lsm_active(why, sizeof(why))) {
@@ -321,10 +321,12 @@ static int kernel_cgroup(const char *job, char *dir, size_t len)
 	ret = kq_open(true, &q);
 	if (!ret)
 		ret = kq_scope_cgroup(dir, &sc);
-	for (i = 0; !ret && i < KQ_NK; i++)
-		if (ro.limit[i] != LEDGER_UNLIMITED)
+	for (i = 0, n = 0; !ret && i < KQ_NK; i++)
+		if (ro.limit[i] != LEDGER_UNLIMITED) {
 			ret = kq_set(q, &sc, dir, (unsigned int)i, ro.limit[i]);
-	if (!ret && i == KQ_NK) {
+			n++;
+		}
+	if (!ret && !n) {
 		/* a job without counted limits still gets its scope: quota set KIND N --cgroup DIR --kernel later */
 		ret = kq_set(q, &sc, dir, KQ_QP, KQ_UNLIMITED);
 	}

@@ -215,7 +215,8 @@ nl_count() {
 	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err" >&2; false; }
 	sleep 2.5 # the monitor looks for the kernel's maps every 2 s
 	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h
-	in_cg "$KQV" -k qp -n 5 -H "$hold" >"$out" 2>&1 3>&- &
+	# (bash -c, not the in_cg function: $! must be the program's own pid)
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -k qp -n 5 -H "$3"' _ "$CG" "$KQV" "$hold" >"$out" 2>&1 3>&- &
 	local qpid=$!
 	PIDS+=($qpid)
 	wait_for 60 grep -q holding "$out"
@@ -260,6 +261,7 @@ nl_count() {
 @test "quota gc removes the kernel limits of processes and cgroups that are gone" {
 	mkdir "$CG/gone"
 	run -0 "$RDMACTL" quota set qp 5 --cgroup "$CG/gone" --kernel
+	run -0 "$RDMACTL" quota set qp 7 --cgroup "$CG" --kernel
 	sleep 30 &
 	local p=$!
 	run -0 "$RDMACTL" quota set qp 5 --pid "$p" --kernel
@@ -268,5 +270,8 @@ nl_count() {
 	run -0 "$RDMACTL" -j quota gc
 	run -0 jq -e '.kernel_scopes_removed >= 2' <<<"$output"
 	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
-	run -0 jq -e --argjson p "$p" '[.[] | select(.key.type == 2 and .key.id == $p)] | length == 0' <<<"$output"
+	run -0 jq -e --argjson p "$p" '[.[] | select(.formatted.key.type == 2 and .formatted.key.id == $p)] | length == 0' <<<"$output"
+	# the live cgroup keeps its limit
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0].kinds.qp.kernel_limit == 7' <<<"$output"
 }
