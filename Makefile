@@ -310,8 +310,9 @@ check-host: all check-unit check-fuzz
 # Every lab suite on each kernel: Debian's stable one (6.1) and the newest of bookworm-backports (6.12).
 LAB_KERNELS ?= stable backports
 # On kernels after the first, only the suites where kernels differ: BPF (monitor), RDMA netlink (top) and
-# enforcement (quota), with the lab's own checks. The rest (preload, pingpong, export's engines) run once.
-LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|quota)$$
+# the kernel's enforcement (kq: BPF LSM), with the lab's own checks. The rest (preload, pingpong, export's
+# engines, Slurm, podman, rdma.max) run once.
+LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq)$$
 
 # F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
 # every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.
