@@ -25,6 +25,17 @@ static const char *kind_name(enum top_kind k)
 	return k == TOP_PROC ? "process" : k == TOP_KERNEL ? "kernel" : "unknown";
 }
 
+/* JSON only: "qp_states", the QPs by state (the table has no state column). */
+static void print_qp_states(const struct top_counts *c)
+{
+	unsigned int k;
+
+	out_open_object("qp_states");
+	for (k = 0; k < TOP_QP_NSTATES; k++)
+		print_uint(PRINT_JSON, top_qp_state_name(k), NULL, c->qp_state[k]);
+	out_close_object();
+}
+
 /*
  * Counts as table columns (" %6" per kind, "-" where a device cannot dump it; MR bytes before the CM IDs,
  * which have no "-") and as JSON members (every kind, then mr_bytes). t: which of the two.
@@ -49,13 +60,8 @@ static void print_counts(enum out_type t, const struct top_counts *c, uint32_t u
 		}
 	}
 	print_uint(json, "mr_bytes", NULL, c->mr_bytes);
-	/* QPs by state: JSON only here (the table's state column is print_qp_states) */
-	if (json) {
-		out_open_object("qp_states");
-		for (k = 0; k < TOP_QP_NSTATES; k++)
-			print_uint(json, top_qp_state_name((unsigned int)k), NULL, c->qp_state[k]);
-		out_close_object();
-	}
+	if (json)
+		print_qp_states(c);
 }
 
 /* "rdmactl top - <local time> - ... - sort qp - 1.2 ms"; JSON: time, elapsed_ms, sort and what is known. */
@@ -126,6 +132,7 @@ static void print_dev(const struct top_dev *d)
 			print_text(" (%s)", fmt_size(d->totals.mr_bytes, size, sizeof(size)));
 	}
 	print_uint(PRINT_JSON, "mr_bytes", NULL, d->totals.mr_bytes);
+	print_qp_states(&d->totals);
 	out_close_object();
 	if (d->has_summary) {
 		out_open_object("summary");

@@ -279,6 +279,9 @@ kernel_qps() {
 	assert_output '{"RESET":1,"INIT":2,"RTR":1,"RTS":3,"SQD":0,"SQE":0,"ERR":1}'
 	run -0 jq -c 'with_entries(select(.value > 0))' <<<"$output"
 	assert_equal "$(jq -cS . <<<"$output")" "$(jq -cS . <<<"$want")"
+	# the device's and the snapshot's totals: every QP in one state, the same in both
+	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j
+	run -0 jq -e '.devices[0].totals as $d | ($d.qp_states | add) == $d.qp and .totals.qp_states == $d.qp_states and $d.qp_states.ERR >= 1' <<<"$output"
 	# the metrics: per cgroup, and per process with --per-process
 	run -0 --separate-stderr "$RDMACTL" export --once --per-process
 	local out=$output st n
