@@ -843,12 +843,51 @@ static int do_show(void)
 
 /* ---- gc, init ----------------------------------------------------------------------------------- */
 
+struct gone_cg {
+	struct ledger_scope sc[LEDGER_MAX_CGROUPS];
+	unsigned int n;
+};
+
+static int find_gone_cgroup(const struct ledger_scope_stat *st, void *arg)
+{
+	struct gone_cg *g = arg;
+	char root[PATH_MAX], dir[PATH_MAX + LEDGER_CGROUP_MAX];
+
+	if (st->scope.type != LEDGER_SCOPE_CGROUP || g->n == LEDGER_MAX_CGROUPS)
+		return 0;
+	cgroup2_root(root, sizeof(root));
+	snprintf(dir, sizeof(dir), "%s%s", root, st->scope.name);
+	if (access(dir, F_OK) && errno == ENOENT)
+		g->sc[g->n++] = st->scope;
+	return 0;
+}
+
+/* The limits of cgroups that no longer exist (a job step's cgroup after a node failure): dropped. */
+static int gc_cgroups(struct ledger *l, unsigned int *removed)
+{
+	struct gone_cg *g = calloc(1, sizeof(*g));
+	unsigned int i;
+	int k, err = 0;
+
+	if (!g)
+		return -ENOMEM;
+	ledger_foreach_scope(l, find_gone_cgroup, g);
+	for (i = 0; i < g->n && !err; i++) {
+		for (k = 0; k < LEDGER_NKINDS && !err; k++)
+			err = ledger_set_limit(l, &g->sc[i], k, LEDGER_UNLIMITED);
+		if (!err)
+			(*removed)++;
+	}
+	free(g);
+	return err;
+}
+
 static int do_gc(void)
 {
 	struct ledger *l;
 	struct kq *q;
-	unsigned int n = 0, kn = 0;
-	bool kernel = false;
+	unsigned int n = 0, kn = 0, cgn = 0;
+	bool kernel = false, policy;
 	int err;
 
 	if (o.nargs > 1 || o.nscopes) {
@@ -858,6 +897,7 @@ static int do_gc(void)
 	}
 	/* the owner of the policy also drops stale pid limits; others only reclaim usage */
 	err = ledger_open(o.ledger, LEDGER_POLICY_RW | (o.create ? LEDGER_CREATE : 0), &l);
+	policy = !err;
 	if (err == -EACCES)
 		err = ledger_open(o.ledger, 0, &l);
 	if (err) {
@@ -865,6 +905,8 @@ static int do_gc(void)
 		return EXIT_FAIL;
 	}
 	err = ledger_gc(l, &n);
+	if (!err && policy)
+		err = gc_cgroups(l, &cgn);
 	ledger_close(l);
 	if (err) {
 		pr_err("gc failed: %s%s", strerror(-err),
@@ -887,6 +929,10 @@ static int do_gc(void)
 	out_open_object(NULL);
 	print_uint(PRINT_ANY, "reclaimed", "reclaimed %" PRIu64 " dead process", n);
 	print_text("%s\n", n == 1 ? "" : "es");
+	print_uint(PRINT_JSON, "cgroups_removed", NULL, cgn);
+	if (cgn)
+		print_text("removed the limits of %u cgroup%s that %s gone\n", cgn, cgn == 1 ? "" : "s",
+			   cgn == 1 ? "is" : "are");
 	if (kernel) {
 		print_uint(PRINT_ANY, "kernel_scopes_removed", "removed the kernel limits of %" PRIu64, kn);
 		print_text(" process%s and cgroup%s that are gone\n", kn == 1 ? "" : "es", kn == 1 ? "" : "s");

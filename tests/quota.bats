@@ -412,3 +412,19 @@ showq() {
 	run -0 "$RDMACTL" quota init
 	run -1 setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" quota set qp 10 --global
 }
+
+@test "gc drops the limits of cgroups that no longer exist (a job step's cgroup after a node failure)" {
+	local root
+	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	[ -n "$root" ] || skip "no cgroup2 mount on this host"
+	mkdir "$root/rdmactl-gc-test.$$" || skip "cannot create a cgroup under $root"
+	mkdir "$root/rdmactl-gc-live.$$"
+	run -0 "$RDMACTL" quota set qp 4 --cgroup "rdmactl-gc-test.$$"
+	run -0 "$RDMACTL" quota set qp 5 --cgroup "rdmactl-gc-live.$$"
+	rmdir "$root/rdmactl-gc-test.$$"
+	run -0 "$RDMACTL" -j quota gc
+	rmdir "$root/rdmactl-gc-live.$$"
+	run -0 jq -e '.cgroups_removed == 1' <<<"$output"
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e "[.scopes[] | select(.scope == \"cgroup\") | .cgroup] == [\"/rdmactl-gc-live.$$\"]" <<<"$output"
+}
