@@ -172,4 +172,15 @@ assert_nothing_left() {
 	[ "$(jq '[.scopes[] | select(.scope == "job")] | length' <<<"$output")" = 0 ] || { echo "$output" >&2; return 1; }
 	scancel "$id" || true
 	wait_for 60 bash -c '! squeue -h | grep -q .' || true
+	# the step's cgroup outlives its killed slurmstepd: once it is gone (removed here, as a reboot or the
+	# node's cleanup would), gc drops its limits from the ledger and the kernel too
+	local d
+	for d in $(find /sys/fs/cgroup -depth -type d -path "*job_$id*"); do
+		rmdir "$d" 2>/dev/null || true
+	done
+	run -0 "$RDMACTL" -j quota gc
+	run -0 jq -e '.cgroups_removed >= 1' <<<"$output"
+	run -0 "$RDMACTL" quota show -j
+	[ "$(jq --arg j "job_$id" '[.scopes[] | select(.scope == "cgroup" and (.cgroup | contains($j)))] | length' \
+		<<<"$output")" = 0 ] || { echo "$output" >&2; return 1; }
 }
