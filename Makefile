@@ -72,7 +72,7 @@ BENCH_BIN   := $(BENCH_SRC:bench/%.c=$(OUT)/bench/%)
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=$(OUT)/fuzz/%)
 BPF_SKEL    := $(BPF_SRC:bpf/%.bpf.c=$(OUT)/%.skel.h)
 LAB_HELPERS := $(patsubst tests/lab/progs/%.c,$(OUT)/lab-progs/%,$(wildcard tests/lab/progs/*.c))
-LAB_HELPERS += $(OUT)/lab-progs/kqverbs-static
+LAB_HELPERS += $(OUT)/lab-progs/kqverbs-static $(OUT)/lab-progs/kqcompat32
 
 MANPAGES    := $(wildcard man/*.8)
 
@@ -249,6 +249,11 @@ $(OUT)/lab-progs/kqverbs-static: tests/lab/progs/kqverbs.c | $(OUT)/lab-progs
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) -static -DRDMA_STATIC_PROVIDERS=rxe -o $@ $< \
 		-libverbs -lrxe-rdmav34 -libverbs -lnl-route-3 -lnl-3 -lpthread
+
+# A 32-bit program without libc (the compat ioctl path of kernel quotas): only gcc's -m32 code generation.
+$(OUT)/lab-progs/kqcompat32: tests/lab/progs32/kqcompat32.c | $(OUT)/lab-progs
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -m32 -O2 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-stack-protector -nostdlib -static -o $@ $<
 
 # libFuzzer harnesses: clang, built from the sources (not the gcc archive).
 $(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz

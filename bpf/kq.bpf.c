@@ -6,6 +6,7 @@
  *
  *   lsm.s/file_ioctl    reads the uverbs ioctl's header (and the write command of INVOKE_WRITE, the length of
  *                       an MR) and answers -EDQUOT when the creation would go past a limit: the clean refusal.
+ *   lsm/file_ioctl_compat  32-bit programs' uverbs ioctls: refused for processes with kernel limits.
  *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit, charged at once.
  *   lsm/file_free_security  gives a context back when its file goes.
  *   fexit/rdma_alloc_begin_uobject   the kernel's own copy of the type: every object of a counted kind is
@@ -355,6 +356,36 @@ struct uhdr {
 
 #define KQ_MAX_ATTRS 16
 
+/* Has the current task a limited scope (a process with kernel limits)? */
+static __always_inline bool limited_task(void)
+{
+	struct cand c = {};
+	int i;
+
+	candidates(&c);
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		if (i >= c.n)
+			break;
+		if (bpf_map_lookup_elem(&kq_limits, &c.sc[i]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * 32-bit programs' uverbs ioctls: this hook may not sleep, so it cannot read the request; a process with
+ * kernel limits gets none of them (the creation counting behind would kill it anyway past a limit).
+ */
+SEC("lsm/file_ioctl_compat")
+int BPF_PROG(kq_ioctl_compat, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	if (cmd != KQ_RDMA_VERBS_IOCTL)
+		return 0;
+	if (!limits_exist() || !is_uverbs(file))
+		return 0;
+	return limited_task() ? -EDQUOT : 0;
+}
+
 SEC("lsm.s/file_ioctl")
 int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 {
@@ -369,19 +400,9 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		return 0;
 	if (bpf_copy_from_user(&h, sizeof(h), (void *)arg))
 		return 0; /* the kernel's own copy fails the same way */
-	if (h.object_id & UVERBS_ID_NS_MASK) {
-		/* A driver's own objects (mlx5 DEVX...) create what nothing here counts: not for limited tasks. */
-		struct cand c = {};
-
-		candidates(&c);
-		for (i = 0; i < 2 + KQ_MAXLVL; i++) {
-			if (i >= c.n)
-				break;
-			if (bpf_map_lookup_elem(&kq_limits, &c.sc[i]))
-				return -EDQUOT;
-		}
-		return 0;
-	}
+	/* A driver's own objects (mlx5 DEVX...) create what nothing here counts: not for limited tasks. */
+	if (h.object_id & UVERBS_ID_NS_MASK)
+		return limited_task() ? -EDQUOT : 0;
 	switch (h.object_id) {
 	case UVERBS_OBJECT_CQ:
 		if (h.method_id == UVERBS_METHOD_CQ_CREATE)

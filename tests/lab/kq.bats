@@ -278,3 +278,11 @@ nl_count() {
 	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
 	run -0 jq -e '.scopes[0].kinds.qp.kernel_limit == 7' <<<"$output"
 }
+
+@test "a 32-bit program's uverbs ioctls (the compat path) are refused to a process with kernel limits" {
+	run "$BUILD/lab-progs/kqcompat32"
+	[ "$status" = 22 ] || { echo "outside: status $status" >&2; false; } # the kernel's own EINVAL
+	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CG" --kernel
+	run in_cg "$BUILD/lab-progs/kqcompat32"
+	[ "$status" = 122 ] || { echo "inside: status $status" >&2; false; } # EDQUOT
+}
