@@ -356,18 +356,25 @@ struct uhdr {
 
 #define KQ_MAX_ATTRS 16
 
-/* Has the current task a limited scope (a process with kernel limits)? */
+/* Has the current task a scope with a limit (a process with kernel limits)? */
 static __always_inline bool limited_task(void)
 {
 	struct cand c = {};
-	int i;
+	int i, k;
 
 	candidates(&c);
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+
 		if (i >= c.n)
 			break;
-		if (bpf_map_lookup_elem(&kq_limits, &c.sc[i]))
-			return true;
+		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
+		if (!lim)
+			continue;
+		/* a scope whose limits were all lifted stays (it keeps counting) but limits nothing */
+		for (k = 0; k < KQ_NK; k++)
+			if (lim->max[k] != KQ_UNLIMITED)
+				return true;
 	}
 	return false;
 }
