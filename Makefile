@@ -226,6 +226,11 @@ $(OUT)/bench/monprobe: bench/monprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OU
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
 
+# The kernel quota programs' benchmark loads them through lib/kq.c.
+$(OUT)/bench/kqprobe: bench/kqprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OUT)/bench
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
+
 # Lab programs play the part of applications: they run under the preload, so they are built like it
 # (no ASan, whose runtime must come first in a process), against the preload's copy of lib/.
 $(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-app.a | $(OUT)/lab-progs

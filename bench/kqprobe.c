@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * What the kernel quota programs (bpf/kq.bpf.c) add to a create/destroy pair of each kind and to verbs that
+ * create nothing, with the programs attached and detached in alternating windows in one process (the maps
+ * stay). Meant for the lab with LAB_ICOUNT=0, where the clock counts instructions, the kernel's included:
+ * bench/kqprobe.sh runs it.
+ *
+ * It loads and pins the programs (as `rdmactl quota set --kernel` does), takes their pinned links away and
+ * attaches the same programs itself (BPF_RAW_TRACEPOINT_OPEN of each program), so that it can detach them
+ * between windows; at the end it attaches and pins them again. Three configurations, in this order:
+ *   none    no limit anywhere: the hooks record objects and return
+ *   other   a limit on another scope: every create looks up this process's scopes and finds no limit
+ *   self    a limit on every kind on this process's own scope: checked, charged and credited
+ * and a control: windows alternate exactly the same way but nothing is attached in either (the noise floor).
+ * Per configuration and kind it prints the 10th percentile of a pair's instructions detached and attached,
+ * the difference and its share of the detached pair.
+ *   kqprobe [-d DEV] [-n PAIRS] [-r ROUNDS] [-k KIND[,KIND...]] [-p PROGRAM]
+ * -p attaches only the programs whose pinned link's name contains PROGRAM (one program's share).
+ * PAIRS pairs of every kind per window, ROUNDS pairs of windows (on-off, then off-on, ...). Kinds: ctx pd cq
+ * qp srq mr ah mw, and verbs that create nothing: query_port (a write command through the ioctl path),
+ * modify_qp (RESET to INIT and back: two write commands), query_device. Needs root; leaves the programs
+ * pinned as it found them (loaded: it loads them when they are not).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <infiniband/verbs.h>
+
+#include "bench.h"
+#include "kq.h"
+
+#define MAXPROGS 16
+
+static struct {
+	char name[256];
+	int prog;
+	int link;
+} progs[MAXPROGS];
+static int nprogs;
+static const char *only; /* -p: attach only the programs whose pin name contains this */
+
+static struct ibv_device *dev;
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_qp *mqp; /* the QP modify_qp moves */
+static union ibv_gid gid;
+static char buf[65536];
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "kqprobe: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+/* Take the pinned links away (their programs detach) and keep the programs. */
+static void unpin_links(void)
+{
+	DIR *d = opendir(KQ_PIN_DIR);
+	struct dirent *e;
+
+	if (!d)
+		die(KQ_PIN_DIR, errno);
+	while ((e = readdir(d))) {
+		struct bpf_link_info info = {};
+		__u32 len = sizeof(info);
+		char path[600];
+		int fd;
+
+		if (strncmp(e->d_name, "link_", 5))
+			continue;
+		if (nprogs == MAXPROGS)
+			die("too many programs", E2BIG);
+		snprintf(path, sizeof(path), "%s/%s", KQ_PIN_DIR, e->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			die(path, errno);
+		progs[nprogs].prog = bpf_prog_get_fd_by_id(info.prog_id);
+		if (progs[nprogs].prog < 0)
+			die("bpf_prog_get_fd_by_id", errno);
+		snprintf(progs[nprogs].name, sizeof(progs[nprogs].name), "%s", e->d_name);
+		progs[nprogs].link = -1;
+		nprogs++;
+		if (unlink(path))
+			die(path, errno);
+		close(fd); /* the last reference: detached */
+	}
+	closedir(d);
+	if (!nprogs)
+		die("no pinned programs", ENOENT);
+}
+
+static void attach(void)
+{
+	for (int i = 0; i < nprogs; i++) {
+		if (only && !strstr(progs[i].name, only))
+			continue;
+		progs[i].link = bpf_raw_tracepoint_open(NULL, progs[i].prog);
+		if (progs[i].link < 0)
+			die(progs[i].name, errno);
+	}
+}
+
+static void detach(void)
+{
+	for (int i = 0; i < nprogs; i++) {
+		if (progs[i].link >= 0)
+			close(progs[i].link);
+		progs[i].link = -1;
+	}
+}
+
+/* Attach and pin again, as rdmactl left them. */
+static void repin(void)
+{
+	only = NULL;
+	attach();
+	for (int i = 0; i < nprogs; i++) {
+		char path[600];
+
+		if (snprintf(path, sizeof(path), "%s/%s", KQ_PIN_DIR, progs[i].name) >= (int)sizeof(path))
+			die(progs[i].name, ENAMETOOLONG);
+		if (bpf_obj_pin(progs[i].link, path))
+			die(path, errno);
+		close(progs[i].link);
+		close(progs[i].prog);
+	}
+}
+
+/* One pair; 0 or an errno. */
+static int pair(const char *k)
+{
+	if (!strcmp(k, "ctx")) {
+		struct ibv_context *c = ibv_open_device(dev);
+
+		if (!c)
+			return errno;
+		return ibv_close_device(c) ? EIO : 0;
+	}
+	if (!strcmp(k, "pd")) {
+		struct ibv_pd *p = ibv_alloc_pd(ctx);
+
+		if (!p)
+			return errno;
+		return ibv_dealloc_pd(p) ? EIO : 0;
+	}
+	if (!strcmp(k, "cq")) {
+		struct ibv_cq *c = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+
+		if (!c)
+			return errno;
+		return ibv_destroy_cq(c) ? EIO : 0;
+	}
+	if (!strcmp(k, "qp")) {
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+		struct ibv_qp *q = ibv_create_qp(pd, &qa);
+
+		if (!q)
+			return errno;
+		return ibv_destroy_qp(q) ? EIO : 0;
+	}
+	if (!strcmp(k, "srq")) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+		struct ibv_srq *q = ibv_create_srq(pd, &sa);
+
+		if (!q)
+			return errno;
+		return ibv_destroy_srq(q) ? EIO : 0;
+	}
+	if (!strcmp(k, "mr")) {
+		struct ibv_mr *m = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+
+		if (!m)
+			return errno;
+		return ibv_dereg_mr(m) ? EIO : 0;
+	}
+	if (!strcmp(k, "ah")) {
+		struct ibv_ah_attr aa = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = gid, .sgid_index = 1, .hop_limit = 64 },
+		};
+		struct ibv_ah *a = ibv_create_ah(pd, &aa);
+
+		if (!a)
+			return errno;
+		return ibv_destroy_ah(a) ? EIO : 0;
+	}
+	if (!strcmp(k, "mw")) {
+		struct ibv_mw *m = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+
+		if (!m)
+			return errno;
+		return ibv_dealloc_mw(m) ? EIO : 0;
+	}
+	if (!strcmp(k, "query_port")) {
+		struct ibv_port_attr pa;
+
+		return ibv_query_port(ctx, 1, &pa) ? errno : 0;
+	}
+	if (!strcmp(k, "query_device")) {
+		struct ibv_device_attr da;
+
+		return ibv_query_device(ctx, &da) ? errno : 0;
+	}
+	if (!strcmp(k, "modify_qp")) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0 };
+		int e = ibv_modify_qp(mqp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+
+		if (e)
+			return e;
+		a.qp_state = IBV_QPS_RESET;
+		return ibv_modify_qp(mqp, &a, IBV_QP_STATE);
+	}
+	fprintf(stderr, "kqprobe: unknown kind %s\n", k);
+	exit(2);
+}
+
+static double p10(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return v[n / 10];
+}
+
+#define MAXKINDS 16
+
+struct verb {
+	const char *name;
+	double *on, *off;
+	int non, noff;
+};
+
+/* ROUNDS pairs of windows; attached windows attach when really is set. */
+static void measure(struct verb *kinds, int nk, int pairs, int rounds, bool really)
+{
+	for (int k = 0; k < nk; k++)
+		kinds[k].non = kinds[k].noff = 0;
+	for (int w = 0; w < rounds * 2; w++) {
+		bool on = (w % 2) ^ ((w / 2) % 2);
+
+		if (on && really)
+			attach();
+		for (int k = 0; k < nk; k++) {
+			struct verb *x = &kinds[k];
+			int e = pair(x->name); /* untimed: the first after a switch */
+
+			if (e)
+				die(x->name, e);
+			for (int i = 0; i < pairs; i++) {
+				uint64_t t0 = now_ns(), t1;
+
+				e = pair(x->name);
+				t1 = now_ns();
+				if (e)
+					die(x->name, e);
+				if (on)
+					x->on[x->non++] = (double)(t1 - t0);
+				else
+					x->off[x->noff++] = (double)(t1 - t0);
+			}
+		}
+		if (on && really)
+			detach();
+	}
+}
+
+static void report(const char *config, struct verb *kinds, int nk)
+{
+	for (int k = 0; k < nk; k++) {
+		double off = p10(kinds[k].off, kinds[k].noff), on = p10(kinds[k].on, kinds[k].non);
+
+		printf("%-8s %-13s %10.0f %10.0f %+8.0f %+7.2f %%\n", config, kinds[k].name, off, on, on - off,
+		       off > 0 ? 100.0 * (on - off) / off : 0.0);
+	}
+	fflush(stdout);
+}
+
+static void set_limits(struct kq *q, const struct kq_scope *sc, uint64_t max)
+{
+	for (unsigned int k = 0; k < KQ_NK; k++) {
+		int err = kq_set(q, sc, NULL, k, max);
+
+		if (err)
+			die(kq_error(), -err);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev_name = "rxe0";
+	char list[256] = "ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device", *tok, *save;
+	struct verb kinds[MAXKINDS];
+	struct ibv_device **devs;
+	struct kq *q;
+	int pairs = 30, rounds = 10, nk = 0, opt, err;
+
+	while ((opt = getopt(argc, argv, "d:n:r:k:p:")) != -1) {
+		switch (opt) {
+		case 'd': dev_name = optarg; break;
+		case 'n': pairs = atoi(optarg); break;
+		case 'r': rounds = atoi(optarg); break;
+		case 'k': snprintf(list, sizeof(list), "%s", optarg); break;
+		case 'p': only = optarg; break;
+		default:
+			fprintf(stderr, "usage: kqprobe [-d DEV] [-n PAIRS] [-r ROUNDS] [-k KIND[,KIND...]] [-p PROGRAM]\n");
+			return 2;
+		}
+	}
+	if (pairs < 1 || rounds < 1 || pairs * rounds < 10) {
+		fprintf(stderr, "kqprobe: -n and -r must give at least 10 pairs per side\n");
+		return 2;
+	}
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (nk == MAXKINDS)
+			die("too many kinds", E2BIG);
+		kinds[nk].name = tok;
+		kinds[nk].on = calloc((size_t)pairs * rounds, sizeof(double));
+		kinds[nk].off = calloc((size_t)pairs * rounds, sizeof(double));
+		if (!kinds[nk].on || !kinds[nk].off)
+			die("calloc", ENOMEM);
+		nk++;
+	}
+
+	err = kq_open(true, &q);
+	if (err)
+		die(kq_error(), -err);
+	devs = ibv_get_device_list(NULL);
+	for (int i = 0; devs && devs[i]; i++)
+		if (!strcmp(ibv_get_device_name(devs[i]), dev_name))
+			dev = devs[i];
+	if (!dev)
+		die(dev_name, ENODEV);
+	ctx = ibv_open_device(dev);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	if (!cq)
+		die("setup", errno);
+	{
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		mqp = ibv_create_qp(pd, &qa);
+		if (!mqp || ibv_query_gid(ctx, 1, 1, &gid))
+			die("setup", errno);
+	}
+
+	unpin_links();
+	printf("kernel quota programs: %d, attached and detached in alternating windows of %d pairs per kind, "
+	       "%d rounds\n", nprogs, pairs, rounds);
+	printf("instructions per pair (10th percentiles): detached, attached, added and its share\n");
+	printf("%-8s %-13s %10s %10s %8s %9s\n", "config", "verb", "detached", "attached", "added", "share");
+
+	struct kq_scope self = { .type = KQ_SCOPE_PID, .id = (uint64_t)getpid() };
+	struct kq_scope other = { .type = KQ_SCOPE_PID, .id = 1 };
+
+	measure(kinds, nk, pairs, rounds, false);
+	report("control", kinds, nk);
+	measure(kinds, nk, pairs, rounds, true);
+	report("none", kinds, nk);
+	set_limits(q, &other, 1000000);
+	measure(kinds, nk, pairs, rounds, true);
+	report("other", kinds, nk);
+	set_limits(q, &self, 1ull << 40);
+	measure(kinds, nk, pairs, rounds, true);
+	report("self", kinds, nk);
+	kq_remove(q, &self);
+	kq_remove(q, &other);
+
+	repin();
+	ibv_destroy_qp(mqp);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(devs);
+	kq_close(q);
+	return 0;
+}
