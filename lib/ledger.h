@@ -163,7 +163,7 @@ int ledger_open(const char *path, unsigned int flags, struct ledger **out);
  * ledger_close() leaves alone: the preload keeps the handle in the same page as its other per-call
  * variables. -EINVAL without such memory.
  */
-#define LEDGER_HANDLE_SIZE 1024
+#define LEDGER_HANDLE_SIZE 4096
 int ledger_open_in(void *mem, const char *path, unsigned int flags, struct ledger **out);
 /* Unmap; does not detach (a process's slot lives until it exits and is reclaimed, or ledger_detach). */
 void ledger_close(struct ledger *l);
@@ -224,6 +224,16 @@ int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint
 		     struct ledger_denial *why);
 /* ledger_release() of each kind in one operation; -EINVAL if any was more than held (that one unchanged). */
 int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int n);
+/*
+ * The interceptor's operation, one object of kind: its count, and extra, which is for LEDGER_MR its bytes
+ * (charged to LEDGER_MR_BYTES with it) and for any other kind a work-request depth (checked against the
+ * LEDGER_WR caps; 0 for an object that is not a queue). The same result as ledger_reserve_n() of those kinds
+ * (which it runs, to decide, describe and record a refusal), in its usual case without the generality.
+ * kind LEDGER_WR or LEDGER_MR_BYTES is -EINVAL.
+ */
+int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why);
+/* Give back what ledger_reserve_obj() charged: one of kind, and bytes with LEDGER_MR (ignored otherwise). */
+int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes);
 
 /*
  * Record a refusal decided outside the ledger, by a per-process limit from the environment variable env

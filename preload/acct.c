@@ -36,6 +36,9 @@ static unsigned char ledger_mem[LEDGER_HANDLE_SIZE] HOT_DATA __attribute__((alig
 static bool refuse_all HOT_DATA;
 /* Set in a forked child: attach a fresh slot on the next charge. */
 static _Atomic bool reattach HOT_DATA;
+/* refuse_all, reattach or debug logging: charges and releases take the long way (charge_slow()). */
+static _Atomic bool slow HOT_DATA;
+static void update_slow(void);
 static pid_t my_pid;
 static char my_job[LEDGER_NAME_MAX];
 
@@ -187,6 +190,7 @@ void acct_init(void)
 	my_pid = getpid();
 	read_env();
 	open_ledger();
+	update_slow();
 }
 
 void acct_atfork_child(void)
@@ -197,6 +201,7 @@ void acct_atfork_child(void)
 	for (i = 0; i < LEDGER_NKINDS; i++)
 		atomic_store_explicit(&used[i], 0, memory_order_relaxed);
 	atomic_store(&reattach, true);
+	update_slow();
 }
 
 static COLD_FN void attach_child(void)
@@ -207,6 +212,7 @@ static COLD_FN void attach_child(void)
 		if (ret)
 			plog(1, "ledger: forked child %d cannot attach: %s", (int)getpid(), strerror(-ret));
 	}
+	update_slow();
 }
 
 static inline void ensure_attached(void)
@@ -265,20 +271,15 @@ static inline void local_release(int i, uint64_t n)
 		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
 }
 
-static COLD_FN int ledger_refused(int ret, const enum ledger_kind *k, unsigned int nk,
-				  const struct ledger_denial *why)
+static COLD_FN int ledger_refused(int ret, enum ledger_kind kind, const struct ledger_denial *why)
 {
-	unsigned int i = 0;
 	char msg[300];
 
 	if (ret != -EDQUOT) {
 		/* Not a quota decision (e.g. the slot is gone): follow the fail mode. */
 		if (!pcfg.fail_closed)
 			return 0;
-		/* name the object, not the WR-depth check that comes first for queues */
-		while (i + 1 < nk && k[i] == LEDGER_WR)
-			i++;
-		log_refusal("refused %s for pid %d: ledger error: %s (RDMACTL_FAIL=closed)", ledger_kind_name(k[i]),
+		log_refusal("refused %s for pid %d: ledger error: %s (RDMACTL_FAIL=closed)", ledger_kind_name(kind),
 			    (int)my_pid, strerror(-ret));
 		return -pcfg.err;
 	}
@@ -287,24 +288,16 @@ static COLD_FN int ledger_refused(int ret, const enum ledger_kind *k, unsigned i
 	return -pcfg.err;
 }
 
-/* Reserve nk kinds in the ledger (all or none), or refuse and log. */
-static inline ALWAYS_INLINE int ledger_charge_n(const enum ledger_kind *k, const uint64_t *n,
-								 unsigned int nk)
+/* Reserve n of one kind in the ledger, or refuse and log (rereg's bytes). */
+static int ledger_charge(enum ledger_kind k, uint64_t n)
 {
 	struct ledger_denial why;
 	int ret;
 
 	if (!ledger)
 		return 0;
-	ret = ledger_reserve_n(ledger, k, n, nk, &why);
-	if (__builtin_expect(!ret, 1))
-		return 0;
-	return ledger_refused(ret, k, nk, &why);
-}
-
-static int ledger_charge(enum ledger_kind k, uint64_t n)
-{
-	return ledger_charge_n(&k, &n, 1);
+	ret = ledger_reserve(ledger, k, n, &why);
+	return ret ? ledger_refused(ret, k, &why) : 0;
 }
 
 static void ledger_uncharge(enum ledger_kind k, uint64_t n)
@@ -319,59 +312,123 @@ static COLD_FN int refuse_closed(const char *what)
 	return -pcfg.err;
 }
 
-/* The debug line of a charge, out of the hot path: "charged KIND 1", an MR with its bytes. */
-static COLD_FN void log_charged(enum ledger_kind kind, uint64_t bytes)
+static COLD_FN int local_wr_refused(enum ledger_kind kind, uint64_t depth)
 {
-	if (kind == LEDGER_MR)
-		plog_line(2, "charged mr 1 (%" PRIu64 " bytes) for pid %d", bytes, (int)my_pid);
-	else
-		plog_line(2, "charged %s 1 for pid %d", ledger_kind_names[kind], (int)my_pid);
+	char jb[LEDGER_NAME_MAX + 8];
+
+	log_refusal("refused %s for pid %d%s: %" PRIu64 " work requests asked, cap %" PRIu64 " set by RDMACTL_MAX_WR",
+		    ledger_kind_names[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[LEDGER_WR]);
+	note_local_denial(LEDGER_WR, depth, 0);
+	return -pcfg.err;
 }
 
-/* The first function of the create side. */
-HOT_CREATE_FIRST int acct_charge(enum ledger_kind kind, uint64_t bytes)
+/* A refusal of the ledger (or its error): the local counters given back unless the fail mode lets it pass. */
+static COLD_FN int ledger_charge_failed(int ret, enum ledger_kind kind, uint64_t bytes, const struct ledger_denial *why)
 {
-	/* an MR's count and bytes in one ledger operation */
-	enum ledger_kind k[2] = { kind, LEDGER_MR_BYTES };
-	uint64_t n[2] = { 1, bytes };
+	ret = ledger_refused(ret, kind, why);
+	if (ret) {
+		local_release(kind, 1);
+		if (kind == LEDGER_MR)
+			local_release(LEDGER_MR_BYTES, bytes);
+	}
+	return ret;
+}
+
+/*
+ * One object of kind: its RDMACTL_MAX_* counters, then the ledger in one operation. extra: an MR's bytes,
+ * or a queue's work-request depth (queue true).
+ */
+static inline ALWAYS_INLINE int charge(enum ledger_kind kind, uint64_t extra, bool queue)
+{
+	struct ledger_denial why;
+	struct ledger *l;
+	int ret;
+
+	if (queue && __builtin_expect(extra > limit[LEDGER_WR], 0))
+		return local_wr_refused(kind, extra);
+	ret = local_charge(kind, 1);
+	if (ret)
+		return ret;
+	if (!queue && kind == LEDGER_MR && (ret = local_charge(LEDGER_MR_BYTES, extra))) {
+		local_release(kind, 1);
+		return ret;
+	}
+	l = ledger;
+	if (!l)
+		return 0;
+	ret = ledger_reserve_obj(l, kind, extra, &why);
+	if (__builtin_expect(!ret, 1))
+		return 0;
+	return ledger_charge_failed(ret, kind, queue ? 0 : extra, &why);
+}
+
+/* The long way: fail-closed without a ledger, a forked child not attached yet, debug logging. */
+static COLD_FN int charge_slow(enum ledger_kind kind, uint64_t extra, bool queue)
+{
 	int ret;
 
 	if (refuse_all)
 		return refuse_closed(ledger_kind_names[kind]);
 	ensure_attached();
-	ret = local_charge(kind, 1);
-	if (ret)
-		return ret;
-	if (kind == LEDGER_MR && (ret = local_charge(LEDGER_MR_BYTES, bytes))) {
-		local_release(kind, 1);
-		return ret;
-	}
-	ret = ledger_charge_n(k, n, kind == LEDGER_MR && bytes ? 2 : 1);
-	if (ret) {
-		local_release(kind, 1);
-		if (kind == LEDGER_MR)
-			local_release(LEDGER_MR_BYTES, bytes);
-		return ret;
-	}
-	if (pcfg.log_level >= 2)
-		log_charged(kind, bytes);
-	return 0;
+	ret = charge(kind, extra, queue);
+	if (!ret && queue)
+		plog(2, "charged %s 1 (depth %" PRIu64 ") for pid %d", ledger_kind_names[kind], extra, (int)my_pid);
+	else if (!ret && kind == LEDGER_MR)
+		plog(2, "charged mr 1 (%" PRIu64 " bytes) for pid %d", extra, (int)my_pid);
+	else if (!ret)
+		plog(2, "charged %s 1 for pid %d", ledger_kind_names[kind], (int)my_pid);
+	return ret;
 }
 
-/* The first function of the destroy side. */
-HOT_DESTROY_FIRST void acct_release(enum ledger_kind kind, uint64_t bytes)
+/* Settings or a fork that send every charge the long way (charge_slow): one flag on the hot path. */
+static void update_slow(void)
 {
-	enum ledger_kind k[2] = { kind, LEDGER_MR_BYTES };
-	uint64_t n[2] = { 1, bytes };
+	atomic_store(&slow, refuse_all || atomic_load(&reattach) || pcfg.log_level >= 2);
+}
 
+/* The first function of the create side. */
+HOT_CREATE_FIRST int acct_charge(enum ledger_kind kind, uint64_t bytes)
+{
+	if (__builtin_expect(atomic_load_explicit(&slow, memory_order_relaxed), 0))
+		return charge_slow(kind, bytes, false);
+	return charge(kind, bytes, false);
+}
+
+HOT_CREATE int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
+{
+	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
+
+	if (__builtin_expect(atomic_load_explicit(&slow, memory_order_relaxed), 0))
+		return charge_slow(kind, depth, true);
+	return charge(kind, depth, true);
+}
+
+static COLD_FN void release_slow(enum ledger_kind kind, uint64_t bytes)
+{
 	if (refuse_all)
 		return;
 	local_release(kind, 1);
 	if (kind == LEDGER_MR)
 		local_release(LEDGER_MR_BYTES, bytes);
 	if (ledger)
-		ledger_release_n(ledger, k, n, kind == LEDGER_MR && bytes ? 2 : 1);
+		ledger_release_obj(ledger, kind, bytes);
 	plog(2, "released %s for pid %d", ledger_kind_names[kind], (int)my_pid);
+}
+
+/* The first function of the destroy side. */
+HOT_DESTROY_FIRST void acct_release(enum ledger_kind kind, uint64_t bytes)
+{
+	struct ledger *l = ledger;
+
+	if (__builtin_expect(atomic_load_explicit(&slow, memory_order_relaxed), 0)) {
+		release_slow(kind, bytes);
+		return;
+	}
+	local_release(kind, 1);
+	if (kind == LEDGER_MR)
+		local_release(LEDGER_MR_BYTES, bytes);
+	if (l)
+		ledger_release_obj(l, kind, bytes);
 }
 
 int acct_mr_bytes(int64_t delta)
@@ -393,41 +450,6 @@ int acct_mr_bytes(int64_t delta)
 	if (ret)
 		local_release(LEDGER_MR_BYTES, (uint64_t)delta);
 	return ret;
-}
-
-static COLD_FN int local_wr_refused(enum ledger_kind kind, uint32_t depth)
-{
-	char jb[LEDGER_NAME_MAX + 8];
-
-	log_refusal("refused %s for pid %d%s: %" PRIu32 " work requests asked, cap %" PRIu64 " set by RDMACTL_MAX_WR",
-		    ledger_kind_names[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[LEDGER_WR]);
-	note_local_denial(LEDGER_WR, depth, 0);
-	return -pcfg.err;
-}
-
-HOT_CREATE int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
-{
-	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
-	/* the ledger checks the depth against its WR caps first, then counts the queue */
-	enum ledger_kind k[2] = { LEDGER_WR, kind };
-	uint64_t n[2] = { depth, 1 };
-	int ret;
-
-	if (refuse_all)
-		return refuse_closed(ledger_kind_names[kind]);
-	ensure_attached();
-	if (limit[LEDGER_WR] != UINT64_MAX && depth > limit[LEDGER_WR])
-		return local_wr_refused(kind, depth);
-	ret = local_charge(kind, 1);
-	if (ret)
-		return ret;
-	ret = ledger_charge_n(k, n, 2);
-	if (ret) {
-		local_release(kind, 1);
-		return ret;
-	}
-	plog(2, "charged %s 1 (depth %" PRIu32 ") for pid %d", ledger_kind_names[kind], depth, (int)my_pid);
-	return 0;
 }
 
 /* Before a device open is charged, and once it returned and its charge is settled: see ledger_open_mark(). */

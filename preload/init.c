@@ -61,7 +61,6 @@ static void do_init(void)
 	if (own_process())
 		return;
 	acct_init();
-	obj_init();
 	pthread_atfork(NULL, NULL, atfork_child);
 	pl_active = true;
 }

@@ -6,41 +6,75 @@
 
 #include "preload.h"
 
-struct bucket obj_buckets[NBUCKET];
+struct orec_slot obj_tab[NREC];
+_Atomic uint64_t obj_tab_map[NREC / 64];
 _Atomic unsigned int obj_nbucketed HOT_DATA;
-_Atomic uint64_t obj_bucket_map[NBUCKET / 64];
 unsigned int obj_gen HOT_DATA;
-struct obj obj_static[OBJ_STATIC] HOT_DATA;
-struct obj_spare obj_spare HOT_DATA;
-struct obj_recent obj_recent HOT_DATA;
 
-COLD_FN void obj_free_mem(struct obj *o)
+/* The overflow: records that found no free slot among their probes, in lists by hash. */
+#define NBUCKET 4096u
+struct obj {
+	const void *key;
+	struct obj *next;
+	struct orec r;
+};
+static struct bucket {
+	atomic_flag lock;
+	struct obj *head;
+} obj_buckets[NBUCKET];
+/* A bit per bucket that holds records (changed under its lock): a context's close visits only those. */
+static _Atomic uint64_t obj_bucket_map[NBUCKET / 64];
+
+static void spin_lock(atomic_flag *f)
 {
-	int saved = errno;
-
-	free(o);
-	errno = saved;
+	while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
+		__builtin_ia32_pause();
 }
 
-void obj_insert_bucket(struct obj *o)
+static void spin_unlock(atomic_flag *f)
 {
-	struct bucket *b = bucket_of(o->key);
+	atomic_flag_clear_explicit(f, memory_order_release);
+}
 
-	bucket_lock(b);
+static void bucket_mark(struct bucket *b, bool used)
+{
+	unsigned int i = (unsigned int)(b - obj_buckets);
+
+	if (used)
+		atomic_fetch_or_explicit(&obj_bucket_map[i / 64], 1ull << (i % 64), memory_order_relaxed);
+	else
+		atomic_fetch_and_explicit(&obj_bucket_map[i / 64], ~(1ull << (i % 64)), memory_order_relaxed);
+}
+
+COLD_FN bool obj_insert_bucket(const void *key, const struct orec *r)
+{
+	struct bucket *b = &obj_buckets[hash_of(key) % NBUCKET];
+	int saved = errno;
+	struct obj *o = malloc(sizeof(*o));
+
+	errno = saved;
+	if (!o)
+		return false;
+	o->key = key;
+	o->r = *r;
+	o->r.gen = obj_gen;
+	spin_lock(&b->lock);
 	o->next = b->head;
 	b->head = o;
 	atomic_fetch_add_explicit(&obj_nbucketed, 1, memory_order_relaxed);
 	if (!o->next)
 		bucket_mark(b, true);
-	bucket_unlock(b);
+	spin_unlock(&b->lock);
+	return true;
 }
 
-struct obj *obj_unlink_bucket(const void *key)
+COLD_FN bool obj_take_bucket(const void *key, struct orec *out)
 {
-	struct bucket *b = bucket_of(key);
+	struct bucket *b = &obj_buckets[hash_of(key) % NBUCKET];
 	struct obj **pp, *o;
+	int saved = errno;
 
-	bucket_lock(b);
+	spin_lock(&b->lock);
 	for (pp = &b->head; (o = *pp); pp = &o->next) {
 		if (o->key == key) {
 			*pp = o->next;
@@ -50,19 +84,21 @@ struct obj *obj_unlink_bucket(const void *key)
 			break;
 		}
 	}
-	bucket_unlock(b);
-	return o;
+	spin_unlock(&b->lock);
+	if (!o)
+		return false;
+	*out = o->r;
+	free(o);
+	errno = saved;
+	return true;
 }
 
-/* Unlink the record of key (called before the real destroy, so the address cannot be reused meanwhile). */
-HOT_DESTROY struct obj *obj_take(const void *key)
+static void dropped(const struct orec *r, unsigned int *n)
 {
-	struct obj *o;
-
-	/* the parent's objects, seen in a forked child, are not charged here: drop them, look further */
-	while ((o = obj_unlink(key)) && o->gen != obj_gen)
-		obj_free(o);
-	return o;
+	if (r->gen == obj_gen) {
+		(*n)++;
+		plog(2, "kept %s of a closed context for pid %d", ledger_kind_names[r->kind], (int)getpid());
+	}
 }
 
 /*
@@ -75,31 +111,44 @@ HOT_DESTROY struct obj *obj_take(const void *key)
  */
 unsigned int obj_drop_ctx(struct ibv_context *ctx)
 {
-	struct obj *r, *dropped = NULL;
-	unsigned int i, w, n = 0;
+	struct obj *gone = NULL, *o;
+	unsigned int w, n = 0;
+	int saved = errno;
 
-	spin_lock(&obj_recent.lock);
-	for (i = 0; i < NRECENT; i++) {
-		if ((r = obj_recent.slot[i]) && r->ctx == ctx) {
-			obj_recent.slot[i] = NULL;
-			r->next = dropped;
-			dropped = r;
+	for (w = 0; w < NREC / 64; w++) {
+		uint64_t m = atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
+
+		for (; m; m &= m - 1) {
+			unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
+			struct orec_slot *e = &obj_tab[j];
+			uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+
+			if (k <= OBJ_BUSY || e->r.ctx != ctx ||
+			    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
+								     memory_order_relaxed))
+				continue;
+			if (e->r.ctx != ctx) { /* taken and reused meanwhile: not ours */
+				atomic_store_explicit(&e->key, k, memory_order_release);
+				continue;
+			}
+			dropped(&e->r, &n);
+			atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
+			atomic_store_explicit(&e->key, 0, memory_order_release);
 		}
 	}
-	spin_unlock(&obj_recent.lock);
 	for (w = 0; w < NBUCKET / 64 && atomic_load_explicit(&obj_nbucketed, memory_order_relaxed); w++) {
 		uint64_t m = atomic_load_explicit(&obj_bucket_map[w], memory_order_relaxed);
 
 		for (; m; m &= m - 1) {
 			struct bucket *b = &obj_buckets[w * 64 + (unsigned int)__builtin_ctzll(m)];
-			struct obj **pp, *o;
+			struct obj **pp;
 
-			bucket_lock(b);
+			spin_lock(&b->lock);
 			for (pp = &b->head; (o = *pp);) {
-				if (o->ctx == ctx) {
+				if (o->r.ctx == ctx) {
 					*pp = o->next;
-					o->next = dropped;
-					dropped = o;
+					o->next = gone;
+					gone = o;
 					atomic_fetch_sub_explicit(&obj_nbucketed, 1, memory_order_relaxed);
 				} else {
 					pp = &o->next;
@@ -107,36 +156,29 @@ unsigned int obj_drop_ctx(struct ibv_context *ctx)
 			}
 			if (!b->head)
 				bucket_mark(b, false);
-			bucket_unlock(b);
+			spin_unlock(&b->lock);
 		}
 	}
-	while ((r = dropped)) {
-		dropped = r->next;
-		if (r->gen == obj_gen) {
-			n++;
-			plog(2, "kept %s of a closed context for pid %d", ledger_kind_names[r->kind], (int)getpid());
-		}
-		obj_free(r);
+	while ((o = gone)) {
+		gone = o->next;
+		dropped(&o->r, &n);
+		free(o);
 	}
+	errno = saved;
 	return n;
-}
-
-
-void obj_init(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < OBJ_STATIC; i++)
-		obj_free(&obj_static[OBJ_STATIC - 1 - i]);
 }
 
 void obj_atfork_child(void)
 {
 	unsigned int i;
 
+	/* a slot another thread was writing or reading: that thread is not in the child */
+	for (i = 0; i < NREC; i++)
+		if (atomic_load_explicit(&obj_tab[i].key, memory_order_relaxed) == OBJ_BUSY) {
+			atomic_store_explicit(&obj_tab[i].key, 0, memory_order_relaxed);
+			atomic_fetch_and_explicit(&obj_tab_map[i / 64], ~(1ull << (i % 64)), memory_order_relaxed);
+		}
 	for (i = 0; i < NBUCKET; i++)
 		atomic_flag_clear_explicit(&obj_buckets[i].lock, memory_order_relaxed);
-	atomic_flag_clear_explicit(&obj_spare.lock, memory_order_relaxed);
-	atomic_flag_clear_explicit(&obj_recent.lock, memory_order_relaxed);
 	obj_gen++;
 }

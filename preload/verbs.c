@@ -59,7 +59,8 @@ PRELOAD_API struct ibv_context *ibv_import_device(int cmd_fd)
 PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 {
 	unsigned int left;
-	struct obj *o;
+	struct orec rec;
+	bool had;
 	int ret;
 
 	need_real();
@@ -69,19 +70,16 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 		leave();
 		return ret;
 	}
-	o = obj_take(ctx);
+	had = obj_take(ctx, &rec);
 	left = ctx_unwrap(ctx) ? 0 : obj_drop_ctx(ctx);
 	ret = real.close_device(ctx);
-	if (left && o) {
-		/*
-		 * Objects left in it keep the kernel's context too (rdma res show ctx still lists it): its
-		 * charge stays with theirs until the process exits (see obj_drop_ctx).
-		 */
-		obj_free(o);
-		o = NULL;
-	}
-	/* A failed close leaves a context we no longer wrap: safer to stop charging it than to guess. */
-	post_destroy(o, 0);
+	/*
+	 * Objects left in it keep the kernel's context too (rdma res show ctx still lists it): its charge stays
+	 * with theirs until the process exits (see obj_drop_ctx). A failed close leaves a context we no longer
+	 * wrap: safer to stop charging it than to guess.
+	 */
+	if (had && !left)
+		post_destroy(ctx, &rec, 0);
 	leave();
 	return ret;
 }
@@ -156,8 +154,9 @@ PRELOAD_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 			     int access)
 {
-	struct obj *o;
+	struct orec rec;
 	int64_t delta = 0;
+	bool had;
 	int ret;
 
 	need_real();
@@ -170,29 +169,31 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		leave();
 		return ret;
 	}
-	o = obj_take(mr);
-	if (o && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
-		delta = (int64_t)length - (int64_t)o->bytes;
+	had = obj_take(mr, &rec);
+	if (had && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		delta = (int64_t)length - (int64_t)rec.bytes;
 		if (delta > 0 && (ret = acct_mr_bytes(delta))) {
 			/* Refused before anything changed: the MR keeps its old translation. */
-			obj_insert(o);
+			if (!obj_insert(mr, &rec))
+				acct_release(rec.kind, rec.bytes);
 			errno = -ret;
 			leave();
 			return IBV_REREG_MR_ERR_INPUT;
 		}
 	}
 	ret = real.rereg_mr(mr, flags, pd, addr, length, access);
-	if (o) {
+	if (had) {
 		int saved = errno;
 
 		if (ret && delta > 0)
 			acct_mr_bytes(-delta);
 		else if (!ret && delta < 0)
 			acct_mr_bytes(delta);
-		if (!ret)
-			o->bytes = length;
+		if (!ret && delta)
+			rec.bytes = length;
 		/* After a failed command the MR may be gone or still there: keep the record, dereg settles it. */
-		obj_insert(o);
+		if (!obj_insert(mr, &rec))
+			acct_release(rec.kind, rec.bytes);
 		errno = saved;
 	}
 	leave();

@@ -88,11 +88,10 @@ void ctx_wrap(struct ibv_context *ctx, bool imported);
 bool ctx_unwrap(struct ibv_context *ctx);
 void ctx_atfork_child(void);
 
+/* What a create charged, kept until the object is tracked (or the charge given back). */
 struct track {
 	enum ledger_kind kind;
 	uint64_t bytes;
-	struct obj *o;
-	bool counted;
 };
 
 /* Enter a wrapper. Returns false when this call is nested or rdmactl is inactive: pass through. */
@@ -112,40 +111,30 @@ static inline void leave(void)
 /* errno = -ret; -1. */
 COLD_FN int pre_create_failed(int ret);
 
-/* After the charge: the record the object will be tracked by. 0, or -1 with nothing charged. */
-static inline ALWAYS_INLINE int pre_create_rec(struct track *t, enum ledger_kind kind, uint64_t bytes, int ret)
-{
-	t->kind = kind;
-	t->bytes = bytes;
-	t->counted = false;
-	t->o = NULL;
-	if (ret)
-		return pre_create_failed(ret);
-	t->o = obj_alloc();
-	if (!t->o) {
-		acct_release(kind, bytes);
-		return pre_create_failed(-ENOMEM);
-	}
-	t->counted = true;
-	return 0;
-}
-
 /* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
 static inline ALWAYS_INLINE int pre_create(struct track *t, enum ledger_kind kind, uint64_t bytes)
 {
-	return pre_create_rec(t, kind, bytes, acct_charge(kind, bytes));
+	int ret = acct_charge(kind, bytes);
+
+	t->kind = kind;
+	t->bytes = bytes;
+	return __builtin_expect(ret, 0) ? pre_create_failed(ret) : 0;
 }
 
 /* Same for a queue: its depth against the WR caps, and its count, in one charge. */
 static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
 {
-	return pre_create_rec(t, kind, 0, acct_charge_wr(kind, send_wr, recv_wr));
+	int ret = acct_charge_wr(kind, send_wr, recv_wr);
+
+	t->kind = kind;
+	t->bytes = 0;
+	return __builtin_expect(ret, 0) ? pre_create_failed(ret) : 0;
 }
 
 /* After the real create: keep the charge with the object, or give it back. errno is preserved. */
-HOT_CREATE void post_create(struct track *t, const void *obj, struct ibv_context *ctx);
-/* After the real destroy of obj whose record was taken by obj_take(): release, or put it back. */
-HOT_DESTROY void post_destroy(struct obj *o, int ret);
+HOT_CREATE void post_create(const struct track *t, const void *obj, struct ibv_context *ctx);
+/* After the real destroy of an object whose record obj_take() took (found true): release, or put it back. */
+HOT_DESTROY void post_destroy(const void *obj, const struct orec *r, int ret);
 
 #define NOSYS_NULL(fn)                    \
 	do {                              \
@@ -191,18 +180,17 @@ HOT_DESTROY void post_destroy(struct obj *o, int ret);
 
 #define DESTROY(x, CALL)                                          \
 	do {                                                      \
-		struct obj *o;                                    \
+		struct orec rec;                                  \
 		int ret;                                          \
 		if (!(x))                                         \
 			return EINVAL;                            \
-		if (!enter()) {                                   \
+		if (!enter() || !obj_take(x, &rec)) {             \
 			ret = (CALL);                             \
 			leave();                                  \
 			return ret;                               \
 		}                                                 \
-		o = obj_take(x);                                  \
 		ret = (CALL);                                     \
-		post_destroy(o, ret);                             \
+		post_destroy(x, &rec, ret);                       \
 		leave();                                          \
 		return ret;                                       \
 	} while (0)

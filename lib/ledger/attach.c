@@ -143,7 +143,8 @@ static int do_attach(struct ledger *l, const char *job)
 	l->start = start;
 	l->job = j;
 	copy_str(l->jobname, job, sizeof(l->jobname));
-	__atomic_store_n(&l->view_gen, 0, __ATOMIC_RELAXED);
+	/* the plan points at this slot from the first operation on, whatever the generation says */
+	refresh_view(l);
 	return 0;
 }
 

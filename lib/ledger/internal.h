@@ -134,6 +134,16 @@ struct usage {
 	struct slot slots[LEDGER_MAX_PROCS];
 };
 
+/* One scope of an operation's plan: its counter and its limit (LEDGER_WR: no counter, only the cap). */
+struct plan_ent {
+	uint64_t *ctr;
+	uint64_t lim;
+	int32_t type; /* enum ledger_scope_type, for a refusal's message */
+	int32_t idx;  /* the job or cgroup entry */
+};
+/* The process, its job, up to five cgroups, the global scope. */
+#define PLAN_MAX 8
+
 struct ledger {
 	struct policy *pol;
 	struct usage *use;
@@ -158,6 +168,17 @@ struct ledger {
 	uint64_t view_global[LEDGER_NKINDS];
 	int view_ncg;
 	int view_cg[MAX_CG_PER_PROC];
+	/*
+	 * The operation's plan, built with the view: per kind, the counter of each scope it charges in order
+	 * (the slot, then the job, the cgroups and the global total that have a limit on that kind: see "Totals"
+	 * in lib/ledger.h) with that scope's limit, so that a reserve is one compare-and-swap per scope and
+	 * nothing else; for LEDGER_WR, the caps that are set. Pointers into this process's own mapping, indices
+	 * checked when built: a writer of the usage file cannot redirect them. plan_ok is false when the process
+	 * has more cgroup scopes than a plan holds (the general path then runs).
+	 */
+	bool plan_ok;
+	uint8_t plan_n[LEDGER_NKINDS];
+	struct plan_ent plan[LEDGER_NKINDS][PLAN_MAX];
 	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
 	uint64_t stuck_check;
 
@@ -182,6 +203,8 @@ uint64_t self_owner(uint64_t *start);
 int gc_lock(struct ledger *l, int wait_ms);
 void gc_unlock(struct ledger *l);
 void limits_changed(struct ledger *l);
+/* Cache the limits that apply to this process and build its plan (attach, and when the generation moves). */
+void refresh_view(struct ledger *l);
 int cg_matches(const struct policy *pol, const char *cg, int *idx, int max);
 int slot_job(const struct slot *s);
 int recount(struct ledger *l);

@@ -25,6 +25,34 @@
 
 /* ---- policy ------------------------------------------------------------------------------------- */
 
+/*
+ * Set a limit of a job, a cgroup entry or the global scope. Their totals of a kind are kept only while they
+ * limit that kind (lib/ledger.h, "Totals"): a limit where there was none is published while operations are
+ * frozen, and every total recounted from the slots before anyone charges against it (invariant 1: the
+ * total is exact from the first operation that sees the limit).
+ */
+static int set_scope_limit(struct ledger *l, uint64_t *lim, enum ledger_kind kind, uint64_t value)
+{
+	int err;
+
+	if (kind == LEDGER_WR || ALOAD(lim) != LEDGER_UNLIMITED || value == LEDGER_UNLIMITED) {
+		ASTORE(lim, value);
+		limits_changed(l);
+		return 0;
+	}
+	err = gc_lock(l, 3000);
+	if (err)
+		return seterr(err, "ledger busy (gc lock held)");
+	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
+	ASTORE(lim, value);
+	limits_changed(l);
+	err = gc_locked(l, true, NULL, NULL);
+	gc_unlock(l);
+	if (err)
+		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
+	return 0;
+}
+
 static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind kind, uint64_t value)
 {
 	struct policy *pol = l->pol;
@@ -38,7 +66,9 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 		}
 		if (strncmp(pol->cg[i].path, path, LEDGER_CGROUP_MAX))
 			continue;
-		ASTORE(&pol->cg[i].limit[kind], value);
+		err = set_scope_limit(l, &pol->cg[i].limit[kind], kind, value);
+		if (err)
+			return err;
 		for (k = 0; k < LEDGER_NKINDS; k++)
 			if (ALOAD(&pol->cg[i].limit[k]) != LEDGER_UNLIMITED)
 				break;
@@ -140,17 +170,13 @@ int ledger_set_limit(struct ledger *l, const struct ledger_scope *sc, enum ledge
 		j = find_job(l->use, sc->name);
 		if (j < 0)
 			return seterr(-ENOENT, "no job '%.*s' in the ledger", LEDGER_NAME_MAX, sc->name);
-		ASTORE(&l->use->jobs[j].limit[kind], value);
-		limits_changed(l);
-		return 0;
+		return set_scope_limit(l, &l->use->jobs[j].limit[kind], kind, value);
 	}
 	if (!l->policy_rw)
 		return seterr(-EACCES, "%s: permission denied (limits are changed by the ledger's owner)", l->path);
 	switch (sc->type) {
 	case LEDGER_SCOPE_GLOBAL:
-		ASTORE(&l->pol->global_limit[kind], value);
-		limits_changed(l);
-		return 0;
+		return set_scope_limit(l, &l->pol->global_limit[kind], kind, value);
 	case LEDGER_SCOPE_CGROUP:
 		err = ledger_cgroup_normalize(sc->name, path, sizeof(path));
 		if (err || !strcmp(path, "/"))

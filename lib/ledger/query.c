@@ -75,6 +75,56 @@ static bool slot_live(const struct slot *s)
 	return ALOAD(&s->state) == ENT_LIVE && pid_alive(s->pid, s->start);
 }
 
+/*
+ * A job's, a cgroup entry's or the global total of a kind is kept only while that scope limits the kind
+ * (lib/ledger.h, "Totals"); otherwise its usage is the sum of the slots in it (those not reclaimed yet
+ * included, as in a total). in(l, s, arg) says whether slot s counts in the scope.
+ */
+static void untracked_usage(struct ledger *l, struct ledger_scope_stat *st,
+			    bool (*in)(struct ledger *l, const struct slot *s, const void *arg), const void *arg)
+{
+	uint64_t sum[LEDGER_NKINDS] = { 0 };
+	int i, k;
+
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		if (k != LEDGER_WR && st->limit[k] == LEDGER_UNLIMITED)
+			break;
+	if (k == LEDGER_NKINDS)
+		return;
+	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		const struct slot *s = &l->use->slots[i];
+
+		if (ALOAD(&s->state) == ENT_LIVE && in(l, s, arg))
+			slot_usage_into(s, sum);
+	}
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		if (k != LEDGER_WR && st->limit[k] == LEDGER_UNLIMITED)
+			st->usage[k] = sum[k];
+}
+
+static bool in_global(struct ledger *l, const struct slot *s, const void *arg)
+{
+	(void)l;
+	(void)s;
+	(void)arg;
+	return true;
+}
+
+static bool in_job(struct ledger *l, const struct slot *s, const void *arg)
+{
+	(void)l;
+	return slot_job(s) == *(const int *)arg;
+}
+
+static bool in_cgroup(struct ledger *l, const struct slot *s, const void *arg)
+{
+	char cg[LEDGER_CGROUP_MAX];
+
+	(void)l;
+	copy_str(cg, s->cgroup, sizeof(cg));
+	return cg_covers(arg, cg);
+}
+
 static void stat_init(struct ledger_scope_stat *st, enum ledger_scope_type type)
 {
 	int k;
@@ -131,11 +181,13 @@ static void fill_cgroup_scope(struct ledger *l, const char *path, struct ledger_
 		if (e < 0)
 			slot_usage_into(s, st->usage);
 	}
-	if (e >= 0)
+	if (e >= 0) {
 		for (k = 0; k < LEDGER_NKINDS; k++) {
 			st->limit[k] = ALOADR(&l->pol->cg[e].limit[k]);
 			st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&l->use->cg_total[e][k]);
 		}
+		untracked_usage(l, st, in_cgroup, path);
+	}
 	*found = e >= 0 || st->nprocs;
 }
 
@@ -150,6 +202,7 @@ static void fill_job_scope(struct ledger *l, int j, struct ledger_scope_stat *st
 		st->limit[k] = ALOADR(&jb->limit[k]);
 		st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&jb->total[k]);
 	}
+	untracked_usage(l, st, in_job, &j);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
 		if (slot_job(&l->use->slots[i]) == j && slot_live(&l->use->slots[i]))
 			st->nprocs++;
@@ -164,6 +217,7 @@ static void fill_global_scope(struct ledger *l, struct ledger_scope_stat *st)
 		st->limit[k] = ALOADR(&l->pol->global_limit[k]);
 		st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&l->use->global_total[k]);
 	}
+	untracked_usage(l, st, in_global, NULL);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
 		if (slot_live(&l->use->slots[i]))
 			st->nprocs++;

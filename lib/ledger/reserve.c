@@ -25,11 +25,62 @@
 
 /* ---- hot path ----------------------------------------------------------------------------------- */
 
+/* Add a scope to a plan: always the slot (lim: its pid limit), the others only where they limit something. */
+static void plan_add(struct plan_ent *p, unsigned int *n, bool always, uint64_t *ctr, uint64_t lim,
+		     enum ledger_scope_type type, int idx)
+{
+	struct plan_ent *e = &p[*n];
+
+	if (!always && lim == LEDGER_UNLIMITED)
+		return;
+	__atomic_store_n(&e->ctr, ctr, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->lim, lim, __ATOMIC_RELAXED);
+	e->type = type;
+	e->idx = idx;
+	(*n)++;
+}
+
+/*
+ * The plan of every kind (under l->mtx, from refresh_view): the scopes in the order the general path charges
+ * them, each with its counter and its limit as of now (any change of them bumps the generation). cg[] are
+ * valid cgroup indices (cg_matches()); the slot and job indices are this handle's own.
+ */
+static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
+{
+	struct usage *u = l->use;
+	const struct policy *pol = l->pol;
+	struct slot *s;
+	int k, i;
+
+	if (l->slot < 0 || l->slot >= LEDGER_MAX_PROCS || l->job >= LEDGER_MAX_JOBS || ncg > PLAN_MAX - 3) {
+		__atomic_store_n(&l->plan_ok, false, __ATOMIC_RELAXED);
+		return;
+	}
+	s = &u->slots[l->slot];
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		struct plan_ent *p = l->plan[k];
+		bool wr = k == LEDGER_WR;
+		unsigned int n = 0;
+
+		plan_add(p, &n, !wr, wr ? NULL : &s->usage[k], ALOADR(&l->view_pid[k]), LEDGER_SCOPE_PROCESS, 0);
+		if (l->job >= 0)
+			plan_add(p, &n, false, wr ? NULL : &u->jobs[l->job].total[k], ALOADR(&u->jobs[l->job].limit[k]),
+				 LEDGER_SCOPE_JOB, l->job);
+		for (i = 0; i < ncg; i++)
+			plan_add(p, &n, false, wr ? NULL : &u->cg_total[cg[i]][k], ALOADR(&pol->cg[cg[i]].limit[k]),
+				 LEDGER_SCOPE_CGROUP, cg[i]);
+		plan_add(p, &n, false, wr ? NULL : &u->global_total[k], ALOADR(&l->view_global[k]), LEDGER_SCOPE_GLOBAL,
+			 0);
+		__atomic_store_n(&l->plan_n[k], n, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&l->plan_ok, true, __ATOMIC_RELAXED);
+}
+
 /*
  * Cache the limits that apply to this process (read after the generation: a change that lands meanwhile
  * moves it again, and the next operation refreshes once more).
  */
-static COLD_FN void refresh_view(struct ledger *l)
+COLD_FN void refresh_view(struct ledger *l)
 {
 	const struct policy *pol = l->pol;
 	int idx[MAX_CG_PER_PROC], n, i, k, p = -1;
@@ -52,6 +103,7 @@ static COLD_FN void refresh_view(struct ledger *l)
 	for (i = 0; i < n; i++)
 		__atomic_store_n(&l->view_cg[i], idx[i], __ATOMIC_RELAXED);
 	__atomic_store_n(&l->view_ncg, n, __ATOMIC_RELAXED);
+	build_plan(l, idx, n);
 	__atomic_store_n(&l->view_ops, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->view_gen, gen, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&l->mtx);
@@ -348,15 +400,14 @@ static COLD_FN void undo_kind(struct ledger *l, struct slot *s, const struct vie
 	release_kind(l, s, v, k, n);
 }
 
-/* One attempt at every kind, all or nothing. Returns 0, or -EDQUOT with *d filled. */
-static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
-					    const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
+/* One attempt at every kind through the view (more cgroup scopes than a plan holds). */
+static COLD_FN int try_reserve_view(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+				    const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
 {
 	struct view v;
 	unsigned int i;
 	int err = 0;
 
-	op_enter(l, s);
 	view_load(l, &v);
 	for (i = 0; i < n; i++) {
 		if (kinds[i] == LEDGER_WR)
@@ -370,6 +421,126 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 	while (err && i--)
 		if (kinds[i] != LEDGER_WR)
 			undo_kind(l, s, &v, kinds[i], amounts[i]);
+	return err;
+}
+
+static COLD_FN int release_view(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+				const uint64_t *amounts, unsigned int n)
+{
+	struct view v;
+	unsigned int i;
+	int err = 0;
+
+	view_load(l, &v);
+	for (i = 0; i < n; i++)
+		if (kinds[i] != LEDGER_WR && release_kind(l, s, &v, kinds[i], amounts[i]))
+			err = -EINVAL;
+	return err;
+}
+
+/* The refusal by scope e of a plan. */
+static COLD_FN int plan_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind k, uint64_t n,
+			     const struct plan_ent *e, uint64_t cur)
+{
+	return deny(l, d, k, n, (enum ledger_scope_type)e->type, e->idx, cur, e->lim);
+}
+
+/* Kind k's plan and its length (in range whatever the handle's memory says). */
+static inline ALWAYS_INLINE const struct plan_ent *plan_of(const struct ledger *l, enum ledger_kind k, unsigned int *ns)
+{
+	unsigned int n = __atomic_load_n(&l->plan_n[k], __ATOMIC_RELAXED);
+
+	*ns = n < PLAN_MAX ? n : PLAN_MAX;
+	return l->plan[k];
+}
+
+/* n more on every scope of a plan, or nothing; on refusal *at is the scope that refused, *cur its usage. */
+static inline ALWAYS_INLINE bool plan_reserve(const struct plan_ent *p, unsigned int ns, uint64_t n,
+					      unsigned int *at, uint64_t *cur)
+{
+	unsigned int i;
+
+	for (i = 0; i < ns; i++) {
+		if (__builtin_expect(!cas_add(ALOADR(&p[i].ctr), n, ALOADR(&p[i].lim), cur), 0)) {
+			*at = i;
+			while (i--)
+				sub_clamp(ALOADR(&p[i].ctr), n);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* n back to every scope of a plan (p[0] is the slot); false (nothing changed) when the process holds less. */
+static inline ALWAYS_INLINE bool plan_release(const struct plan_ent *p, unsigned int ns, uint64_t n)
+{
+	uint64_t *c = ALOADR(&p[0].ctr);
+	uint64_t cur = ALOADR(c);
+	unsigned int i;
+
+	do {
+		if (cur < n)
+			return false;
+	} while (!__atomic_compare_exchange_n(c, &cur, cur - n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	for (i = 1; i < ns; i++)
+		sub_clamp(ALOADR(&p[i].ctr), n);
+	return true;
+}
+
+/* A requested WR depth above a cap of the plan (only the caps that are set): the scope's index, else -1. */
+static inline ALWAYS_INLINE int plan_wr_over(const struct plan_ent *p, unsigned int ns, uint64_t n)
+{
+	unsigned int i;
+
+	for (i = 0; i < ns; i++)
+		if (__builtin_expect(n > ALOADR(&p[i].lim), 0))
+			return (int)i;
+	return -1;
+}
+
+/* The earlier kinds of a refused operation, given back. */
+static COLD_FN void plan_undo(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int i)
+{
+	const struct plan_ent *p;
+	unsigned int ns;
+
+	while (i--) {
+		if (kinds[i] == LEDGER_WR)
+			continue;
+		p = plan_of(l, kinds[i], &ns);
+		plan_release(p, ns, amounts[i]);
+	}
+}
+
+/* One attempt at every kind, all or nothing. Returns 0, or -EDQUOT with *d filled. */
+static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+					    const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
+{
+	unsigned int i, ns, at;
+	uint64_t cur;
+	int err = 0, w;
+
+	op_enter(l, s);
+	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0)) {
+		err = try_reserve_view(l, s, kinds, amounts, n, d);
+		op_leave(s);
+		return err;
+	}
+	for (i = 0; i < n; i++) {
+		const struct plan_ent *p = plan_of(l, kinds[i], &ns);
+
+		if (kinds[i] == LEDGER_WR) {
+			if (__builtin_expect((w = plan_wr_over(p, ns, amounts[i])) >= 0, 0)) {
+				err = plan_deny(l, d, LEDGER_WR, amounts[i], &p[w], 0);
+				break;
+			}
+		} else if (__builtin_expect(!plan_reserve(p, ns, amounts[i], &at, &cur), 0)) {
+			err = plan_deny(l, d, kinds[i], amounts[i], &p[at], cur);
+			break;
+		}
+	}
+	if (__builtin_expect(err, 0))
+		plan_undo(l, kinds, amounts, i);
 	op_leave(s);
 	return err;
 }
@@ -444,9 +615,8 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
 				 unsigned int n)
 {
-	struct view v;
 	struct slot *s;
-	unsigned int i;
+	unsigned int i, ns;
 	int err = 0;
 
 	if (l->slot < 0)
@@ -455,10 +625,108 @@ HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds
 		return -EINVAL;
 	s = &l->use->slots[l->slot];
 	op_enter(l, s);
-	view_load(l, &v);
-	for (i = 0; i < n; i++)
-		if (kinds[i] != LEDGER_WR && release_kind(l, s, &v, kinds[i], amounts[i]))
+	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0)) {
+		err = release_view(l, s, kinds, amounts, n);
+	} else {
+		for (i = 0; i < n; i++) {
+			const struct plan_ent *p;
+
+			if (kinds[i] == LEDGER_WR)
+				continue;
+			p = plan_of(l, kinds[i], &ns);
+			if (__builtin_expect(!plan_release(p, ns, amounts[i]), 0))
+				err = -EINVAL;
+		}
+	}
+	op_leave(s);
+	return err;
+}
+
+/* The general path of ledger_reserve_obj(): the same operation as ledger_reserve_n(). */
+static COLD_FN int reserve_obj_n(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
+{
+	enum ledger_kind k[2] = { LEDGER_WR, kind };
+	uint64_t n[2] = { extra, 1 };
+
+	if (kind == LEDGER_MR) {
+		k[0] = LEDGER_MR;
+		k[1] = LEDGER_MR_BYTES;
+		n[0] = 1;
+		n[1] = extra;
+		return ledger_reserve_n(l, k, n, extra ? 2 : 1, why);
+	}
+	return extra ? ledger_reserve_n(l, k, n, 2, why) : ledger_reserve_n(l, &kind, &n[1], 1, why);
+}
+
+HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
+{
+	const struct plan_ent *p, *pb;
+	unsigned int ns, nb, at;
+	uint64_t cur;
+	struct slot *s;
+
+	if ((unsigned int)kind >= LEDGER_NKINDS || kind == LEDGER_WR || kind == LEDGER_MR_BYTES)
+		return -EINVAL;
+	if (l->slot < 0)
+		return -ENOTCONN;
+	s = &l->use->slots[l->slot];
+	op_enter(l, s);
+	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0))
+		goto general;
+	if (kind != LEDGER_MR && extra) {
+		pb = plan_of(l, LEDGER_WR, &nb);
+		if (__builtin_expect(plan_wr_over(pb, nb, extra) >= 0, 0))
+			goto general;
+	}
+	p = plan_of(l, kind, &ns);
+	if (__builtin_expect(!plan_reserve(p, ns, 1, &at, &cur), 0))
+		goto general;
+	if (kind == LEDGER_MR && extra) {
+		pb = plan_of(l, LEDGER_MR_BYTES, &nb);
+		if (__builtin_expect(!plan_reserve(pb, nb, extra, &at, &cur), 0)) {
+			plan_release(p, ns, 1);
+			goto general;
+		}
+	}
+	op_leave(s);
+	return 0;
+
+general:
+	/* a refusal (or more cgroups than a plan holds): the general path decides, describes and records it */
+	op_leave(s);
+	return reserve_obj_n(l, kind, extra, why);
+}
+
+HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
+{
+	const struct plan_ent *p;
+	unsigned int ns;
+	struct slot *s;
+	int err = 0;
+
+	if ((unsigned int)kind >= LEDGER_NKINDS || kind == LEDGER_WR || kind == LEDGER_MR_BYTES)
+		return -EINVAL;
+	if (l->slot < 0)
+		return -ENOTCONN;
+	if (kind != LEDGER_MR)
+		bytes = 0;
+	s = &l->use->slots[l->slot];
+	op_enter(l, s);
+	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0)) {
+		enum ledger_kind k[2] = { kind, LEDGER_MR_BYTES };
+		uint64_t n[2] = { 1, bytes };
+
+		err = release_view(l, s, k, n, bytes ? 2 : 1);
+	} else {
+		p = plan_of(l, kind, &ns);
+		if (__builtin_expect(!plan_release(p, ns, 1), 0))
 			err = -EINVAL;
+		if (bytes) {
+			p = plan_of(l, LEDGER_MR_BYTES, &ns);
+			if (__builtin_expect(!plan_release(p, ns, bytes), 0))
+				err = -EINVAL;
+		}
+	}
 	op_leave(s);
 	return err;
 }

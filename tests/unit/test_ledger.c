@@ -1074,6 +1074,70 @@ static void test_sigkill(void)
 	ledger_close(l);
 }
 
+/*
+ * A scope's total of a kind is kept only while the scope limits it: without a limit the usage shown is the
+ * sum of the slots; the limit that starts it recounts first (invariant 1 from its first operation on).
+ * ledger_reserve_obj() / ledger_release_obj(), the interceptor's operation, keep the same books.
+ */
+static void test_tracked_totals(void)
+{
+	struct ledger *l;
+	struct ledger_denial d;
+	struct ledger_scope g = scope_global(), me = scope_pid(getpid());
+	uint64_t *tot;
+
+	fresh_ledger();
+	l = open_rw();
+	CHECK(ledger_attach(l, NULL) == 0, "attach");
+	tot = &l->use->global_total[LEDGER_QP];
+	CHECK(ledger_reserve(l, LEDGER_QP, 3, NULL) == 0, "3 qp");
+	CHECK(ALOAD(tot) == 0 && usage_of(l, g, LEDGER_QP) == 3, "untracked: total %lu, shown %lu",
+	      (unsigned long)ALOAD(tot), (unsigned long)usage_of(l, g, LEDGER_QP));
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, 5) == 0, "global limit: %s", ledger_error());
+	CHECK(ALOAD(tot) == 3 && usage_of(l, g, LEDGER_QP) == 3, "recounted when the limit came: %lu",
+	      (unsigned long)ALOAD(tot));
+	CHECK(__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST) == 0, "unfrozen");
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && ledger_reserve_obj(l, LEDGER_QP, 16, NULL) == 0,
+	      "qp 4, 5");
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_GLOBAL &&
+		      d.usage == 5 && d.limit == 5,
+	      "qp 6 refused by the global limit");
+	CHECK(ALOAD(tot) == 5, "total 5");
+	CHECK(ledger_release_obj(l, LEDGER_QP, 0) == 0 && ALOAD(tot) == 4, "released into the total");
+	/* lifted: no longer kept, the slots still tell */
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, LEDGER_UNLIMITED) == 0, "lift");
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && ALOAD(tot) == 4 && usage_of(l, g, LEDGER_QP) == 5,
+	      "untracked again");
+	/* and back: recounted again */
+	CHECK(ledger_set_limit(l, &g, LEDGER_QP, 6) == 0 && ALOAD(tot) == 5, "recounted: %lu", (unsigned long)ALOAD(tot));
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == -EDQUOT,
+	      "the new limit holds");
+
+	/* an MR and its bytes in one operation; a WR cap and the pid scope */
+	CHECK(ledger_set_limit(l, &g, LEDGER_MR_BYTES, 1000) == 0, "global bytes");
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 600, NULL) == 0, "mr 600");
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 600, &d) == -EDQUOT && d.kind == LEDGER_MR_BYTES &&
+		      d.scope.type == LEDGER_SCOPE_GLOBAL,
+	      "mr 600 more refused by bytes");
+	CHECK(usage_of(l, me, LEDGER_MR) == 1 && usage_of(l, g, LEDGER_MR) == 1 && usage_of(l, g, LEDGER_MR_BYTES) == 600,
+	      "nothing of the refused one stays");
+	CHECK(ledger_release_obj(l, LEDGER_MR, 600) == 0 && usage_of(l, g, LEDGER_MR_BYTES) == 0 &&
+		      usage_of(l, me, LEDGER_MR) == 0,
+	      "mr released with its bytes");
+	CHECK(ledger_release_obj(l, LEDGER_MR, 600) == -EINVAL, "not held");
+	CHECK(ledger_set_limit(l, &me, LEDGER_WR, 8) == 0, "pid wr cap");
+	CHECK(ledger_reserve_obj(l, LEDGER_SRQ, 9, &d) == -EDQUOT && d.kind == LEDGER_WR &&
+		      d.scope.type == LEDGER_SCOPE_PROCESS && d.limit == 8,
+	      "srq of depth 9 refused by the pid's cap");
+	CHECK(ledger_reserve_obj(l, LEDGER_SRQ, 8, NULL) == 0 && usage_of(l, me, LEDGER_SRQ) == 1, "depth 8");
+	CHECK(ledger_reserve_obj(l, LEDGER_WR, 1, NULL) == -EINVAL &&
+		      ledger_reserve_obj(l, LEDGER_MR_BYTES, 1, NULL) == -EINVAL &&
+		      ledger_reserve_obj(l, LEDGER_NKINDS, 1, NULL) == -EINVAL,
+	      "not an object kind");
+	ledger_detach(l);
+	ledger_close(l);
+}
+
 /* A death in the middle of an operation (in-flight counter left at 1) is repaired by a recount. */
 static void test_death_mid_operation(void)
 {
@@ -1085,6 +1149,8 @@ static void test_death_mid_operation(void)
 	fresh_ledger();
 	l = open_rw();
 	CHECK(ledger_attach(l, NULL) == 0, "attach");
+	/* a global limit: the global total of PDs is kept (without one, the global usage is the slots' sum) */
+	CHECK(ledger_set_limit(l, &g, LEDGER_PD, 100) == 0, "global pd limit");
 	CHECK(ledger_reserve(l, LEDGER_PD, 2, NULL) == 0, "parent holds 2");
 	pid = fork();
 	if (pid == 0) {
@@ -1466,6 +1532,7 @@ int main(void)
 	RUN(test_basic);
 	RUN(test_scopes);
 	RUN(test_reserve_n);
+	RUN(test_tracked_totals);
 	RUN(test_limit_cache);
 	RUN(test_open_in);
 	RUN(test_fork_child_zero);
