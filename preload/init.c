@@ -11,6 +11,7 @@ struct real_verbs real HOT_DATA;
 pthread_once_t pl_init_once = PTHREAD_ONCE_INIT;
 bool pl_inited HOT_DATA;
 bool pl_active HOT_DATA;
+bool pl_on HOT_DATA;
 __thread int pl_guard __attribute__((tls_model("initial-exec")));
 
 static bool own_process(void)
@@ -69,4 +70,5 @@ void pl_init_once_fn(void)
 {
 	do_init();
 	__atomic_store_n(&pl_inited, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&pl_on, pl_active, __ATOMIC_RELEASE);
 }

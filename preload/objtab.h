@@ -50,13 +50,10 @@ extern _Atomic unsigned int obj_nbucketed;
 /* Bumped in a forked child: the parent's objects are not the child's to release. */
 extern unsigned int obj_gen;
 
+/* Fibonacci hashing: the product's high bits depend on every bit of the address (records are 16-byte aligned). */
 static inline unsigned int hash_of(const void *key)
 {
-	uint64_t k = (uintptr_t)key;
-
-	k ^= k >> 17;
-	k *= 0x9e3779b97f4a7c15ull;
-	return (unsigned int)(k >> 40);
+	return (unsigned int)(((uintptr_t)key * 0x9e3779b97f4a7c15ull) >> 40);
 }
 
 /* The overflow buckets, out of line. obj_insert_bucket: false when no memory. */

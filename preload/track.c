@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The charge/track protocol's out-of-line steps: after a create, after a destroy, and the failure paths. */
+/* The charge/track protocol's out-of-line steps: the failure paths of a create and a destroy. */
 #include "wrap.h"
 
 COLD_FN int pre_create_failed(int ret)
@@ -8,7 +8,8 @@ COLD_FN int pre_create_failed(int ret)
 	return -1;
 }
 
-static COLD_FN void create_failed(const struct track *t)
+/* The real create failed: give its charge back. */
+COLD_FN void create_failed(const struct track *t)
 {
 	int saved = errno;
 
@@ -20,7 +21,7 @@ static COLD_FN void create_failed(const struct track *t)
  * No slot among the object's probes and no memory for an overflow record: without a record its destroy
  * could not give the charge back, so it goes back now (the object is then not counted: fail open).
  */
-static COLD_FN void untracked(const struct track *t)
+COLD_FN void untracked(const struct track *t)
 {
 	int saved = errno;
 
@@ -29,28 +30,12 @@ static COLD_FN void untracked(const struct track *t)
 	errno = saved;
 }
 
-/* After the real create: keep the charge with the object, or give it back. errno is preserved. */
-HOT_CREATE void post_create(const struct track *t, const void *obj, struct ibv_context *ctx)
+/* The real destroy failed: the object may still be there, its record goes back with its charge. */
+COLD_FN void destroy_failed(const void *obj, const struct orec *r)
 {
-	struct orec r;
+	int saved = errno;
 
-	if (__builtin_expect(!obj, 0)) {
-		create_failed(t);
-		return;
-	}
-	r.ctx = ctx;
-	r.bytes = t->bytes;
-	r.kind = t->kind;
-	if (__builtin_expect(!obj_insert(obj, &r), 0))
-		untracked(t);
-}
-
-/* After the real destroy of obj, whose record r obj_take() took: release, or put the record back. */
-HOT_DESTROY void post_destroy(const void *obj, const struct orec *r, int ret)
-{
-	/* neither touches errno (the ledger makes no system calls, plog() preserves it) */
-	if (__builtin_expect(!ret, 1))
+	if (!obj_insert(obj, r))
 		acct_release(r->kind, r->bytes);
-	else if (!obj_insert(obj, r))
-		acct_release(r->kind, r->bytes);
+	errno = saved;
 }

@@ -62,6 +62,8 @@ extern pthread_once_t pl_init_once;
 extern bool pl_inited;
 /* False in rdmactl's own processes and when libibverbs could not be found: then everything passes through. */
 extern bool pl_active;
+/* pl_inited && pl_active: the one flag a wrapper's usual path reads. */
+extern bool pl_on;
 /*
  * Set while this thread is inside an intercepted verb: libibverbs calls some of its own exported verbs
  * through the PLT (ibv_reg_mr -> ibv_reg_mr_iova2, create_qp@1.0 -> @@1.1, create_ah_from_wc ->
@@ -99,6 +101,8 @@ static inline bool enter(void)
 {
 	if (pl_guard++)
 		return false;
+	if (__builtin_expect(__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE), 1))
+		return true;
 	need_real();
 	return pl_active;
 }
@@ -131,10 +135,38 @@ static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind 
 	return __builtin_expect(ret, 0) ? pre_create_failed(ret) : 0;
 }
 
+/* The unusual ends of a create and a destroy (track.c): errno is preserved. */
+COLD_FN void create_failed(const struct track *t);
+COLD_FN void untracked(const struct track *t);
+COLD_FN void destroy_failed(const void *obj, const struct orec *r);
+
 /* After the real create: keep the charge with the object, or give it back. errno is preserved. */
-HOT_CREATE void post_create(const struct track *t, const void *obj, struct ibv_context *ctx);
-/* After the real destroy of an object whose record obj_take() took (found true): release, or put it back. */
-HOT_DESTROY void post_destroy(const void *obj, const struct orec *r, int ret);
+static inline ALWAYS_INLINE void post_create(const struct track *t, const void *obj, struct ibv_context *ctx)
+{
+	struct orec r;
+
+	if (__builtin_expect(!obj, 0)) {
+		create_failed(t);
+		return;
+	}
+	r.ctx = ctx;
+	r.bytes = t->bytes;
+	r.kind = t->kind;
+	if (__builtin_expect(!obj_insert(obj, &r), 0))
+		untracked(t);
+}
+
+/*
+ * After the real destroy of obj, whose record r obj_take() took: release (neither touches errno: the
+ * ledger makes no system calls), or keep the charge with the record put back.
+ */
+static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec *r, int ret)
+{
+	if (__builtin_expect(!ret, 1))
+		acct_release(r->kind, r->bytes);
+	else
+		destroy_failed(obj, r);
+}
 
 #define NOSYS_NULL(fn)                    \
 	do {                              \

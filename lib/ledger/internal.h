@@ -163,7 +163,7 @@ struct ledger {
 	 * acquire of view_gen): pid and global limits copied, the cgroup entries by index.
 	 */
 	uint64_t view_gen;
-	uint32_t view_ops; /* operations since the last refresh, loosely counted (VIEW_RECHECK) */
+	uint32_t view_left; /* operations before the next refresh (VIEW_RECHECK), loosely counted; 0 while stuck */
 	uint64_t view_pid[LEDGER_NKINDS];    /* LEDGER_UNLIMITED without a pid entry */
 	uint64_t view_global[LEDGER_NKINDS];
 	int view_ncg;

@@ -104,7 +104,8 @@ COLD_FN void refresh_view(struct ledger *l)
 		__atomic_store_n(&l->view_cg[i], idx[i], __ATOMIC_RELAXED);
 	__atomic_store_n(&l->view_ncg, n, __ATOMIC_RELAXED);
 	build_plan(l, idx, n);
-	__atomic_store_n(&l->view_ops, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->view_left, __atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED) ? 0 : VIEW_RECHECK,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&l->view_gen, gen, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&l->mtx);
 }
@@ -173,7 +174,7 @@ static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
 static COLD_FN void op_enter_slow(struct ledger *l, struct slot *s)
 {
 	bool ignore_frozen = false;
-	uint32_t ops;
+	uint32_t left;
 
 	for (;;) {
 		__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
@@ -181,8 +182,11 @@ static COLD_FN void op_enter_slow(struct ledger *l, struct slot *s)
 			if (!ignore_frozen && !__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED)) {
 				__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
 				ignore_frozen = !wait_unfrozen(l);
-				if (ignore_frozen)
+				if (ignore_frozen) {
+					/* every operation comes here until the freeze is gone */
 					__atomic_store_n(&l->frozen_stuck, true, __ATOMIC_RELAXED);
+					__atomic_store_n(&l->view_left, 0, __ATOMIC_RELAXED);
+				}
 				continue;
 			}
 			if (!ignore_frozen) {
@@ -194,34 +198,37 @@ static COLD_FN void op_enter_slow(struct ledger *l, struct slot *s)
 		} else if (__builtin_expect(__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED), 0)) {
 			__atomic_store_n(&l->frozen_stuck, false, __ATOMIC_RELAXED);
 		}
-		ops = __atomic_load_n(&l->view_ops, __ATOMIC_RELAXED) + 1;
-		__atomic_store_n(&l->view_ops, ops, __ATOMIC_RELAXED); /* a lost update only delays a recheck */
+		left = __atomic_load_n(&l->view_left, __ATOMIC_RELAXED);
 		if (__builtin_expect(ALOAD(&l->use->gen) != __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE) ||
-					     ops >= VIEW_RECHECK,
+					     (!left && !__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED)),
 				     0)) {
 			__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
 			refresh_view(l);
 			continue;
 		}
+		if (left)
+			__atomic_store_n(&l->view_left, left - 1, __ATOMIC_RELAXED);
 		return;
 	}
 }
 
 /*
- * Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line). The usual
- * case inline; anything else leaves the mark and starts over in op_enter_slow().
+ * Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line), and the
+ * view not due for its periodic refresh (view_left, 0 also while a stuck freeze is ignored). The usual case
+ * inline; anything else leaves the mark and starts over in op_enter_slow().
  */
 static inline ALWAYS_INLINE void op_enter(struct ledger *l, struct slot *s)
 {
-	uint32_t ops;
+	struct usage *u = l->use;
+	uint32_t left;
 
 	__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
-	ops = __atomic_load_n(&l->view_ops, __ATOMIC_RELAXED) + 1;
-	if (__builtin_expect(!__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST) &&
-				     !__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED) && ops < VIEW_RECHECK &&
-				     ALOAD(&l->use->gen) == __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE),
+	left = __atomic_load_n(&l->view_left, __ATOMIC_RELAXED);
+	if (__builtin_expect(left && !__atomic_load_n(&u->frozen, __ATOMIC_SEQ_CST) &&
+				     ALOAD(&u->gen) == __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE),
 			     1)) {
-		__atomic_store_n(&l->view_ops, ops, __ATOMIC_RELAXED); /* a lost update only delays a recheck */
+		/* a lost update between threads only delays the refresh */
+		__atomic_store_n(&l->view_left, left - 1, __ATOMIC_RELAXED);
 		return;
 	}
 	__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
@@ -448,9 +455,8 @@ static COLD_FN int plan_deny(struct ledger *l, struct ledger_denial *d, enum led
 /* Kind k's plan and its length (in range whatever the handle's memory says). */
 static inline ALWAYS_INLINE const struct plan_ent *plan_of(const struct ledger *l, enum ledger_kind k, unsigned int *ns)
 {
-	unsigned int n = __atomic_load_n(&l->plan_n[k], __ATOMIC_RELAXED);
-
-	*ns = n < PLAN_MAX ? n : PLAN_MAX;
+	/* built by build_plan(), at most PLAN_MAX: process memory, not the shared file */
+	*ns = __atomic_load_n(&l->plan_n[k], __ATOMIC_RELAXED);
 	return l->plan[k];
 }
 
@@ -460,7 +466,14 @@ static inline ALWAYS_INLINE bool plan_reserve(const struct plan_ent *p, unsigned
 {
 	unsigned int i;
 
-	for (i = 0; i < ns; i++) {
+	/* p[0] is the slot: without a pid limit one atomic add (the other scopes check for overflow) */
+	if (__builtin_expect(ALOADR(&p[0].lim) == LEDGER_UNLIMITED, 1)) {
+		__atomic_fetch_add(ALOADR(&p[0].ctr), n, __ATOMIC_SEQ_CST);
+	} else if (!cas_add(ALOADR(&p[0].ctr), n, ALOADR(&p[0].lim), cur)) {
+		*at = 0;
+		return false;
+	}
+	for (i = 1; i < ns; i++) {
 		if (__builtin_expect(!cas_add(ALOADR(&p[i].ctr), n, ALOADR(&p[i].lim), cur), 0)) {
 			*at = i;
 			while (i--)
@@ -475,13 +488,17 @@ static inline ALWAYS_INLINE bool plan_reserve(const struct plan_ent *p, unsigned
 static inline ALWAYS_INLINE bool plan_release(const struct plan_ent *p, unsigned int ns, uint64_t n)
 {
 	uint64_t *c = ALOADR(&p[0].ctr);
-	uint64_t cur = ALOADR(c);
 	unsigned int i;
 
-	do {
-		if (cur < n)
-			return false;
-	} while (!__atomic_compare_exchange_n(c, &cur, cur - n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	/*
+	 * One atomic subtract; more than held (a caller's bug, or a slot that was written over) is put back at
+	 * once. In between, only this process's own concurrent reserves against a pid limit can see it (they
+	 * refuse), never a recount (it waits for operations in flight).
+	 */
+	if (__builtin_expect(__atomic_fetch_sub(c, n, __ATOMIC_SEQ_CST) < n, 0)) {
+		__atomic_fetch_add(c, n, __ATOMIC_SEQ_CST);
+		return false;
+	}
 	for (i = 1; i < ns; i++)
 		sub_clamp(ALOADR(&p[i].ctr), n);
 	return true;
@@ -588,7 +605,7 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 	return err;
 }
 
-HOT_CREATE int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
+int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
 				unsigned int n, struct ledger_denial *why)
 {
 	struct ledger_denial local;
@@ -612,7 +629,7 @@ int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, str
 	return ledger_reserve_n(l, &kind, &amount, 1, why);
 }
 
-HOT_DESTROY int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
+int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
 				 unsigned int n)
 {
 	struct slot *s;
