@@ -25,7 +25,7 @@ static const char *kind_name(enum top_kind k)
 	return k == TOP_PROC ? "process" : k == TOP_KERNEL ? "kernel" : "unknown";
 }
 
-/* JSON only: "qp_states", the QPs by state (the table has no state column). */
+/* JSON: "qp_states", the QPs by state, every state. */
 static void print_qp_states(const struct top_counts *c)
 {
 	unsigned int k;
@@ -34,6 +34,25 @@ static void print_qp_states(const struct top_counts *c)
 	for (k = 0; k < TOP_QP_NSTATES; k++)
 		print_uint(PRINT_JSON, top_qp_state_name(k), NULL, c->qp_state[k]);
 	out_close_object();
+}
+
+/*
+ * Text: the last column, QP-STATES, names only the states that hold QPs ("RTS:3,ERR:1"; "-" for none), so
+ * a tenant whose QPs sit in ERR stands out. Last, so that it needs no width and never truncates.
+ */
+static void print_qp_state_col(const struct top_counts *c)
+{
+	const char *sep = "";
+	unsigned int k;
+
+	print_text(" ");
+	for (k = 0; k < TOP_QP_NSTATES; k++)
+		if (c->qp_state[k]) {
+			print_text("%s%s:%" PRIu64, sep, top_qp_state_name(k), c->qp_state[k]);
+			sep = ",";
+		}
+	if (!*sep)
+		print_text("-");
 }
 
 /*
@@ -178,6 +197,7 @@ static void print_columns(const struct top_snap *s)
 		print_text(" %-11s %-15s %4s", "QP-QUOTA", "MRB-QUOTA", "DENY");
 	if (s->rates_joined)
 		print_text(" %7s %7s %7s", "QP+/s", "QP-/s", "ALL+/s");
+	print_text(" QP-STATES");
 	end_line();
 }
 
@@ -317,6 +337,7 @@ static void print_row(const struct top_snap *s, const struct top_row *r, uint32_
 	out_close_array();
 	print_quota(s, r);
 	print_rates(s, r);
+	print_qp_state_col(&r->c);
 	end_line();
 	out_close_object();
 }
@@ -359,6 +380,11 @@ void top_print(const struct top_snap *s, const struct top_view *v, struct top_la
 	for (i = 0; i < s->ndevs; i++) {
 		print_text("%8s %-10.10s %-16.16s", "total", "", s->devs[i].dev.name);
 		print_counts(PRINT_FP, &s->devs[i].totals, s->devs[i].unsupported);
+		if (s->ledger_joined)
+			print_text(" %-11s %-15s %4s", "", "", "");
+		if (s->rates_joined)
+			print_text(" %7s %7s %7s", "", "", "");
+		print_qp_state_col(&s->devs[i].totals);
 		end_line();
 	}
 	out_open_object("totals");

@@ -217,9 +217,9 @@ compare_with_rdma() {
 	[[ $stderr == *"no RDMA device 'mlx5_9'"* ]]
 	# The text view: the header, one line per process, a totals line for the device.
 	run -0 "$RDMACTL" top -b -n1 --comm holdres
-	assert_line --regexp "^ +PID USER +COMM +CTX +PD +CQ +QP +SRQ +MR +MR-BYTES +CM_ID$"
-	assert_line --regexp "^ +$a root +holdres +1 +1 +2 +7 +0 +2 +2M +0$"
-	assert_line --regexp "^ +$b root +holdres +1 +1 +1 +2 +0 +1 +8M +0$"
+	assert_line --regexp "^ +PID USER +COMM +CTX +PD +CQ +QP +SRQ +MR +MR-BYTES +CM_ID +QP-STATES$"
+	assert_line --regexp "^ +$a root +holdres +1 +1 +2 +7 +0 +2 +2M +0 +RESET:7$"
+	assert_line --regexp "^ +$b root +holdres +1 +1 +1 +2 +0 +1 +8M +0 +RESET:2$"
 	assert_line --regexp "^ +total +rxe0 "
 	assert_line --regexp "^rxe0: port 1 ACTIVE \(veth0\)"
 }
@@ -346,9 +346,9 @@ compare_with_rdma() {
 	jq -e '.processes[0].quota | .limits.qp == 2 and .limit_scopes.qp == "process"' <<<"$output"
 	# text: a quota column, used/limit for the managed one, "unmanaged" for the other
 	run -0 "$RDMACTL" top -b -n1 --comm holdres
-	assert_line --regexp "^ +PID USER +COMM .* CM_ID +QP-QUOTA +MRB-QUOTA +DENY$"
-	assert_line --regexp "^ +$m root +holdres .* 2/2 +64K/- +0$"
-	assert_line --regexp "^ +$a root +holdres .* unmanaged +- +0$"
+	assert_line --regexp "^ +PID USER +COMM .* CM_ID +QP-QUOTA +MRB-QUOTA +DENY +QP-STATES$"
+	assert_line --regexp "^ +$m root +holdres .* 2/2 +64K/- +0 +RESET:2$"
+	assert_line --regexp "^ +$a root +holdres .* unmanaged +- +0 +RESET:1$"
 	# --ledger PATH wins over the environment; no ledger there: no quota, no error, -v says why
 	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j --ledger "$T/none"
 	assert_equal "$stderr" ""
@@ -379,7 +379,7 @@ compare_with_rdma() {
 	jq -e '.processes[0].pid != '"$st" <<<"${lines[1]}"
 	# the text view gets rate columns too
 	run -0 "$RDMACTL" top -b -n2 -d0.5 --comm storm
-	assert_line --regexp "^ +PID USER +COMM .* CM_ID +QP\\+/s +QP-/s +ALL\\+/s$"
+	assert_line --regexp "^ +PID USER +COMM .* CM_ID +QP\\+/s +QP-/s +ALL\\+/s +QP-STATES$"
 	pkill -P "$st" || true
 	kill -INT "${pids[0]}"
 	wait "${pids[0]}"
