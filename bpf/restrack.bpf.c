@@ -92,6 +92,13 @@ struct {
 	__type(value, struct mon_counts);
 } counters SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MON_DEVCOUNTERS_MAX);
+	__type(key, __u32);
+	__type(value, struct mon_counts);
+} devcounters SEC(".maps");
+
 /*
  * Device index by device pointer, per CPU: the index is read from the device once instead of once per event
  * (a probe-read helper call: about 30 of the probe's 670 instructions, as measured in the lab). An entry is
@@ -132,7 +139,7 @@ struct {
 
 /* Read by user space through the skeleton's bss: never reset. */
 __u64 lost_events;   /* slots full: event not delivered (the counters still count it) */
-__u64 lost_counters; /* counters map full: tgid not counted */
+__u64 lost_counters; /* a counters map full: an owner (or a device) not counted */
 /* The ring's positions; user space advances cons. */
 struct mon_ring_pos ring;
 /* The device cache's generation (see devcache): the dealloc hook and user space (on attach) advance it. */
@@ -352,22 +359,26 @@ static __always_inline bool fill_probe(struct mon_event *e, struct rdma_restrack
 	return true;
 }
 
-static __always_inline void count(const struct mon_event *e)
+/* The counts of key in map, made on first use; NULL (and a loss counted) when the map is full. */
+static __always_inline struct mon_counts *counts_of(void *map, __u32 key)
 {
 	static const struct mon_counts zero;
 	struct mon_counts *c;
-	__u32 key = e->tgid;
+
+	c = bpf_map_lookup_elem(map, &key);
+	if (!c) {
+		bpf_map_update_elem(map, &key, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(map, &key);
+		if (!c)
+			__sync_fetch_and_add(&lost_counters, 1);
+	}
+	return c;
+}
+
+static __always_inline void count_in(struct mon_counts *c, const struct mon_event *e)
+{
 	__u32 t = e->type & (RESTRACK_NTYPES - 1);
 
-	c = bpf_map_lookup_elem(&counters, &key);
-	if (!c) {
-		bpf_map_update_elem(&counters, &key, &zero, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&counters, &key);
-		if (!c) {
-			__sync_fetch_and_add(&lost_counters, 1);
-			return;
-		}
-	}
 	if (e->op == MON_OP_CREATE) {
 		__sync_fetch_and_add(&c->create[t], 1);
 		if (e->mr_len)
@@ -377,6 +388,19 @@ static __always_inline void count(const struct mon_event *e)
 		if (e->mr_len)
 			__sync_fetch_and_add(&c->mr_bytes_destroy, e->mr_len);
 	}
+}
+
+/* Per owner (top's rates) and per device (export's rdmactl_creates_total{device}). */
+static __always_inline void count(const struct mon_event *e)
+{
+	struct mon_counts *c;
+
+	c = counts_of(&counters, e->tgid);
+	if (c)
+		count_in(c, e);
+	c = counts_of(&devcounters, e->dev_index);
+	if (c)
+		count_in(c, e);
 }
 
 /*

@@ -67,5 +67,10 @@ struct mon_counts {
 };
 
 #define MON_COUNTERS_MAX 16384
+/*
+ * The per-device counters map (key: __u32 mon_event.dev_index, MON_DEV_NONE for objects without a device; value:
+ * struct mon_counts, every owner summed). Entries are never removed: a device's counts only ever increase.
+ */
+#define MON_DEVCOUNTERS_MAX 256
 
 #endif

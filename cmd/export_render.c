@@ -335,7 +335,7 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 
 static void monitor(const struct metrics_snap *s, struct prom_buf *b)
 {
-	unsigned int t;
+	unsigned int t, d;
 	int pass;
 
 	if (s->err[METRICS_SRC_MONITOR])
@@ -344,13 +344,24 @@ static void monitor(const struct metrics_snap *s, struct prom_buf *b)
 		const char *name = pass ? "rdmactl_destroys_total" : "rdmactl_creates_total";
 
 		prom_family(b, name, PROM_COUNTER,
-			    pass ? "Objects destroyed since rdmactl monitor started, every owner, by type."
-				 : "Objects created since rdmactl monitor started, every owner, by type.");
+			    pass ? "Objects destroyed since rdmactl monitor started, every owner, by device and type "
+				   "(without device: objects of no device, or of one that is gone)."
+				 : "Objects created since rdmactl monitor started, every owner, by device and type "
+				   "(without device: objects of no device, or of one that is gone).");
 		for (t = 0; t < RESTRACK_NTYPES; t++) {
-			struct prom_label l[] = { { "type", mon_type_name(t) } };
+			struct prom_label l[] = { { "device", "" }, { "type", mon_type_name(t) } };
 
-			if (mon_type_name(t))
-				prom_sample_u64(b, name, l, 1, pass ? s->mon.destroy[t] : s->mon.create[t]);
+			if (!mon_type_name(t))
+				continue;
+			/* a monitor that pins no per-device counters: by type only */
+			if (!s->mon_devs_read)
+				prom_sample_u64(b, name, l + 1, 1, pass ? s->mon.destroy[t] : s->mon.create[t]);
+			for (d = 0; s->mon_devs_read && d < s->mon_ndevs; d++) {
+				const struct mon_counts *c = &s->mon_devs[d].c;
+
+				l[0].value = s->mon_devs[d].name;
+				prom_sample_u64(b, name, l, NLAB(l), pass ? c->destroy[t] : c->create[t]);
+			}
 		}
 	}
 	prom_family(b, "rdmactl_mr_registered_bytes_total", PROM_COUNTER,

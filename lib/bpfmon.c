@@ -6,6 +6,7 @@
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,35 +241,56 @@ int mon_prog_stats(const struct mon *m, uint64_t *run_ns, uint64_t *runs)
 	return 0;
 }
 
+/* The counters maps a monitor pins, owned by the newest monitor. */
+static const struct {
+	const char *path;
+	size_t map; /* offset of the map's pointer in the skeleton's maps */
+} pins[] = {
+	{ MON_PIN_COUNTERS, offsetof(struct restrack_bpf, maps.counters) },
+	{ MON_PIN_DEVCOUNTERS, offsetof(struct restrack_bpf, maps.devcounters) },
+};
+
+static struct bpf_map *pin_map(struct mon *m, size_t i)
+{
+	return *(struct bpf_map **)((char *)m->skel + pins[i].map);
+}
+
 static void pin_counters(struct mon *m)
 {
-	int err;
+	size_t i;
 
 	if (mkdir(MON_PIN_DIR, 0755) && errno != EEXIST)
 		return;
-	unlink(MON_PIN_COUNTERS); /* the newest monitor owns the pin */
-	err = bpf_map__pin(m->skel->maps.counters, MON_PIN_COUNTERS);
-	m->pinned = !err;
+	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
+		unlink(pins[i].path); /* the newest monitor owns the pin */
+		if (!bpf_map__pin(pin_map(m, i), pins[i].path))
+			m->pinned = true; /* unpin_counters() removes what is ours */
+	}
 }
 
-/* Remove the pin only if it still refers to our map (a newer monitor may have replaced it). */
+/* Remove the pins only if they still refer to our maps (a newer monitor may have replaced them). */
 static void unpin_counters(struct mon *m)
 {
 	struct bpf_map_info a, b;
-	__u32 la = sizeof(a), lb = sizeof(b);
+	__u32 la, lb;
+	size_t i;
 	int fd;
 
 	if (!m->pinned)
 		return;
-	fd = bpf_obj_get(MON_PIN_COUNTERS);
-	if (fd < 0)
-		return;
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	if (!bpf_obj_get_info_by_fd(fd, &a, &la) &&
-	    !bpf_obj_get_info_by_fd(bpf_map__fd(m->skel->maps.counters), &b, &lb) && a.id == b.id)
-		unlink(MON_PIN_COUNTERS);
-	close(fd);
+	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
+		fd = bpf_obj_get(pins[i].path);
+		if (fd < 0)
+			continue;
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		la = sizeof(a);
+		lb = sizeof(b);
+		if (!bpf_obj_get_info_by_fd(fd, &a, &la) &&
+		    !bpf_obj_get_info_by_fd(bpf_map__fd(pin_map(m, i)), &b, &lb) && a.id == b.id)
+			unlink(pins[i].path);
+		close(fd);
+	}
 	rmdir(MON_PIN_DIR); /* fails harmlessly when not empty */
 }
 

@@ -27,6 +27,8 @@
  */
 #define MON_PIN_DIR "/sys/fs/bpf/rdmactl"
 #define MON_PIN_COUNTERS MON_PIN_DIR "/counters"
+/* The same counts per device (key: ib_device index, MON_DEV_NONE for none), every owner summed. */
+#define MON_PIN_DEVCOUNTERS MON_PIN_DIR "/devcounters"
 
 /* Set to 1 to skip fentry/fexit and attach kprobes (tests the fallback). */
 #define MON_ENV_KPROBE "RDMACTL_MON_KPROBE"
@@ -95,6 +97,9 @@ int64_t mon_realtime_offset(const struct mon *m);
 int mon_counters_fd(const struct mon *m);
 /* Open the map pinned by a running monitor; caller closes the fd. -ENOENT when none is pinned. */
 int mon_counters_open_pinned(int *fd);
+/* The per-device counters a monitor pins (MON_PIN_DEVCOUNTERS), read-only; mon_counters_foreach() reads them
+ * with the device index as key. -ENOENT: no monitor, or one that pins only the per-owner counters. */
+int mon_devcounters_open_pinned(int *fd);
 /* Counts of one tgid (0 = kernel objects); -ENOENT when it never created or destroyed anything. */
 int mon_counters_read(int fd, pid_t tgid, struct mon_counts *out);
 /* Every tgid in the map; cb returns non-zero to stop (returned). */

@@ -773,6 +773,53 @@ static int mon_fold(struct metrics_ctx *x, struct mon_counts *total, char *why, 
 	return 0;
 }
 
+/* The monitor's per-device counts, merged by device name (objects without a device, or whose device netlink
+ * no longer lists, under ""). Nothing when no per-device counters are pinned. */
+struct mondev_ctx {
+	struct metrics_snap *s;
+};
+
+static int mondev_cb(pid_t key, const struct mon_counts *c, void *arg)
+{
+	struct metrics_snap *s = ((struct mondev_ctx *)arg)->s;
+	const char *name = "";
+	unsigned int i;
+
+	for (i = 0; i < s->ndevs; i++)
+		if ((__u32)key != MON_DEV_NONE && s->devs[i].dev.index == (__u32)key) {
+			name = s->devs[i].dev.name;
+			break;
+		}
+	for (i = 0; i < s->mon_ndevs; i++)
+		if (!strcmp(s->mon_devs[i].name, name))
+			break;
+	if (i == s->mon_ndevs) {
+		if (i == METRICS_MAX_MONDEVS)
+			return 0; /* cannot happen: at most TOP_MAX_DEVS names and "" */
+		snprintf(s->mon_devs[i].name, sizeof(s->mon_devs[i].name), "%s", name);
+		memset(&s->mon_devs[i].c, 0, sizeof(s->mon_devs[i].c));
+		s->mon_ndevs++;
+	}
+	counts_add(&s->mon_devs[i].c, c);
+	return 0;
+}
+
+static void mondev_read(struct metrics_snap *s)
+{
+	struct mondev_ctx m = { .s = s };
+	int fd;
+
+	unsigned int i;
+
+	if (mon_devcounters_open_pinned(&fd))
+		return;
+	/* every device netlink lists has its series, 0 until it has an object */
+	for (i = 0; i < s->ndevs; i++)
+		mondev_cb((pid_t)s->devs[i].dev.index, &(const struct mon_counts){ 0 }, &m);
+	s->mon_devs_read = !mon_counters_foreach(fd, mondev_cb, &m);
+	close(fd);
+}
+
 /* --- rdma cgroup ---------------------------------------------------------------------------------- */
 
 static int collect_rdmacg(struct metrics_ctx *x, struct gather *g)
@@ -860,6 +907,8 @@ int metrics_collect(struct metrics_ctx *x, struct metrics_snap *s)
 	if (!ret) {
 		s->err[METRICS_SRC_MONITOR] =
 			mon_fold(x, &s->mon, s->why[METRICS_SRC_MONITOR], sizeof(s->why[METRICS_SRC_MONITOR]));
+		if (!s->err[METRICS_SRC_MONITOR])
+			mondev_read(s);
 		ret = collect_rdmacg(x, &g);
 	}
 	imap_free(&g.pids);

@@ -98,6 +98,9 @@ struct metrics_rdmacg {
 	uint64_t cur_handle, cur_object;
 };
 
+/* Devices the monitor's per-device counts are kept for in a snapshot (named ones, and "" for the rest). */
+#define METRICS_MAX_MONDEVS (TOP_MAX_DEVS + 1)
+
 struct metrics_snap {
 	struct timespec time;		/* CLOCK_REALTIME at the start */
 	double seconds;			/* how long the collection took */
@@ -120,6 +123,14 @@ struct metrics_snap {
 	uint64_t refusals[METRICS_NSCOPES][LEDGER_NKINDS];
 	/* monitor: created and destroyed since it started, every process summed */
 	struct mon_counts mon;
+	/* the same per device, when the monitor pins its per-device counters (mon_devs_read): name is
+	 * the device's as netlink named it, "" for objects without a device or of a device that is gone */
+	struct metrics_mondev {
+		char name[MON_DEV_LEN];
+		struct mon_counts c;
+	} mon_devs[METRICS_MAX_MONDEVS];
+	unsigned int mon_ndevs;
+	bool mon_devs_read;
 	/* rdmacg */
 	struct metrics_rdmacg *rdmacg;
 	size_t nrdmacg;

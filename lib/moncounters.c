@@ -10,15 +10,25 @@
 
 /* Read-only: readers need read access to the pin only (CAP_DAC_READ_SEARCH, not CAP_DAC_OVERRIDE, for a
  * service that is not root: dist/systemd/rdmactl-export.service). */
-int mon_counters_open_pinned(int *fd)
+static int open_ro(const char *pin, int *fd)
 {
 	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = BPF_F_RDONLY);
-	int f = bpf_obj_get_opts(MON_PIN_COUNTERS, &opts);
+	int f = bpf_obj_get_opts(pin, &opts);
 
 	if (f < 0)
 		return -errno;
 	*fd = f;
 	return 0;
+}
+
+int mon_counters_open_pinned(int *fd)
+{
+	return open_ro(MON_PIN_COUNTERS, fd);
+}
+
+int mon_devcounters_open_pinned(int *fd)
+{
+	return open_ro(MON_PIN_DEVCOUNTERS, fd);
 }
 
 int mon_counters_read(int fd, pid_t tgid, struct mon_counts *out)

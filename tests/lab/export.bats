@@ -199,25 +199,28 @@ kernel_qps() {
 	assert_output 0
 }
 
-@test "creates_total from the monitor's counters: they rise, and never go down when the monitor drops exited processes" {
+@test "creates_total from the monitor's per-device counters: they rise on the device, and never go down when the monitor drops exited processes" {
 	"$RDMACTL" monitor -j >"$T/mon" 2>"$T/mon.err" 3>&- &
 	local mon=$!
 	pids+=("$mon")
 	wait_for 60 grep -q '"event":"start"' "$T/mon" || { cat "$T/mon.err" >&2; false; }
 	start_export --max-age 0
 	local before after
-	before=$(curl -sf "http://127.0.0.1:$XPORT/metrics" | awk '$1 == "rdmactl_creates_total{type=\"qp\"}" { print $2 }')
+	before=$(curl -sf "http://127.0.0.1:$XPORT/metrics" | awk '$1 == "rdmactl_creates_total{device=\"rxe0\",type=\"qp\"}" { print $2 }')
 	[ -n "$before" ]
 	run timeout 60 "$EXV" -q 3
 	assert_line "qp created=3 refused=0 errno=0"
-	wait_for 10 bash -c "curl -sf http://127.0.0.1:$XPORT/metrics | grep -qx 'rdmactl_creates_total{type=\"qp\"} $((before + 3))'"
+	wait_for 10 bash -c "curl -sf http://127.0.0.1:$XPORT/metrics | grep -qx 'rdmactl_creates_total{device=\"rxe0\",type=\"qp\"} $((before + 3))'"
 	# the monitor prunes exited processes whose creates and destroys balance every 10 s
 	sleep 12
-	after=$(curl -sf "http://127.0.0.1:$XPORT/metrics" | awk '$1 == "rdmactl_creates_total{type=\"qp\"}" { print $2 }')
+	after=$(curl -sf "http://127.0.0.1:$XPORT/metrics" | awk '$1 == "rdmactl_creates_total{device=\"rxe0\",type=\"qp\"}" { print $2 }')
 	[ "$after" -ge $((before + 3)) ] || { echo "creates_total went from $((before + 3)) to $after" >&2; false; }
-	run -0 bash -c "curl -sf http://127.0.0.1:$XPORT/metrics | grep '^rdmactl_destroys_total{type=\"qp\"}'"
+	run -0 bash -c "curl -sf http://127.0.0.1:$XPORT/metrics | grep '^rdmactl_destroys_total{device=\"rxe0\",type=\"qp\"}'"
+	# the counters are pinned per device next to the per-owner ones, and go with the monitor
+	[ -e /sys/fs/bpf/rdmactl/devcounters ]
 	kill -INT "$mon"
 	wait "$mon" || true
+	[ ! -e /sys/fs/bpf/rdmactl/devcounters ]
 }
 
 @test "the cost of a scrape of 8 processes x 1000 QPs is no more than one rdmactl top -b -n1" {
@@ -282,6 +285,11 @@ kernel_qps() {
 	# the device's and the snapshot's totals: every QP in one state, the same in both
 	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j
 	run -0 jq -e '.devices[0].totals as $d | ($d.qp_states | add) == $d.qp and .totals.qp_states == $d.qp_states and $d.qp_states.ERR >= 1' <<<"$output"
+	# the text view: the last column names the states that hold QPs, for the row and the device's total
+	run -0 "$RDMACTL" top -b -n1 --pid "$pid"
+	assert_line --regexp "^ +PID USER +COMM .* CM_ID .*QP-STATES$"
+	assert_line --regexp "^ +$pid root +qpstates .* RESET:1,INIT:2,RTR:1,RTS:3,ERR:1$"
+	assert_line --regexp "^ +total +rxe0 .* ([A-Z]+:[0-9]+,)*ERR:[0-9]+$"
 	# the metrics: per cgroup, and per process with --per-process
 	run -0 --separate-stderr "$RDMACTL" export --once --per-process
 	local out=$output st n
