@@ -33,27 +33,54 @@ load helper
 	run -0 bash -c "dpkg-deb --fsys-tarfile '$deb' | tar -xOf - ./lib/systemd/system/rdmactl-export.service"
 	assert_line --regexp '^ExecStart=/usr/bin/rdmactl export '
 
-	# In the lab: dpkg -i, the packaged binary sees rxe0, the ledger unit's command makes a root-owned
-	# policy, the preload of the package refuses (there is no systemd in the guest: units are only enabled).
+	# In the lab: dpkg -i; the units run under a real systemd (PID 1 of a namespace of its own, see
+	# tests/lab/systemd-ns): the ledger unit makes a root-owned policy, the export service starts as a user of
+	# its own with only CAP_BPF and CAP_DAC_READ_SEARCH, reads netlink, the ledger and the monitor's pinned
+	# counters through its sandbox, and stops cleanly; the preload of the package refuses.
 	run "$TOP/tests/lab/run" --timeout 600 -- bash -c '
 		set -e
+		ns=$2/tests/lab/systemd-ns
 		dpkg -i "$1" >/dev/null
 		dpkg-query -W -f "\${Status}\n" rdmactl
 		/usr/bin/rdmactl --version
-		ls /etc/systemd/system/multi-user.target.wants/rdmactl-export.service
-		cmd=$(sed -n "s/^ExecStart=//p" /lib/systemd/system/rdmactl-ledger.service)
-		$cmd
+		"$ns" start
+		echo "export $("$ns" systemctl is-enabled rdmactl-export.service)"
+		"$ns" systemctl list-dependencies --plain --no-pager sysinit.target | grep -o "rdmactl-ledger.service"
+		rdmactl monitor -j >/tmp/mon 2>&1 3>&- &
+		for i in $(seq 120); do grep -q "\"event\":\"start\"" /tmp/mon && break; sleep 0.5; done
+		"$ns" systemctl start rdmactl-ledger.service
 		stat -c "ledger %U %a" /dev/shm/rdmactl.ledger
-		/usr/bin/rdmactl export --once | grep "^rdmactl_device_info{device=\"rxe0\""
-		/usr/bin/rdmactl export --once | grep "^rdmactl_source_up{source=\"ledger\"}"
+		"$ns" systemctl start rdmactl-export.service
+		for i in $(seq 120); do curl -sf -o /tmp/scrape http://127.0.0.1:9476/metrics && break; sleep 0.5; done
+		grep -E "^rdmactl_(source_up|device_info)" /tmp/scrape
+		grep -c "^rdmactl_creates_total{device=\"rxe0\"" /tmp/scrape
+		p=$(pgrep -f "^/usr/bin/rdmactl export")
+		echo "export uid $(stat -c %u "/proc/$p")"
+		grep -E "^Cap(Eff|Bnd):" "/proc/$p/status"
+		"$ns" systemctl stop rdmactl-export.service
+		"$ns" systemctl show -p Result -p ExecMainStatus rdmactl-export.service
+		"$ns" stop
 		LD_PRELOAD=/usr/lib/rdmactl/librdmactl-preload.so RDMACTL_MAX_QP=0 \
 			timeout 20 ibv_rc_pingpong -d rxe0 -g 1 127.0.0.1 2>&1 | grep -m1 "refused qp" || true
-	' lab "$deb"
+	' lab "$deb" "$TOP"
 	assert_success
 	assert_line 'install ok installed'
 	assert_line --regexp '^rdmactl '
+	assert_line 'export enabled'
+	assert_line 'rdmactl-ledger.service'
 	assert_line 'ledger root 644'
 	assert_line --regexp '^rdmactl_device_info\{device="rxe0"'
+	assert_line 'rdmactl_source_up{source="netlink"} 1'
 	assert_line 'rdmactl_source_up{source="ledger"} 1'
+	assert_line 'rdmactl_source_up{source="monitor"} 1'
+	# one series per kind the monitor counts, on rxe0
+	assert_line --regexp '^[1-9][0-9]*$'
+	# a user of its own (DynamicUser), not root
+	assert_line --regexp '^export uid [1-9][0-9]*$'
+	# CAP_DAC_READ_SEARCH (bit 2) and CAP_BPF (bit 39), nothing else
+	assert_line $'CapEff:\t0000008000000004'
+	assert_line $'CapBnd:\t0000008000000004'
+	assert_line 'Result=success'
+	assert_line 'ExecMainStatus=0'
 	assert_line --regexp '^rdmactl: refused qp for pid [0-9]+'
 }
