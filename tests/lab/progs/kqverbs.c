@@ -2,9 +2,12 @@
 /*
  * Lab helper for kernel quotas: create objects of one kind until N exist or creation fails, without any help
  * from rdmactl (also built statically: kqverbs-static, which no preload can see).
- *   kqverbs -k KIND [-n N] [-s SIZE] [-d DEV] [-w] [-H FILE]
- * KIND: ctx, pd, cq, qp, srq, mr, mw, ah. SIZE: bytes per MR (default 4096). -w: PDs through write() on the
- * uverbs fd (the legacy command path) instead of libibverbs. -H FILE: once done, print "holding" and keep
+ *   kqverbs -k KIND [-n N] [-s SIZE] [-q WR] [-d DEV] [-w] [-H FILE]
+ * KIND: ctx, pd, cq, qp, srq, mr, mw, ah, xrcd, wq. SIZE: bytes per MR (default 4096). WR: a QP's send queue
+ * depth (default 1; one past the device's maximum makes the driver fail the create). -w: PDs through write() on the
+ * uverbs fd (the legacy command path) instead of libibverbs. xrcd and wq are sent as raw ioctls (OPEN_XRCD
+ * through INVOKE_WRITE, as libibverbs would; WQ_CREATE): libibverbs answers EOPNOTSUPP itself, without asking
+ * the kernel, for a provider without them (rxe). -H FILE: once done, print "holding" and keep
  * everything until FILE exists. Prints "KIND created=K errno=NAME" (NAME "0" when all N were created) and
  * "alive" after it, so that a test sees the process survived a refusal; exit 0 if all N were created, 3
  * if creation stopped early, 1 on a setup failure.
@@ -15,11 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl.h>
 
 #define MAXN 4096
 
@@ -35,6 +43,9 @@ static const char *ename(int e)
 	case EACCES: return "EACCES";
 	case EOPNOTSUPP: return "EOPNOTSUPP";
 	case ENOSYS: return "ENOSYS";
+	case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+	case ENOENT: return "ENOENT";
+	case EBADF: return "EBADF";
 	default: return strerror(e);
 	}
 }
@@ -58,6 +69,59 @@ static int write_alloc_pd(struct ibv_context *ctx)
 	return 0;
 }
 
+struct ioreq {
+	struct ib_uverbs_ioctl_hdr hdr;
+	struct ib_uverbs_attr attrs[12];
+};
+
+static void attr(struct ioreq *r, __u16 id, __u16 len, __u64 data)
+{
+	struct ib_uverbs_attr *a = &r->attrs[r->hdr.num_attrs++];
+
+	a->attr_id = id;
+	a->len = len;
+	a->data = data;
+}
+
+static int send_ioctl(struct ibv_context *ctx, struct ioreq *r)
+{
+	r->hdr.length = sizeof(r->hdr) + r->hdr.num_attrs * sizeof(r->attrs[0]);
+	r->hdr.driver_id = RDMA_DRIVER_RXE; /* the kernel checks it against the device's driver */
+	return ioctl(ctx->cmd_fd, RDMA_VERBS_IOCTL, r) ? errno : 0;
+}
+
+/* OPEN_XRCD (a new domain, no inode) through INVOKE_WRITE, the write command first as libibverbs sends it. */
+static int ioctl_open_xrcd(struct ibv_context *ctx)
+{
+	struct ib_uverbs_open_xrcd cmd = { .fd = (__u32)-1, .oflags = O_CREAT };
+	struct ib_uverbs_open_xrcd_resp resp;
+	struct ioreq r = { .hdr = { .object_id = UVERBS_OBJECT_DEVICE, .method_id = UVERBS_METHOD_INVOKE_WRITE } };
+
+	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_OPEN_XRCD);
+	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(cmd), (uintptr_t)&cmd);
+	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
+	return send_ioctl(ctx, &r);
+}
+
+/* WQ_CREATE (a receive WQ) through its ioctl method, with the attributes libibverbs gives it. */
+static int ioctl_create_wq(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	__u32 max_wr, max_sge, wq_num;
+	struct ioreq r = { .hdr = { .object_id = UVERBS_OBJECT_WQ, .method_id = UVERBS_METHOD_WQ_CREATE } };
+
+	attr(&r, UVERBS_ATTR_CREATE_WQ_HANDLE, 0, 0);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_PD_HANDLE, sizeof(__u32), pd->handle);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_CQ_HANDLE, sizeof(__u32), cq->handle);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_USER_HANDLE, sizeof(__u64), 1);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_TYPE, sizeof(__u64), IBV_WQT_RQ);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_MAX_WR, sizeof(__u32), 4);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_MAX_SGE, sizeof(__u32), 1);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_RESP_MAX_WR, sizeof(max_wr), (uintptr_t)&max_wr);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_RESP_MAX_SGE, sizeof(max_sge), (uintptr_t)&max_sge);
+	attr(&r, UVERBS_ATTR_CREATE_WQ_RESP_WQ_NUM, sizeof(wq_num), (uintptr_t)&wq_num);
+	return send_ioctl(ctx, &r);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "rxe0", *kind = NULL, *hold = NULL;
@@ -68,18 +132,20 @@ int main(int argc, char **argv)
 	size_t size = 4096;
 	bool viawrite = false;
 	int i, n = 16, opt, got = 0, err = 0, num;
+	unsigned int wr = 1;
 	void *buf;
 
-	while ((opt = getopt(argc, argv, "k:n:s:d:wH:")) != -1) {
+	while ((opt = getopt(argc, argv, "k:n:s:q:d:wH:")) != -1) {
 		switch (opt) {
 		case 'k': kind = optarg; break;
 		case 'n': n = atoi(optarg); break;
 		case 's': size = strtoull(optarg, NULL, 0); break;
+		case 'q': wr = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'd': dev = optarg; break;
 		case 'w': viawrite = true; break;
 		case 'H': hold = optarg; break;
 		default:
-			fprintf(stderr, "usage: kqverbs -k KIND [-n N] [-s SIZE] [-d DEV] [-w] [-H FILE]\n");
+			fprintf(stderr, "usage: kqverbs -k KIND [-n N] [-s SIZE] [-q WR] [-d DEV] [-w] [-H FILE]\n");
 			return 2;
 		}
 	}
@@ -124,6 +190,23 @@ int main(int argc, char **argv)
 	if (!pd) {
 		fprintf(stderr, "kqverbs: cannot allocate a PD: %s\n", ename(errno));
 		return 1;
+	}
+	if (!strcmp(kind, "xrcd")) {
+		for (got = 0; got < n; got++)
+			if ((err = ioctl_open_xrcd(ctx)))
+				break;
+		goto done;
+	}
+	if (!strcmp(kind, "wq")) {
+		cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+		if (!cq) {
+			fprintf(stderr, "kqverbs: cannot create a CQ: %s\n", ename(errno));
+			return 1;
+		}
+		for (got = 0; got < n; got++)
+			if ((err = ioctl_create_wq(ctx, pd, cq)))
+				break;
+		goto done;
 	}
 	if (!strcmp(kind, "cq")) {
 		for (got = 0; got < n; got++)
@@ -187,7 +270,8 @@ int main(int argc, char **argv)
 		}
 		qa.send_cq = qa.recv_cq = cq;
 		qa.qp_type = IBV_QPT_RC;
-		qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
+		qa.cap.max_send_wr = wr;
+		qa.cap.max_recv_wr = 1;
 		qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 		for (got = 0; got < n; got++)
 			if (!ibv_create_qp(pd, &qa)) {
