@@ -232,6 +232,12 @@ int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint
  * kind LEDGER_WR or LEDGER_MR_BYTES is -EINVAL.
  */
 int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why);
+/*
+ * For the interceptor: fn decides what a refused or failed ledger_reserve_obj() returns (it logs the refusal;
+ * 0 lets the creation go on) and gets the denial (NULL when err is not -EDQUOT). With it, why may be NULL,
+ * and the caller's usual path is a tail call.
+ */
+void ledger_on_refusal(struct ledger *l, int (*fn)(int err, enum ledger_kind kind, const struct ledger_denial *why));
 /* Give back what ledger_reserve_obj() charged: one of kind, and bytes with LEDGER_MR (ignored otherwise). */
 int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes);
 

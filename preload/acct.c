@@ -23,6 +23,8 @@ struct pcfg pcfg HOT_DATA = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
 static _Atomic uint64_t used[LEDGER_NKINDS] HOT_DATA;
 /* UINT64_MAX: no such limit, and used[] is not kept (set once, before the first charge) */
 static uint64_t limit[LEDGER_NKINDS] HOT_DATA;
+/* An object of this kind has a local counter (its limit, or for an MR its bytes' limit): set with limit[]. */
+static bool local_on[LEDGER_NKINDS] HOT_DATA;
 static const char *const limit_env[LEDGER_NKINDS] = {
 #define X(name, NAME, led, ...) KINDS_IF(led, "RDMACTL_MAX_" #NAME, )
 	KINDS(X)
@@ -39,6 +41,7 @@ static _Atomic bool reattach HOT_DATA;
 /* refuse_all, reattach or debug logging: charges and releases take the long way (charge_slow()). */
 static _Atomic bool slow HOT_DATA;
 static void update_slow(void);
+static int ledger_refused(int ret, enum ledger_kind kind, const struct ledger_denial *why) COLD_FN;
 static pid_t my_pid;
 static char my_job[LEDGER_NAME_MAX];
 
@@ -152,6 +155,8 @@ static void read_env(void)
 		else
 			limit[i] = v;
 	}
+	for (i = 0; i < LEDGER_NKINDS; i++)
+		local_on[i] = limit[i] != UINT64_MAX || (i == LEDGER_MR && limit[LEDGER_MR_BYTES] != UINT64_MAX);
 }
 
 static void open_ledger(void)
@@ -167,6 +172,7 @@ static void open_ledger(void)
 	if (!ret) {
 		ret = ledger_attach(l, NULL);
 		if (!ret) {
+			ledger_on_refusal(l, ledger_refused);
 			ledger = l;
 			return;
 		}
@@ -271,11 +277,12 @@ static inline void local_release(int i, uint64_t n)
 		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
 }
 
+/* The ledger's refusal hook (ledger_on_refusal()): log the refusal, or follow the fail mode on an error. */
 static COLD_FN int ledger_refused(int ret, enum ledger_kind kind, const struct ledger_denial *why)
 {
 	char msg[300];
 
-	if (ret != -EDQUOT) {
+	if (ret != -EDQUOT || !why) {
 		/* Not a quota decision (e.g. the slot is gone): follow the fail mode. */
 		if (!pcfg.fail_closed)
 			return 0;
@@ -322,15 +329,12 @@ static COLD_FN int local_wr_refused(enum ledger_kind kind, uint64_t depth)
 	return -pcfg.err;
 }
 
-/* A refusal of the ledger (or its error): the local counters given back unless the fail mode lets it pass. */
-static COLD_FN int ledger_charge_failed(int ret, enum ledger_kind kind, uint64_t bytes, const struct ledger_denial *why)
+/* A refusal of the ledger (logged by its hook): the local counters given back. */
+static COLD_FN int ledger_charge_failed(int ret, enum ledger_kind kind, uint64_t bytes)
 {
-	ret = ledger_refused(ret, kind, why);
-	if (ret) {
-		local_release(kind, 1);
-		if (kind == LEDGER_MR)
-			local_release(LEDGER_MR_BYTES, bytes);
-	}
+	local_release(kind, 1);
+	if (kind == LEDGER_MR)
+		local_release(LEDGER_MR_BYTES, bytes);
 	return ret;
 }
 
@@ -340,7 +344,6 @@ static COLD_FN int ledger_charge_failed(int ret, enum ledger_kind kind, uint64_t
  */
 static inline ALWAYS_INLINE int charge(enum ledger_kind kind, uint64_t extra, bool queue)
 {
-	struct ledger_denial why;
 	struct ledger *l;
 	int ret;
 
@@ -356,10 +359,10 @@ static inline ALWAYS_INLINE int charge(enum ledger_kind kind, uint64_t extra, bo
 	l = ledger;
 	if (!l)
 		return 0;
-	ret = ledger_reserve_obj(l, kind, extra, &why);
+	ret = ledger_reserve_obj(l, kind, extra, NULL);
 	if (__builtin_expect(!ret, 1))
 		return 0;
-	return ledger_charge_failed(ret, kind, queue ? 0 : extra, &why);
+	return ledger_charge_failed(ret, kind, queue ? 0 : extra);
 }
 
 /* The long way: fail-closed without a ledger, a forked child not attached yet, debug logging. */
@@ -380,27 +383,69 @@ static COLD_FN int charge_slow(enum ledger_kind kind, uint64_t extra, bool queue
 	return ret;
 }
 
+/* An MR's bytes refused after its count was taken: the count goes back. */
+static COLD_FN int mr_bytes_refused(int ret)
+{
+	local_release(LEDGER_MR, 1);
+	return ret;
+}
+
+/* Without a ledger (the environment-variable mode): the RDMACTL_MAX_* counters alone, inline. */
+static inline ALWAYS_INLINE int charge_env(enum ledger_kind kind, uint64_t bytes)
+{
+	int ret = local_charge(kind, 1);
+
+	if (__builtin_expect(ret, 0))
+		return ret;
+	if (kind == LEDGER_MR && __builtin_expect((ret = local_charge(LEDGER_MR_BYTES, bytes)), 0))
+		return mr_bytes_refused(ret);
+	return 0;
+}
+
+/* With an RDMACTL_MAX_* counter for the kind: out of line, so that the usual path needs no stack frame. */
+static __attribute__((noinline)) HOT_CREATE int charge_local(enum ledger_kind kind, uint64_t extra, bool queue)
+{
+	return charge(kind, extra, queue);
+}
+
 /* Settings or a fork that send every charge the long way (charge_slow): one flag on the hot path. */
 static void update_slow(void)
 {
 	atomic_store(&slow, refuse_all || atomic_load(&reattach) || pcfg.log_level >= 2);
 }
 
-/* The first function of the create side. */
+/*
+ * The first function of the create side. Without an RDMACTL_MAX_* limit on the kind (the usual case under
+ * run) it is a tail call into the ledger, whose refusal hook logs (ledger_refused()).
+ */
 HOT_CREATE_FIRST int acct_charge(enum ledger_kind kind, uint64_t bytes)
 {
+	struct ledger *l = ledger;
+
 	if (__builtin_expect(atomic_load_explicit(&slow, memory_order_relaxed), 0))
 		return charge_slow(kind, bytes, false);
-	return charge(kind, bytes, false);
+	if (!local_on[kind])
+		return l ? ledger_reserve_obj(l, kind, bytes, NULL) : 0;
+	if (!l)
+		return charge_env(kind, bytes);
+	return charge_local(kind, bytes, false);
 }
 
 HOT_CREATE int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
 {
 	uint32_t depth = send_wr > recv_wr ? send_wr : recv_wr;
+	struct ledger *l = ledger;
 
 	if (__builtin_expect(atomic_load_explicit(&slow, memory_order_relaxed), 0))
 		return charge_slow(kind, depth, true);
-	return charge(kind, depth, true);
+	if (!local_on[kind] && limit[LEDGER_WR] == UINT64_MAX)
+		return l ? ledger_reserve_obj(l, kind, depth, NULL) : 0;
+	if (!l) {
+		if (__builtin_expect(depth > limit[LEDGER_WR], 0))
+			return local_wr_refused(kind, depth);
+		return local_charge(kind, 1);
+	}
+	return charge_local(kind, depth, true);
 }
 
 static COLD_FN void release_slow(enum ledger_kind kind, uint64_t bytes)
@@ -415,6 +460,17 @@ static COLD_FN void release_slow(enum ledger_kind kind, uint64_t bytes)
 	plog(2, "released %s for pid %d", ledger_kind_names[kind], (int)my_pid);
 }
 
+static __attribute__((noinline)) HOT_DESTROY void release_local(enum ledger_kind kind, uint64_t bytes)
+{
+	struct ledger *l = ledger;
+
+	local_release(kind, 1);
+	if (kind == LEDGER_MR)
+		local_release(LEDGER_MR_BYTES, bytes);
+	if (l)
+		ledger_release_obj(l, kind, bytes);
+}
+
 /* The first function of the destroy side. */
 HOT_DESTROY_FIRST void acct_release(enum ledger_kind kind, uint64_t bytes)
 {
@@ -424,11 +480,18 @@ HOT_DESTROY_FIRST void acct_release(enum ledger_kind kind, uint64_t bytes)
 		release_slow(kind, bytes);
 		return;
 	}
-	local_release(kind, 1);
-	if (kind == LEDGER_MR)
-		local_release(LEDGER_MR_BYTES, bytes);
-	if (l)
-		ledger_release_obj(l, kind, bytes);
+	if (!local_on[kind]) {
+		if (l)
+			ledger_release_obj(l, kind, bytes);
+		return;
+	}
+	if (!l) {
+		local_release(kind, 1);
+		if (kind == LEDGER_MR)
+			local_release(LEDGER_MR_BYTES, bytes);
+		return;
+	}
+	release_local(kind, bytes);
 }
 
 int acct_mr_bytes(int64_t delta)

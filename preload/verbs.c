@@ -116,11 +116,19 @@ static COLD_FN struct ibv_mr *reg_mr_old(struct ibv_pd *pd, void *addr, size_t l
 	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr(pd, addr, length, access), r->context);
 }
 
-PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+/* The first call (init) or a libibverbs without iova2, out of line: the usual path is a tail call. */
+static COLD_FN struct ibv_mr *reg_mr_first(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	need_real();
-	if (__builtin_expect(!real.reg_mr_iova2, 0))
+	if (!real.reg_mr_iova2)
 		return reg_mr_old(pd, addr, length, access);
+	return reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	if (__builtin_expect(!__atomic_load_n(&pl_inited, __ATOMIC_ACQUIRE) || !real.reg_mr_iova2, 0))
+		return reg_mr_first(pd, addr, length, access);
 	return reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
 }
 

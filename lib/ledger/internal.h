@@ -184,6 +184,8 @@ struct ledger {
 
 	char *path;
 	bool own; /* allocated by ledger_open() (not ledger_open_in()): freed by ledger_close() */
+	/* ledger_on_refusal(): what a refused or failed ledger_reserve_obj() returns */
+	int (*on_refusal)(int err, enum ledger_kind kind, const struct ledger_denial *why);
 };
 
 _Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");

@@ -675,6 +675,25 @@ static COLD_FN int reserve_obj_n(struct ledger *l, enum ledger_kind kind, uint64
 	return extra ? ledger_reserve_n(l, k, n, 2, why) : ledger_reserve_n(l, &kind, &n[1], 1, why);
 }
 
+/* The general path of ledger_reserve_obj() (err 0) and its errors, through the refusal hook if there is one. */
+static COLD_FN int reserve_obj_slow(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why,
+				    int err)
+{
+	struct ledger_denial local;
+	struct ledger_denial *d = why ? why : &local;
+
+	if (!err)
+		err = reserve_obj_n(l, kind, extra, d);
+	if (err && l->on_refusal)
+		err = l->on_refusal(err, kind, err == -EDQUOT ? d : NULL);
+	return err;
+}
+
+void ledger_on_refusal(struct ledger *l, int (*fn)(int err, enum ledger_kind kind, const struct ledger_denial *why))
+{
+	l->on_refusal = fn;
+}
+
 HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
 {
 	const struct plan_ent *p, *pb;
@@ -684,8 +703,8 @@ HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint6
 
 	if ((unsigned int)kind >= LEDGER_NKINDS || kind == LEDGER_WR || kind == LEDGER_MR_BYTES)
 		return -EINVAL;
-	if (l->slot < 0)
-		return -ENOTCONN;
+	if (__builtin_expect(l->slot < 0, 0))
+		return reserve_obj_slow(l, kind, extra, why, -ENOTCONN);
 	s = &l->use->slots[l->slot];
 	op_enter(l, s);
 	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0))
@@ -711,7 +730,7 @@ HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint6
 general:
 	/* a refusal (or more cgroups than a plan holds): the general path decides, describes and records it */
 	op_leave(s);
-	return reserve_obj_n(l, kind, extra, why);
+	return reserve_obj_slow(l, kind, extra, why, 0);
 }
 
 HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
