@@ -12,10 +12,13 @@
  *   fexit/rdma_alloc_begin_uobject   the kernel's own copy of the type: every object of a counted kind is
  *                       charged here, whichever path created it; one that goes past a limit (a request
  *                       rewritten after the check, a legacy write()) is answered with SIGKILL and recorded.
- *   fexit/rdma_alloc_commit_uobject  MRs: their length, as mr_bytes (the same backstop).
+ *   fentry/rdma_alloc_commit_uobject MRs: their length, as mr_bytes (the same backstop).
  *   fexit/uverbs_destroy_uobject     gives the charge back (destroy, abort of a failed create, the
  *                       cleanup at the last close of the file, wherever that runs).
  * Every hook returns at once while no limit exists (kq_state.nlimits == 0), after recording the object.
+ * Costs (doc/kq-cost.md): the hooks read kernel structures directly (BTF), not through helper calls; a
+ * uverbs ioctl reads its header and first attributes in one copy, so a verb that creates nothing returns
+ * after it; only the scope types that have limits (kq_state.types) are looked up.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -80,42 +83,54 @@ struct {
 /* Objects that could not be recorded (kq_objs full): never charged, so never credited. */
 __u64 kq_lost;
 
-static __always_inline bool limits_exist(void)
+/* The scope types that have limits (a KQ_TYPE_* mask), 0 while no limit exists. */
+static __always_inline __u32 limited_types(void)
 {
 	__u32 zero = 0;
 	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
 
-	return st && st->nlimits;
+	return st && st->nlimits ? st->types | KQ_TYPE_VALID : 0;
 }
 
+/* A uverbs character device (read straight from the kernel's structures: no helper call). */
 static __always_inline bool is_uverbs(struct file *file)
 {
-	dev_t rdev = BPF_CORE_READ(file, f_inode, i_rdev);
-	umode_t mode = BPF_CORE_READ(file, f_inode, i_mode);
-	unsigned int major = rdev >> 20, minor = rdev & 0xfffff;
+	struct inode *ino = file->f_inode;
+	dev_t rdev;
+	unsigned int minor;
 
-	return (mode & 00170000) == 0020000 && major == KQ_UVERBS_MAJOR && minor >= KQ_UVERBS_MINOR_BASE &&
+	if (!ino)
+		return false;
+	rdev = ino->i_rdev;
+	if ((rdev >> 20) != KQ_UVERBS_MAJOR)
+		return false;
+	minor = rdev & 0xfffff;
+	return (ino->i_mode & 00170000) == 0020000 && minor >= KQ_UVERBS_MINOR_BASE &&
 	       minor < KQ_UVERBS_MINOR_BASE + KQ_UVERBS_MINORS;
 }
 
-/* The scopes that apply to the current task, in order: global, process, cgroups from the root down. */
+/*
+ * The scopes that apply to the current task, in order: global, process, cgroups from the root down; only
+ * those of the types that have limits (types), the others stay type 0 and are skipped.
+ */
 struct cand {
 	struct kq_scope sc[2 + KQ_MAXLVL];
 	int n;
 };
 
-static __always_inline void candidates(struct cand *c)
+static __always_inline void candidates(struct cand *c, __u32 types)
 {
-	__u64 pidtgid = bpf_get_current_pid_tgid();
 	int i;
 
-	c->sc[0].type = KQ_SCOPE_GLOBAL;
-	c->sc[0].pad = 0;
-	c->sc[0].id = 0;
-	c->sc[1].type = KQ_SCOPE_PID;
-	c->sc[1].pad = 0;
-	c->sc[1].id = pidtgid >> 32;
 	c->n = 2;
+	if (types & KQ_TYPE_GLOBAL)
+		c->sc[0].type = KQ_SCOPE_GLOBAL; /* id 0 */
+	if (types & KQ_TYPE_PID) {
+		c->sc[1].type = KQ_SCOPE_PID;
+		c->sc[1].id = bpf_get_current_pid_tgid() >> 32;
+	}
+	if (!(types & KQ_TYPE_CGROUP))
+		return;
 	for (i = 1; i <= KQ_MAXLVL; i++) {
 		__u64 id = bpf_get_current_ancestor_cgroup_id(i);
 
@@ -160,14 +175,14 @@ static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *
 }
 
 /* Would amount more of kind take one of the task's limited scopes past its limit? -EDQUOT, counted. */
-static __always_inline int check(__u32 kind, __u64 amount)
+static __always_inline int check(__u32 types, __u32 kind, __u64 amount)
 {
 	struct cand c = {};
 	int i;
 
 	if (kind >= KQ_NK)
 		return 0;
-	candidates(&c);
+	candidates(&c, types);
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 		struct kq_usage *use;
@@ -175,6 +190,8 @@ static __always_inline int check(__u32 kind, __u64 amount)
 
 		if (i >= c.n)
 			break;
+		if (!c.sc[i].type)
+			continue;
 		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
 		if (!lim || lim->max[kind] == KQ_UNLIMITED)
 			continue;
@@ -197,7 +214,7 @@ static __always_inline int check(__u32 kind, __u64 amount)
  * Charge amount of kind to every limited scope of the task, recording them in o. over: a scope went past
  * its limit (the check did not stop it): the caller decides what that costs.
  */
-static __always_inline bool charge(struct kq_obj *o, __u32 kind, __u64 amount)
+static __always_inline bool charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount)
 {
 	struct cand c = {};
 	bool over = false;
@@ -206,7 +223,7 @@ static __always_inline bool charge(struct kq_obj *o, __u32 kind, __u64 amount)
 
 	if (kind >= KQ_NK)
 		return false;
-	candidates(&c);
+	candidates(&c, types);
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 		struct kq_usage *use;
@@ -214,6 +231,8 @@ static __always_inline bool charge(struct kq_obj *o, __u32 kind, __u64 amount)
 
 		if (i >= c.n)
 			break;
+		if (!c.sc[i].type)
+			continue;
 		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
 		if (!lim)
 			continue;
@@ -354,20 +373,29 @@ struct uhdr {
 	__u32 reserved2;
 };
 
+/* The header and the first attributes, read with one copy (libibverbs puts WRITE_CMD first, CORE_IN next). */
+#define KQ_FIRST_ATTRS 2
+struct ureq {
+	struct uhdr h;
+	struct uattr a[KQ_FIRST_ATTRS];
+};
+
 #define KQ_MAX_ATTRS 16
 
 /* Has the current task a scope with a limit (a process with kernel limits)? */
-static __always_inline bool limited_task(void)
+static __always_inline bool limited_task(__u32 types)
 {
 	struct cand c = {};
 	int i, k;
 
-	candidates(&c);
+	candidates(&c, types);
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 
 		if (i >= c.n)
 			break;
+		if (!c.sc[i].type)
+			continue;
 		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
 		if (!lim)
 			continue;
@@ -386,92 +414,125 @@ static __always_inline bool limited_task(void)
 SEC("lsm/file_ioctl_compat")
 int BPF_PROG(kq_ioctl_compat, struct file *file, unsigned int cmd, unsigned long arg)
 {
+	__u32 types;
+
 	if (cmd != KQ_RDMA_VERBS_IOCTL)
 		return 0;
-	if (!limits_exist() || !is_uverbs(file))
+	types = limited_types();
+	if (!types || !is_uverbs(file))
 		return 0;
-	return limited_task() ? -EDQUOT : 0;
+	return limited_task(types) ? -EDQUOT : 0;
+}
+
+/* The write command, CORE_IN and a dma-buf MR's length, wherever they are among the attributes. */
+static __always_inline int scan_attrs(unsigned long arg, __u16 num_attrs, bool dmabuf, __u32 *wcmd, __u64 *core_in,
+				      __u64 *dmabuf_len)
+{
+	int i;
+
+	for (i = 0; i < KQ_MAX_ATTRS; i++) {
+		struct uattr a;
+
+		if (i >= num_attrs)
+			break;
+		if (bpf_copy_from_user(&a, sizeof(a), (void *)(arg + sizeof(struct uhdr) + i * sizeof(a))))
+			return -1;
+		if (dmabuf) {
+			if (a.attr_id == UVERBS_ATTR_REG_DMABUF_MR_LENGTH)
+				*dmabuf_len = a.data;
+		} else if (a.attr_id == UVERBS_ATTR_WRITE_CMD) {
+			*wcmd = (__u32)a.data;
+		} else if (a.attr_id == UVERBS_ATTR_CORE_IN) {
+			*core_in = a.data;
+		}
+	}
+	return 0;
 }
 
 SEC("lsm.s/file_ioctl")
 int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct uhdr h;
-	__u32 kind = KQ_NK, wcmd = 0;
-	__u64 bytes = 0, core_in = 0;
-	int i, err;
+	struct ureq r;
+	__u32 types, kind = KQ_NK, wcmd = 0;
+	__u64 bytes = 0, core_in = 0, dmabuf_len = 0;
+	int nattr = KQ_FIRST_ATTRS, err;
 
 	if (cmd != KQ_RDMA_VERBS_IOCTL)
 		return 0;
-	if (!limits_exist() || !is_uverbs(file))
+	types = limited_types();
+	if (!types || !is_uverbs(file))
 		return 0;
-	if (bpf_copy_from_user(&h, sizeof(h), (void *)arg))
-		return 0; /* the kernel's own copy fails the same way */
+	if (bpf_copy_from_user(&r, sizeof(r), (void *)arg)) {
+		/* shorter than that (the copy stops at a page nobody mapped): the header alone */
+		if (bpf_copy_from_user(&r.h, sizeof(r.h), (void *)arg))
+			return 0; /* the kernel's own copy fails the same way */
+		nattr = 0;
+	}
+	if (r.h.num_attrs < nattr)
+		nattr = r.h.num_attrs;
 	/* A driver's own objects (mlx5 DEVX...) create what nothing here counts: not for limited tasks. */
-	if (h.object_id & UVERBS_ID_NS_MASK)
-		return limited_task() ? -EDQUOT : 0;
-	switch (h.object_id) {
+	if (r.h.object_id & UVERBS_ID_NS_MASK)
+		return limited_task(types) ? -EDQUOT : 0;
+	switch (r.h.object_id) {
 	case UVERBS_OBJECT_CQ:
-		if (h.method_id == UVERBS_METHOD_CQ_CREATE)
+		if (r.h.method_id == UVERBS_METHOD_CQ_CREATE)
 			kind = KQ_CQ;
 		break;
 	case UVERBS_OBJECT_QP:
-		if (h.method_id == UVERBS_METHOD_QP_CREATE)
+		if (r.h.method_id == UVERBS_METHOD_QP_CREATE)
 			kind = KQ_QP;
 		break;
 	case UVERBS_OBJECT_SRQ:
-		if (h.method_id == UVERBS_METHOD_SRQ_CREATE)
+		if (r.h.method_id == UVERBS_METHOD_SRQ_CREATE)
 			kind = KQ_SRQ;
 		break;
 	case UVERBS_OBJECT_WQ:
-		if (h.method_id == UVERBS_METHOD_WQ_CREATE)
+		if (r.h.method_id == UVERBS_METHOD_WQ_CREATE)
 			kind = KQ_WQ;
 		break;
 	case UVERBS_OBJECT_MR:
-		if (h.method_id == UVERBS_METHOD_DM_MR_REG || h.method_id == UVERBS_METHOD_REG_DMABUF_MR)
+		if (r.h.method_id == UVERBS_METHOD_DM_MR_REG)
 			kind = KQ_MR;
+		else if (r.h.method_id == UVERBS_METHOD_REG_DMABUF_MR) {
+			if (scan_attrs(arg, r.h.num_attrs, true, &wcmd, &core_in, &dmabuf_len))
+				return 0;
+			kind = KQ_MR;
+			bytes = dmabuf_len;
+		}
 		break;
 	case UVERBS_OBJECT_DEVICE:
-		if (h.method_id == UVERBS_METHOD_INVOKE_WRITE)
-			kind = KQ_NK + 1; /* known after the attributes */
-		break;
-	}
-	if (kind == KQ_NK)
-		return 0;
-
-	for (i = 0; i < KQ_MAX_ATTRS; i++) {
-		struct uattr a;
-
-		if (i >= h.num_attrs)
-			break;
-		if (bpf_copy_from_user(&a, sizeof(a), (void *)(arg + sizeof(h) + i * sizeof(a))))
+		if (r.h.method_id != UVERBS_METHOD_INVOKE_WRITE)
 			return 0;
-		if (kind == KQ_NK + 1) {
-			if (a.attr_id == UVERBS_ATTR_WRITE_CMD)
-				wcmd = (__u32)a.data;
-			else if (a.attr_id == UVERBS_ATTR_CORE_IN)
-				core_in = a.data;
-		} else if (h.method_id == UVERBS_METHOD_REG_DMABUF_MR && a.attr_id == UVERBS_ATTR_REG_DMABUF_MR_LENGTH) {
-			bytes = a.data;
+		/* the write command: first among the attributes as libibverbs sends it, else anywhere */
+		if (nattr >= 1 && r.a[0].attr_id == UVERBS_ATTR_WRITE_CMD) {
+			wcmd = (__u32)r.a[0].data;
+			if (nattr >= 2 && r.a[1].attr_id == UVERBS_ATTR_CORE_IN)
+				core_in = r.a[1].data;
+		} else if (scan_attrs(arg, r.h.num_attrs, false, &wcmd, &core_in, &dmabuf_len)) {
+			return 0;
 		}
-	}
-	if (kind == KQ_NK + 1) {
-		if ((wcmd & ~KQ_CMD_FLAG_EXTENDED) == KQ_CMD_REREG_MR && !(wcmd & KQ_CMD_FLAG_EXTENDED)) {
+		if (wcmd == KQ_CMD_REREG_MR) {
 			/* rereg changes an MR's length in place, past what was charged: not under an mr_bytes limit */
-			if (check(KQ_MR_BYTES, KQ_UNLIMITED >> 1))
+			if (check(types, KQ_MR_BYTES, KQ_UNLIMITED >> 1))
 				return -EDQUOT;
 			return 0;
 		}
 		kind = kind_of_write(wcmd);
-		if (kind == KQ_NK)
-			return 0;
-		/* struct ib_uverbs_reg_mr: response, start, length, ... */
-		if (kind == KQ_MR && core_in && bpf_copy_from_user(&bytes, sizeof(bytes), (void *)(core_in + 16)))
-			bytes = 0;
+		if (kind == KQ_MR) {
+			/* CORE_IN not second: look for it */
+			if (!core_in && scan_attrs(arg, r.h.num_attrs, false, &wcmd, &core_in, &dmabuf_len))
+				return 0;
+			/* struct ib_uverbs_reg_mr: response, start, length, ... */
+			if (core_in && bpf_copy_from_user(&bytes, sizeof(bytes), (void *)(core_in + 16)))
+				bytes = 0;
+		}
+		break;
 	}
-	err = check(kind, 1);
+	if (kind == KQ_NK)
+		return 0; /* not a creation: the early return */
+	err = check(types, kind, 1);
 	if (!err && kind == KQ_MR && bytes)
-		err = check(KQ_MR_BYTES, bytes);
+		err = check(types, KQ_MR_BYTES, bytes);
 	return err;
 }
 
@@ -479,31 +540,41 @@ SEC("lsm/file_open")
 int BPF_PROG(kq_open, struct file *file)
 {
 	struct kq_obj o = {};
+	__u32 types;
 
 	if (!is_uverbs(file))
 		return 0;
 	o.kind = KQ_CTX;
-	if (limits_exist() && check(KQ_CTX, 1))
-		return -EDQUOT;
-	if (limits_exist() && charge(&o, KQ_CTX, 1))
-		bpf_send_signal(SIGKILL); /* a race with another open of the same scope past the limit */
+	types = limited_types();
+	if (types) {
+		if (check(types, KQ_CTX, 1))
+			return -EDQUOT;
+		if (charge(types, &o, KQ_CTX, 1))
+			bpf_send_signal(SIGKILL); /* a race with another open of the same scope past the limit */
+	}
 	record((__u64)file, &o);
 	return 0;
+}
+
+/* An object is gone: give back what it was charged (while no limit exists, nothing was: only forget it). */
+static __always_inline void forget(__u64 key)
+{
+	struct kq_obj *o;
+
+	if (limited_types()) {
+		o = bpf_map_lookup_elem(&kq_objs, &key);
+		if (!o)
+			return;
+		credit(o);
+	}
+	bpf_map_delete_elem(&kq_objs, &key);
 }
 
 SEC("lsm/file_free_security")
 int BPF_PROG(kq_file_free, struct file *file)
 {
-	__u64 key = (__u64)file;
-	struct kq_obj *o;
-
-	if (!is_uverbs(file))
-		return 0;
-	o = bpf_map_lookup_elem(&kq_objs, &key);
-	if (!o)
-		return 0;
-	credit(o);
-	bpf_map_delete_elem(&kq_objs, &key);
+	if (is_uverbs(file))
+		forget((__u64)file);
 	return 0;
 }
 
@@ -511,32 +582,37 @@ SEC("fexit/rdma_alloc_begin_uobject")
 int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, struct ib_uobject___kq *ret)
 {
 	struct kq_obj o = {};
-	__u32 kind;
+	__u32 kind, types;
 
 	if ((unsigned long)ret >= (unsigned long)-4095 || !ret)
 		return 0;
-	kind = kind_of_object(BPF_CORE_READ(obj, id));
+	kind = kind_of_object(obj->id);
 	if (kind >= KQ_NK)
 		return 0;
 	o.kind = kind;
-	if (limits_exist() && charge(&o, kind, 1))
+	types = limited_types();
+	if (types && charge(types, &o, kind, 1))
 		bpf_send_signal(SIGKILL);
 	record((__u64)ret, &o);
 	return 0;
 }
 
-SEC("fexit/rdma_alloc_commit_uobject")
+/* Before the commit (nothing there changes the MR; fentry costs less than fexit). */
+SEC("fentry/rdma_alloc_commit_uobject")
 int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 {
-	__u64 key = (__u64)uobj;
+	__u64 key = (__u64)uobj, len;
 	struct kq_obj *o;
 	struct ib_mr___kq *mr;
-	__u64 len;
+	const struct uverbs_api_object___kq *ao = uobj->uapi_object; /* read directly, but a pointer BTF lacks */
+	__u32 id = 0;
 
+	if (bpf_core_read(&id, sizeof(id), &ao->id) || id != UVERBS_OBJECT_MR)
+		return 0;
 	o = bpf_map_lookup_elem(&kq_objs, &key);
 	if (!o || o->kind != KQ_MR)
 		return 0;
-	mr = BPF_CORE_READ(uobj, object);
+	mr = BPF_CORE_READ(uobj, object); /* a void * the verifier cannot follow */
 	len = BPF_CORE_READ(mr, length);
 	if (!len)
 		return 0;
@@ -549,16 +625,9 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 SEC("fexit/uverbs_destroy_uobject")
 int BPF_PROG(kq_destroy, struct ib_uobject___kq *uobj, int reason, void *attrs, int ret)
 {
-	__u64 key = (__u64)uobj;
-	struct kq_obj *o;
-
 	if (ret)
 		return 0; /* the object is still there */
-	o = bpf_map_lookup_elem(&kq_objs, &key);
-	if (!o)
-		return 0;
-	credit(o);
-	bpf_map_delete_elem(&kq_objs, &key);
+	forget((__u64)uobj);
 	return 0;
 }
 

@@ -80,9 +80,15 @@ struct kq_event {
 
 /* Global state (map kq_state, one entry). */
 struct kq_state {
-	__u64 nlimits; /* limited scopes: 0 means every hook returns at once */
+	__u32 nlimits; /* limited scopes: 0 means every hook returns at once */
+	__u32 types;   /* KQ_TYPE_* of the scope types among them: the programs look up only those */
 	__u64 evseq;   /* the last event's seq */
 };
+#define KQ_TYPE_VALID 1u
+#define KQ_TYPE(scope_type) (1u << (scope_type))
+#define KQ_TYPE_GLOBAL KQ_TYPE(KQ_SCOPE_GLOBAL)
+#define KQ_TYPE_PID KQ_TYPE(KQ_SCOPE_PID)
+#define KQ_TYPE_CGROUP KQ_TYPE(KQ_SCOPE_CGROUP)
 
 /* uverbs ABI facts (rdma/rdma_user_ioctl_cmds.h, rdma/ib_user_verbs.h; checked in tests/unit/test_kq.c). */
 #define KQ_RDMA_VERBS_IOCTL 0xc0181b01u

@@ -386,13 +386,19 @@ static int count_limits(struct kq *q)
 {
 	struct kq_scope key, next, *prev = NULL;
 	struct kq_state st = {};
-	__u32 zero = 0;
+	__u32 zero = 0, n = 0, types = 0;
 
 	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
 		key = next;
 		prev = &key;
-		st.nlimits++;
+		n++;
+		if (key.type < 32)
+			types |= KQ_TYPE(key.type);
 	}
+	/* the programs' event counter stays (they may add to it meanwhile: an event's seq could repeat) */
+	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
+	st.nlimits = n;
+	st.types = types;
 	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY))
 		return fail(-errno, "cannot update kq_state: %s", strerror(errno));
 	return 0;
