@@ -30,7 +30,8 @@ static void info(const struct metrics_snap *s, const struct export_render_opts *
 	prom_sample_u64(b, "rdmactl_build_info", version, 1, 1);
 	prom_family(b, "rdmactl_source_up", PROM_GAUGE,
 		    "Whether a source could be read in this collection: netlink (RDMA netlink dumps), ledger (the "
-		    "quota ledger), monitor (the BPF counters pinned by rdmactl monitor).");
+		    "quota ledger), monitor (the BPF counters pinned by rdmactl monitor), kernel (the kernel quota "
+		    "programs' maps, pinned by rdmactl quota set --kernel).");
 	for (i = 0; i < METRICS_SRC_NR; i++) {
 		struct prom_label l[] = { { "source", metrics_source_names[i] } };
 
@@ -333,6 +334,74 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 		}
 }
 
+/* The kernel's side (BPF LSM) of the ledger scopes with kernel limits: labels as rdmactl_quota_limit's. */
+static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
+{
+	static const struct {
+		const char *name;
+		enum prom_type type;
+		const char *help;
+	} fam[] = {
+		{ "rdmactl_kernel_quota_limit", PROM_GAUGE,
+		  "Limit the kernel enforces (BPF LSM: rdmactl quota set --kernel) on a scope, by type (labels as "
+		  "rdmactl_quota_limit); no series where the kernel has no limit." },
+		{ "rdmactl_kernel_quota_usage", PROM_GAUGE,
+		  "Objects (mr_bytes: bytes) the kernel counts against a scope that has kernel limits, by type." },
+		{ "rdmactl_kernel_refusals_total", PROM_COUNTER,
+		  "Creations the kernel refused (EDQUOT) in a scope since its first kernel limit, by type." },
+		{ "rdmactl_kernel_kills_total", PROM_COUNTER,
+		  "Processes the kernel killed in a scope for a creation past a limit that slipped past the check "
+		  "(a request rewritten after it, a legacy write() command), by type." },
+	};
+	static const struct metrics_cgroup_ids none;
+	char owner[LEDGER_CGROUP_MAX];
+	unsigned int f, k;
+	size_t i;
+
+	if (s->err[METRICS_SRC_KERNEL] || !s->kscopes)
+		return;
+	for (f = 0; f < NLAB(fam); f++) {
+		prom_family(b, fam[f].name, fam[f].type, fam[f].help);
+		for (i = 0; i < s->nscopes; i++) {
+			const struct ledger_scope_stat *st = &s->scopes[i];
+			const struct metrics_kscope *ks = &s->kscopes[i];
+			const struct metrics_cgroup *cg = scope_cgroup(s, st);
+			const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+
+			if (!ks->has)
+				continue;
+			if (st->scope.type == LEDGER_SCOPE_PROCESS)
+				snprintf(owner, sizeof(owner), "%d", (int)st->scope.pid);
+			else
+				snprintf(owner, sizeof(owner), "%s", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name);
+			for (k = 0; k < KQ_NK; k++) {
+				struct prom_label l[] = { { "scope", ledger_scope_type_name(st->scope.type) },
+							  { "owner", owner }, { "type", kq_kind_name(k) },
+							  { "slurm_job_id", ids->slurm_job_id }, { "pod_uid", ids->pod_uid },
+							  { "container_id", ids->container_id } };
+				uint64_t v;
+
+				switch (f) {
+				case 0:
+					if (ks->max[k] == KQ_UNLIMITED)
+						continue;
+					v = ks->max[k];
+					break;
+				case 1:
+					v = ks->use[k] > 0 ? (uint64_t)ks->use[k] : 0;
+					break;
+				case 2:
+					v = ks->refused[k];
+					break;
+				default:
+					v = ks->killed[k];
+				}
+				prom_sample_u64(b, fam[f].name, l, NLAB(l), v);
+			}
+		}
+	}
+}
+
 static void monitor(const struct metrics_snap *s, struct prom_buf *b)
 {
 	unsigned int t, d;
@@ -450,6 +519,7 @@ void export_render(const struct metrics_snap *s, const struct export_render_opts
 	if (o->per_process)
 		processes(s, b);
 	quotas(s, o, b);
+	kernel_quotas(s, b);
 	monitor(s, b);
 	rdmacg(s, b);
 	http(o->http, b);

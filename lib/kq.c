@@ -86,8 +86,9 @@ static void pin_path(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "%s/%s", KQ_PIN_DIR, name);
 }
 
-static int open_pinned(struct kq *q)
+static int open_pinned(struct kq *q, bool ro)
 {
+	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = ro ? BPF_F_RDONLY : 0);
 	char path[256];
 	int i;
 
@@ -96,7 +97,7 @@ static int open_pinned(struct kq *q)
 		__u32 ilen = sizeof(info);
 
 		pin_path(path, sizeof(path), map_names[i]);
-		q->fd[i] = bpf_obj_get(path);
+		q->fd[i] = bpf_obj_get_opts(path, &opts);
 		if (q->fd[i] < 0) {
 			int err = -errno;
 
@@ -195,14 +196,14 @@ int kq_open(bool create, struct kq **out)
 			goto fail;
 		}
 	}
-	err = open_pinned(q);
+	err = open_pinned(q, false);
 	if (err == -ENOENT && create) {
 		for (i = 0; i < M_NR; i++)
 			if (q->fd[i] >= 0)
 				close(q->fd[i]), q->fd[i] = -1;
 		err = load_and_pin();
 		if (!err)
-			err = open_pinned(q);
+			err = open_pinned(q, false);
 	}
 	if (err)
 		goto fail;
@@ -215,6 +216,24 @@ fail:
 		close(lock);
 	kq_close(q);
 	return err;
+}
+
+int kq_open_readonly(struct kq **out)
+{
+	struct kq *q = calloc(1, sizeof(*q));
+	int err, i;
+
+	if (!q)
+		return fail(-ENOMEM, "out of memory");
+	for (i = 0; i < M_NR; i++)
+		q->fd[i] = -1;
+	err = open_pinned(q, true);
+	if (err) {
+		kq_close(q);
+		return err;
+	}
+	*out = q;
+	return 0;
 }
 
 void kq_close(struct kq *q)

@@ -23,6 +23,9 @@ bool kq_lsm_active(char *why, size_t len);
  * -ENOENT: not loaded (and !create). Other errors: kq_error() says what failed.
  */
 int kq_open(bool create, struct kq **out);
+/* Open them read-only (kq_get, kq_foreach, kq_events_read): read access to the pins is enough, which
+ * CAP_DAC_READ_SEARCH gives a service that is not root (with CAP_BPF for the bpf() calls). */
+int kq_open_readonly(struct kq **out);
 void kq_close(struct kq *q);
 const char *kq_error(void);
 

@@ -20,6 +20,7 @@ const char *const metrics_source_names[METRICS_SRC_NR] = {
 	[METRICS_SRC_NETLINK] = "netlink",
 	[METRICS_SRC_LEDGER] = "ledger",
 	[METRICS_SRC_MONITOR] = "monitor",
+	[METRICS_SRC_KERNEL] = "kernel",
 };
 
 const char *metrics_scope_name(int scope)
@@ -229,6 +230,8 @@ struct metrics_ctx {
 		uint64_t scope[LEDGER_SCOPE_GLOBAL + 1][LEDGER_NKINDS];
 		uint64_t unattributed[LEDGER_NKINDS];
 	} ref;
+	/* the kernel quota programs' maps, opened read-only while they can be read */
+	struct kq *kq;
 	/* the monitor's counters: the map's id, the last read, what exited processes had */
 	struct {
 		uint32_t map_id;
@@ -258,6 +261,7 @@ void metrics_close(struct metrics_ctx *x)
 	if (x->ledger)
 		ledger_close(x->ledger);
 	top_counters_free(&x->mon.prev);
+	kq_close(x->kq);
 	free(x);
 }
 
@@ -268,6 +272,7 @@ void metrics_snap_free(struct metrics_snap *s)
 	free(s->procs);
 	free(s->proc_counts);
 	free(s->scopes);
+	free(s->kscopes);
 	free(s->rdmacg);
 	memset(s, 0, sizeof(*s));
 }
@@ -820,6 +825,62 @@ static void mondev_read(struct metrics_snap *s)
 	close(fd);
 }
 
+/* --- kernel quotas -------------------------------------------------------------------------------- */
+
+/* The kernel's side of every ledger scope that has kernel limits (as rdmactl quota show pairs them). */
+static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
+{
+	char dir[PATH_MAX * 2];
+	size_t i;
+	int ret;
+
+	if (!x->kq && (ret = kq_open_readonly(&x->kq))) {
+		x->kq = NULL;
+		set_err(s, METRICS_SRC_KERNEL, ret, "no kernel quotas: %s", kq_error());
+		return 0;
+	}
+	if (!s->nscopes)
+		return 0;
+	s->kscopes = calloc(s->nscopes, sizeof(*s->kscopes));
+	if (!s->kscopes)
+		return -ENOMEM;
+	for (i = 0; i < s->nscopes; i++) {
+		const struct ledger_scope *ls = &s->scopes[i].scope;
+		struct metrics_kscope *k = &s->kscopes[i];
+		struct kq_scope sc = { 0 };
+
+		switch (ls->type) {
+		case LEDGER_SCOPE_CGROUP:
+			snprintf(dir, sizeof(dir), "%s%s", x->cgroot, ls->name);
+			if (kq_scope_cgroup(dir, &sc))
+				continue; /* the cgroup is gone */
+			break;
+		case LEDGER_SCOPE_PROCESS:
+			sc.type = KQ_SCOPE_PID;
+			sc.id = (uint64_t)ls->pid;
+			break;
+		case LEDGER_SCOPE_GLOBAL:
+			sc.type = KQ_SCOPE_GLOBAL;
+			break;
+		default:
+			continue; /* jobs have no kernel scope of their own (run --kernel gives them a cgroup) */
+		}
+		ret = kq_get(x->kq, &sc, k->max, k->use, k->refused, k->killed);
+		if (!ret) {
+			k->has = true;
+		} else if (ret != -ENOENT) {
+			/* pins replaced or removed: open them again next time */
+			set_err(s, METRICS_SRC_KERNEL, ret, "reading the kernel quotas failed: %s", kq_error());
+			kq_close(x->kq);
+			x->kq = NULL;
+			free(s->kscopes);
+			s->kscopes = NULL;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /* --- rdma cgroup ---------------------------------------------------------------------------------- */
 
 static int collect_rdmacg(struct metrics_ctx *x, struct gather *g)
@@ -909,8 +970,13 @@ int metrics_collect(struct metrics_ctx *x, struct metrics_snap *s)
 			mon_fold(x, &s->mon, s->why[METRICS_SRC_MONITOR], sizeof(s->why[METRICS_SRC_MONITOR]));
 		if (!s->err[METRICS_SRC_MONITOR])
 			mondev_read(s);
-		ret = collect_rdmacg(x, &g);
+		if (!s->err[METRICS_SRC_LEDGER])
+			ret = collect_kernel(x, s);
+		else
+			set_err(s, METRICS_SRC_KERNEL, -ENOENT, "no kernel quotas: %s", "no ledger names their scopes");
 	}
+	if (!ret)
+		ret = collect_rdmacg(x, &g);
 	imap_free(&g.pids);
 	imap_free(&g.paths);
 	free(g.cg_pos);

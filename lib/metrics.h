@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "bpfmon.h"
+#include "kq.h"
 #include "ledger.h"
 #include "rdmacg.h"
 #include "top.h"
@@ -50,9 +51,10 @@ enum metrics_source {
 	METRICS_SRC_NETLINK,
 	METRICS_SRC_LEDGER,
 	METRICS_SRC_MONITOR,
+	METRICS_SRC_KERNEL,
 	METRICS_SRC_NR,
 };
-/* "netlink", "ledger", "monitor". */
+/* "netlink", "ledger", "monitor", "kernel" (the kernel quota programs' maps, when they are loaded). */
 extern const char *const metrics_source_names[METRICS_SRC_NR];
 
 /* Refusal scopes: enum ledger_scope_type, then the unattributed rest. */
@@ -131,6 +133,15 @@ struct metrics_snap {
 	} mon_devs[METRICS_MAX_MONDEVS];
 	unsigned int mon_ndevs;
 	bool mon_devs_read;
+	/* kernel quotas (BPF LSM): per ledger scope (parallel to scopes[]), its kernel limits, usage, refusals
+	 * and kills, where the scope has kernel limits (has) */
+	struct metrics_kscope {
+		bool has;
+		uint64_t max[KQ_NK];	/* KQ_UNLIMITED: none */
+		int64_t use[KQ_NK];
+		uint64_t refused[KQ_NK];
+		uint64_t killed[KQ_NK];
+	} *kscopes;
 	/* rdmacg */
 	struct metrics_rdmacg *rdmacg;
 	size_t nrdmacg;

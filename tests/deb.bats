@@ -35,8 +35,9 @@ load helper
 
 	# In the lab: dpkg -i; the units run under a real systemd (PID 1 of a namespace of its own, see
 	# tests/lab/systemd-ns): the ledger unit makes a root-owned policy, the export service starts as a user of
-	# its own with only CAP_BPF and CAP_DAC_READ_SEARCH, reads netlink, the ledger and the monitor's pinned
-	# counters through its sandbox, and stops cleanly; the preload of the package refuses.
+	# its own with only CAP_BPF and CAP_DAC_READ_SEARCH, reads netlink, the ledger, the monitor's pinned
+	# counters and the kernel quotas' maps through its sandbox, and stops cleanly; the preload of the package
+	# refuses.
 	run "$TOP/tests/lab/run" --timeout 600 -- bash -c '
 		set -e
 		ns=$2/tests/lab/systemd-ns
@@ -50,9 +51,11 @@ load helper
 		for i in $(seq 120); do grep -q "\"event\":\"start\"" /tmp/mon && break; sleep 0.5; done
 		"$ns" systemctl start rdmactl-ledger.service
 		stat -c "ledger %U %a" /dev/shm/rdmactl.ledger
+		/usr/bin/rdmactl quota set qp 500 --global --kernel
 		"$ns" systemctl start rdmactl-export.service
 		for i in $(seq 120); do curl -sf -o /tmp/scrape http://127.0.0.1:9476/metrics && break; sleep 0.5; done
-		grep -E "^rdmactl_(source_up|device_info)" /tmp/scrape
+		grep -E "^rdmactl_(source_up|device_info|kernel_quota_limit)" /tmp/scrape
+		/usr/bin/rdmactl quota unset qp --global --kernel
 		grep -c "^rdmactl_creates_total{device=\"rxe0\"" /tmp/scrape
 		p=$(pgrep -f "^/usr/bin/rdmactl export")
 		echo "export uid $(stat -c %u "/proc/$p")"
@@ -73,6 +76,8 @@ load helper
 	assert_line 'rdmactl_source_up{source="netlink"} 1'
 	assert_line 'rdmactl_source_up{source="ledger"} 1'
 	assert_line 'rdmactl_source_up{source="monitor"} 1'
+	assert_line 'rdmactl_source_up{source="kernel"} 1'
+	assert_line 'rdmactl_kernel_quota_limit{scope="global",type="qp"} 500'
 	# one series per kind the monitor counts, on rxe0
 	assert_line --regexp '^[1-9][0-9]*$'
 	# a user of its own (DynamicUser), not root

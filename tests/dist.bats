@@ -122,7 +122,7 @@ exec_start() {
 @test "rules: promtool check rules and promtool test rules (each alert fires on its input series)" {
 	cd "$TOP/dist/prometheus"
 	run -0 promtool check rules rdmactl.rules.yml
-	assert_output --partial "SUCCESS: 7 rules found"
+	assert_output --partial "SUCCESS: 9 rules found"
 	run -0 promtool test rules rdmactl.rules.test.yml
 	assert_output --partial SUCCESS
 	# every alert of the rules has a test

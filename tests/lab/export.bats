@@ -199,6 +199,55 @@ kernel_qps() {
 	assert_output 0
 }
 
+@test "kernel quotas (BPF LSM): a cgroup's kernel limit, usage, refusals and kills, also for a user with only CAP_BPF and CAP_DAC_READ_SEARCH" {
+	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; false; }
+	# a ledger others can read, as the one in /dev/shm is
+	export RDMACTL_LEDGER=/dev/shm/rdmactl-export-kq.$$
+	"$RDMACTL" quota init >/dev/null
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	# a statically linked program (no preload) asks for 4 QPs: it gets 2, is refused once, holds them
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -k qp -n 4 -H "$3"' _ "$CG" "$BUILD/lab-progs/kqverbs-static" \
+		"$T/release" >"$T/kqv" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 grep -q '^holding' "$T/kqv" || { cat "$T/kqv" >&2; false; }
+	run grep -Fx "qp created=2 errno=EDQUOT" "$T/kqv"
+	assert_success
+	local l="scope=\"cgroup\",owner=\"$REL\",type=\"qp\"" who out
+	for who in root capable; do
+		if [ $who = root ]; then
+			run -0 --separate-stderr "$RDMACTL" export --once
+		else
+			run -0 --separate-stderr setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps +bpf,+dac_read_search \
+				--ambient-caps +bpf,+dac_read_search "$RDMACTL" export --once
+		fi
+		out=$output
+		run promtool check metrics <<<"$out"
+		assert_success
+		run grep -E '^rdmactl_(source_up\{source="kernel"\}|kernel_)' <<<"$out"
+		assert_line 'rdmactl_source_up{source="kernel"} 1'
+		assert_line "rdmactl_kernel_quota_limit{$l} 2"
+		assert_line "rdmactl_kernel_quota_usage{$l} 2"
+		assert_line "rdmactl_kernel_refusals_total{$l} 1"
+		assert_line "rdmactl_kernel_kills_total{$l} 0"
+		# a limit series only for the kind that has one
+		refute_line --regexp '^rdmactl_kernel_quota_limit\{.*type="(cq|pd|mr)"'
+	done
+	# without the capabilities: the kernel source is down, its families absent, the rest still answers
+	run -0 --separate-stderr setpriv --reuid 65534 --regid 65534 --clear-groups "$RDMACTL" export --once
+	assert_line 'rdmactl_source_up{source="kernel"} 0'
+	assert_line 'rdmactl_source_up{source="ledger"} 1'
+	refute_line --partial 'rdmactl_kernel_'
+	# the holder exits: the kernel's usage returns to 0; unset: no limit series
+	touch "$T/release"
+	wait "${pids[0]}" || true
+	run -0 --separate-stderr "$RDMACTL" export --once
+	assert_line "rdmactl_kernel_quota_usage{$l} 0"
+	run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+	run -0 --separate-stderr "$RDMACTL" export --once
+	refute_line --partial "rdmactl_kernel_quota_limit{$l}"
+	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+}
+
 @test "creates_total from the monitor's per-device counters: they rise on the device, and never go down when the monitor drops exited processes" {
 	"$RDMACTL" monitor -j >"$T/mon" 2>"$T/mon.err" 3>&- &
 	local mon=$!
