@@ -460,21 +460,14 @@ static inline ALWAYS_INLINE const struct plan_ent *plan_of(const struct ledger *
 	return l->plan[k];
 }
 
-/* n more on every scope of a plan, or nothing; on refusal *at is the scope that refused, *cur its usage. */
-static inline ALWAYS_INLINE bool plan_reserve(const struct plan_ent *p, unsigned int ns, uint64_t n,
-					      unsigned int *at, uint64_t *cur)
+/* The scopes of a plan after the first two (cgroups): n more on each, or nothing (the first two undone too). */
+static COLD_FN bool plan_reserve_more(const struct plan_ent *p, unsigned int ns, uint64_t n, unsigned int *at,
+				      uint64_t *cur)
 {
 	unsigned int i;
 
-	/* p[0] is the slot: without a pid limit one atomic add (the other scopes check for overflow) */
-	if (__builtin_expect(ALOADR(&p[0].lim) == LEDGER_UNLIMITED, 1)) {
-		__atomic_fetch_add(ALOADR(&p[0].ctr), n, __ATOMIC_SEQ_CST);
-	} else if (!cas_add(ALOADR(&p[0].ctr), n, ALOADR(&p[0].lim), cur)) {
-		*at = 0;
-		return false;
-	}
-	for (i = 1; i < ns; i++) {
-		if (__builtin_expect(!cas_add(ALOADR(&p[i].ctr), n, ALOADR(&p[i].lim), cur), 0)) {
+	for (i = 2; i < ns; i++) {
+		if (!cas_add(ALOADR(&p[i].ctr), n, ALOADR(&p[i].lim), cur)) {
 			*at = i;
 			while (i--)
 				sub_clamp(ALOADR(&p[i].ctr), n);
@@ -484,11 +477,49 @@ static inline ALWAYS_INLINE bool plan_reserve(const struct plan_ent *p, unsigned
 	return true;
 }
 
+static COLD_FN void plan_release_more(const struct plan_ent *p, unsigned int ns, uint64_t n)
+{
+	unsigned int i;
+
+	for (i = 2; i < ns; i++)
+		sub_clamp(ALOADR(&p[i].ctr), n);
+}
+
+/* A refusal by the second scope of a plan: the slot's charge undone. */
+static COLD_FN bool plan_refused_1(const struct plan_ent *p, uint64_t n, unsigned int *at)
+{
+	sub_clamp(ALOADR(&p[0].ctr), n);
+	*at = 1;
+	return false;
+}
+
+/*
+ * n more on every scope of a plan, or nothing; on refusal *at is the scope that refused, *cur its usage.
+ * The usual plans (the slot, and the job or one other scope with a limit) inline, longer ones out of line.
+ */
+static inline ALWAYS_INLINE bool plan_reserve(const struct plan_ent *p, unsigned int ns, uint64_t n,
+					      unsigned int *at, uint64_t *cur)
+{
+	/* p[0] is the slot: without a pid limit one atomic add (the other scopes check for overflow) */
+	if (__builtin_expect(ALOADR(&p[0].lim) == LEDGER_UNLIMITED, 1)) {
+		__atomic_fetch_add(ALOADR(&p[0].ctr), n, __ATOMIC_SEQ_CST);
+	} else if (!cas_add(ALOADR(&p[0].ctr), n, ALOADR(&p[0].lim), cur)) {
+		*at = 0;
+		return false;
+	}
+	if (ns < 2)
+		return true;
+	if (__builtin_expect(!cas_add(ALOADR(&p[1].ctr), n, ALOADR(&p[1].lim), cur), 0))
+		return plan_refused_1(p, n, at);
+	if (__builtin_expect(ns > 2, 0))
+		return plan_reserve_more(p, ns, n, at, cur);
+	return true;
+}
+
 /* n back to every scope of a plan (p[0] is the slot); false (nothing changed) when the process holds less. */
 static inline ALWAYS_INLINE bool plan_release(const struct plan_ent *p, unsigned int ns, uint64_t n)
 {
 	uint64_t *c = ALOADR(&p[0].ctr);
-	unsigned int i;
 
 	/*
 	 * One atomic subtract; more than held (a caller's bug, or a slot that was written over) is put back at
@@ -499,8 +530,11 @@ static inline ALWAYS_INLINE bool plan_release(const struct plan_ent *p, unsigned
 		__atomic_fetch_add(c, n, __ATOMIC_SEQ_CST);
 		return false;
 	}
-	for (i = 1; i < ns; i++)
-		sub_clamp(ALOADR(&p[i].ctr), n);
+	if (ns < 2)
+		return true;
+	sub_clamp(ALOADR(&p[1].ctr), n);
+	if (__builtin_expect(ns > 2, 0))
+		plan_release_more(p, ns, n);
 	return true;
 }
 
