@@ -8,7 +8,8 @@
  *                       an MR) and answers -EDQUOT when the creation would go past a limit: the clean refusal.
  *   lsm/file_ioctl_compat  32-bit programs' uverbs ioctls: refused for processes with kernel limits.
  *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit, charged at once.
- *   lsm/file_free_security  gives a context back when its file goes.
+ *   fentry/ib_uverbs_close  gives a context back when its file is released (fexit/ib_uverbs_open: when
+ *                       the open failed after file_open); only uverbs files pay for these two.
  *   fexit/rdma_alloc_begin_uobject   the kernel's own copy of the type: every object of a counted kind is
  *                       charged here, whichever path created it; one that goes past a limit (a request
  *                       rewritten after the check, a legacy write()) is answered with SIGKILL and recorded.
@@ -570,11 +571,20 @@ static __always_inline void forget(__u64 key)
 	bpf_map_delete_elem(&kq_objs, &key);
 }
 
-SEC("lsm/file_free_security")
-int BPF_PROG(kq_file_free, struct file *file)
+/* A uverbs file's release gives its context back (no other file on the host pays for this hook). */
+SEC("fentry/ib_uverbs_close")
+int BPF_PROG(kq_close, struct inode *inode, struct file *filp)
 {
-	if (is_uverbs(file))
-		forget((__u64)file);
+	forget((__u64)filp);
+	return 0;
+}
+
+/* An open that file_open let through and the driver failed: no release follows, its context goes now. */
+SEC("fexit/ib_uverbs_open")
+int BPF_PROG(kq_open_fail, struct inode *inode, struct file *filp, int ret)
+{
+	if (ret)
+		forget((__u64)filp);
 	return 0;
 }
 
