@@ -18,16 +18,19 @@
  * -p attaches only the programs whose pinned link's name contains PROGRAM (one program's share).
  * PAIRS pairs of every kind per window, ROUNDS pairs of windows (on-off, then off-on, ...). Kinds: ctx pd cq
  * qp srq mr ah mw, and verbs that create nothing: query_port (a write command through the ioctl path),
- * modify_qp (RESET to INIT and back: two write commands), query_device. Needs root; leaves the programs
+ * modify_qp (RESET to INIT and back: two write commands), query_device; and what the rest of the host pays:
+ * open_close (open and close /dev/null), other_ioctl (FIONREAD on a pipe). Needs root; leaves the programs
  * pinned as it found them (loaded: it loads them when they are not).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -54,6 +57,7 @@ static struct ibv_cq *cq;
 static struct ibv_qp *mqp; /* the QP modify_qp moves */
 static union ibv_gid gid;
 static char buf[65536];
+static int pipefd[2] = { -1, -1 }; /* other_ioctl: FIONREAD on a pipe */
 
 static void die(const char *what, int err)
 {
@@ -222,6 +226,19 @@ static int pair(const char *k)
 		a.qp_state = IBV_QPS_RESET;
 		return ibv_modify_qp(mqp, &a, IBV_QP_STATE);
 	}
+	/* what everything else on the host pays: any file's open and close, any ioctl */
+	if (!strcmp(k, "open_close")) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return errno;
+		return close(fd) ? errno : 0;
+	}
+	if (!strcmp(k, "other_ioctl")) {
+		int n;
+
+		return ioctl(pipefd[0], FIONREAD, &n) ? errno : 0;
+	}
 	fprintf(stderr, "kqprobe: unknown kind %s\n", k);
 	exit(2);
 }
@@ -298,7 +315,7 @@ static void set_limits(struct kq *q, const struct kq_scope *sc, uint64_t max)
 int main(int argc, char **argv)
 {
 	const char *dev_name = "rxe0";
-	char list[256] = "ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device", *tok, *save;
+	char list[256] = "ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device,open_close,other_ioctl", *tok, *save;
 	struct verb kinds[MAXKINDS];
 	struct ibv_device **devs;
 	struct kq *q;
@@ -331,6 +348,8 @@ int main(int argc, char **argv)
 		nk++;
 	}
 
+	if (pipe(pipefd))
+		die("pipe", errno);
 	err = kq_open(true, &q);
 	if (err)
 		die(kq_error(), -err);

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-$PWD/build}
 pairs=${1:-30}
 rounds=${2:-10}
-kinds=${3:-ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device}
+kinds=${3:-ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device,open_close,other_ioctl}
 prog=${4:-}
 if [ -z "${LAB_GUEST:-}" ]; then
 	export BUILD LAB_ICOUNT=${LAB_ICOUNT-0}
