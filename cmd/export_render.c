@@ -264,10 +264,34 @@ static bool scope_shown(const struct ledger_scope_stat *st, bool per_process)
 	return false;
 }
 
+/* The labels of a ledger scope's series, as rdmactl_quota_limit has them: scope, owner (the pid, the job, the
+ * cgroup's path; none for the global scope), type, and the cgroup's identities. */
+struct scope_labels {
+	char owner[LEDGER_CGROUP_MAX];
+	struct prom_label l[6];
+};
+
+static void scope_labels(const struct metrics_snap *s, const struct ledger_scope_stat *st, struct scope_labels *sl)
+{
+	static const struct metrics_cgroup_ids none;
+	const struct metrics_cgroup *cg = scope_cgroup(s, st);
+	const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+
+	if (st->scope.type == LEDGER_SCOPE_PROCESS)
+		snprintf(sl->owner, sizeof(sl->owner), "%d", (int)st->scope.pid);
+	else
+		snprintf(sl->owner, sizeof(sl->owner), "%s", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name);
+	sl->l[0] = (struct prom_label){ "scope", ledger_scope_type_name(st->scope.type) };
+	sl->l[1] = (struct prom_label){ "owner", sl->owner };
+	sl->l[2] = (struct prom_label){ "type", NULL }; /* set per sample */
+	sl->l[3] = (struct prom_label){ "slurm_job_id", ids->slurm_job_id };
+	sl->l[4] = (struct prom_label){ "pod_uid", ids->pod_uid };
+	sl->l[5] = (struct prom_label){ "container_id", ids->container_id };
+}
+
 static void quotas(const struct metrics_snap *s, const struct export_render_opts *o, struct prom_buf *b)
 {
 	static const struct metrics_cgroup_ids none;
-	char owner[LEDGER_CGROUP_MAX];
 	size_t i;
 	int k, pass, sc;
 
@@ -286,25 +310,17 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 				    "Usage charged to a quota ledger scope, by type (labels as rdmactl_quota_limit).");
 		for (i = 0; i < s->nscopes; i++) {
 			const struct ledger_scope_stat *st = &s->scopes[i];
-			const struct metrics_cgroup *cg = scope_cgroup(s, st);
-			const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+			struct scope_labels sl;
 
 			if (!scope_shown(st, o->per_process))
 				continue;
-			if (st->scope.type == LEDGER_SCOPE_PROCESS)
-				snprintf(owner, sizeof(owner), "%d", (int)st->scope.pid);
-			else
-				snprintf(owner, sizeof(owner), "%s", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name);
+			scope_labels(s, st, &sl);
 			for (k = 0; k < LEDGER_NKINDS; k++) {
-				struct prom_label l[] = { { "scope", ledger_scope_type_name(st->scope.type) },
-							  { "owner", owner }, { "type", ledger_kind_name(k) },
-							  { "slurm_job_id", ids->slurm_job_id }, { "pod_uid", ids->pod_uid },
-							  { "container_id", ids->container_id } };
-
+				sl.l[2].value = ledger_kind_name(k);
 				if (!pass && st->limit[k] != LEDGER_UNLIMITED)
-					prom_sample_u64(b, name, l, NLAB(l), st->limit[k]);
+					prom_sample_u64(b, name, sl.l, NLAB(sl.l), st->limit[k]);
 				else if (pass && k != LEDGER_WR)
-					prom_sample_u64(b, name, l, NLAB(l), st->usage[k]);
+					prom_sample_u64(b, name, sl.l, NLAB(sl.l), st->usage[k]);
 			}
 		}
 	}
@@ -353,8 +369,6 @@ static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 		  "Processes the kernel killed in a scope for a creation past a limit that slipped past the check "
 		  "(a request rewritten after it, a legacy write() command), by type." },
 	};
-	static const struct metrics_cgroup_ids none;
-	char owner[LEDGER_CGROUP_MAX];
 	unsigned int f, k;
 	size_t i;
 
@@ -363,22 +377,13 @@ static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 	for (f = 0; f < NLAB(fam); f++) {
 		prom_family(b, fam[f].name, fam[f].type, fam[f].help);
 		for (i = 0; i < s->nscopes; i++) {
-			const struct ledger_scope_stat *st = &s->scopes[i];
 			const struct metrics_kscope *ks = &s->kscopes[i];
-			const struct metrics_cgroup *cg = scope_cgroup(s, st);
-			const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+			struct scope_labels sl;
 
 			if (!ks->has)
 				continue;
-			if (st->scope.type == LEDGER_SCOPE_PROCESS)
-				snprintf(owner, sizeof(owner), "%d", (int)st->scope.pid);
-			else
-				snprintf(owner, sizeof(owner), "%s", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name);
+			scope_labels(s, &s->scopes[i], &sl);
 			for (k = 0; k < KQ_NK; k++) {
-				struct prom_label l[] = { { "scope", ledger_scope_type_name(st->scope.type) },
-							  { "owner", owner }, { "type", kq_kind_name(k) },
-							  { "slurm_job_id", ids->slurm_job_id }, { "pod_uid", ids->pod_uid },
-							  { "container_id", ids->container_id } };
 				uint64_t v;
 
 				switch (f) {
@@ -396,7 +401,8 @@ static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 				default:
 					v = ks->killed[k];
 				}
-				prom_sample_u64(b, fam[f].name, l, NLAB(l), v);
+				sl.l[2].value = kq_kind_name(k);
+				prom_sample_u64(b, fam[f].name, sl.l, NLAB(sl.l), v);
 			}
 		}
 	}

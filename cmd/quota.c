@@ -607,8 +607,8 @@ static bool show_kq_tried;
 static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kuse, uint64_t *krefused,
 		      uint64_t *kkilled)
 {
-	char root[PATH_MAX], dir[PATH_MAX * 2];
-	struct kq_scope sc = {};
+	char root[PATH_MAX];
+	struct kq_scope sc;
 
 	if (!show_kq_tried) {
 		show_kq_tried = true;
@@ -619,23 +619,9 @@ static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kus
 	}
 	if (!show_kq)
 		return false;
-	switch (s->type) {
-	case LEDGER_SCOPE_CGROUP:
-		cgroup2_root(root, sizeof(root));
-		snprintf(dir, sizeof(dir), "%s%s", root, s->name);
-		if (kq_scope_cgroup(dir, &sc))
-			return false;
-		break;
-	case LEDGER_SCOPE_PROCESS:
-		sc.type = KQ_SCOPE_PID;
-		sc.id = (uint64_t)s->pid;
-		break;
-	case LEDGER_SCOPE_GLOBAL:
-		sc.type = KQ_SCOPE_GLOBAL;
-		break;
-	default:
+	cgroup2_root(root, sizeof(root));
+	if (kq_scope_of_ledger(s, root, &sc))
 		return false;
-	}
 	return kq_get(show_kq, &sc, kmax, kuse, krefused, kkilled) == 0;
 }
 

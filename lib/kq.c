@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "kq.skel.h"
+#include "ledger.h"
 
 #define PIN_ROOT "/sys/fs/bpf/rdmactl"
 
@@ -584,4 +586,25 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 	free(g.gone);
 	free(g.cg.v);
 	return err;
+}
+
+int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out)
+{
+	char dir[PATH_MAX * 2];
+
+	memset(out, 0, sizeof(*out));
+	switch (ls->type) {
+	case LEDGER_SCOPE_CGROUP:
+		snprintf(dir, sizeof(dir), "%s%s", cgroot, ls->name);
+		return kq_scope_cgroup(dir, out);
+	case LEDGER_SCOPE_PROCESS:
+		out->type = KQ_SCOPE_PID;
+		out->id = (uint64_t)ls->pid;
+		return 0;
+	case LEDGER_SCOPE_GLOBAL:
+		out->type = KQ_SCOPE_GLOBAL;
+		return 0;
+	default:
+		return -ENOENT; /* a job has no kernel scope of its own (run --kernel gives it a cgroup) */
+	}
 }

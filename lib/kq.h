@@ -32,6 +32,11 @@ const char *kq_error(void);
 /* A cgroup directory's scope (its cgroup id is the directory's inode number). */
 int kq_scope_cgroup(const char *dir, struct kq_scope *out);
 
+/* The kernel scope of a ledger scope (cgroot: the cgroup2 mount, which ledger cgroup names are under).
+ * -ENOENT: a job (no kernel scope of its own), or a cgroup that is gone. */
+struct ledger_scope;
+int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out);
+
 /*
  * Set (max = KQ_UNLIMITED: lift) one kind's limit of a scope. The first limit of a scope counts what its
  * processes already hold (dir: the cgroup's directory, for its descendants; NULL for other scopes).

@@ -830,7 +830,6 @@ static void mondev_read(struct metrics_snap *s)
 /* The kernel's side of every ledger scope that has kernel limits (as rdmactl quota show pairs them). */
 static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
 {
-	char dir[PATH_MAX * 2];
 	size_t i;
 	int ret;
 
@@ -845,26 +844,11 @@ static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
 	if (!s->kscopes)
 		return -ENOMEM;
 	for (i = 0; i < s->nscopes; i++) {
-		const struct ledger_scope *ls = &s->scopes[i].scope;
 		struct metrics_kscope *k = &s->kscopes[i];
-		struct kq_scope sc = { 0 };
+		struct kq_scope sc;
 
-		switch (ls->type) {
-		case LEDGER_SCOPE_CGROUP:
-			snprintf(dir, sizeof(dir), "%s%s", x->cgroot, ls->name);
-			if (kq_scope_cgroup(dir, &sc))
-				continue; /* the cgroup is gone */
-			break;
-		case LEDGER_SCOPE_PROCESS:
-			sc.type = KQ_SCOPE_PID;
-			sc.id = (uint64_t)ls->pid;
-			break;
-		case LEDGER_SCOPE_GLOBAL:
-			sc.type = KQ_SCOPE_GLOBAL;
-			break;
-		default:
-			continue; /* jobs have no kernel scope of their own (run --kernel gives them a cgroup) */
-		}
+		if (kq_scope_of_ledger(&s->scopes[i].scope, x->cgroot, &sc))
+			continue; /* a job, or a cgroup that is gone */
 		ret = kq_get(x->kq, &sc, k->max, k->use, k->refused, k->killed);
 		if (!ret) {
 			k->has = true;
