@@ -28,22 +28,31 @@
  * Per-slot usage is the source of truth. Scope totals are kept by lock-free compare-and-swap that never
  * lets a total pass its limit. Each operation brackets itself with an in-flight counter in its own slot.
  * A reclaimer (gc) holds the gc lock; a dead slot with no operation in flight is subtracted from the totals
- * it was charged to; a dead slot that died mid-operation (in-flight != 0), or a new cgroup entry, triggers a
- * *recount*: the reclaimer freezes new operations (one flag), waits until no live slot has an operation in
+ * it was charged to; a dead slot that died mid-operation (in-flight != 0), a new cgroup entry, or a limit
+ * where there was none, triggers a *recount*: the reclaimer freezes new operations (one flag), waits until no live slot has an operation in
  * flight, sets every total to the sum of live slot usage, and unfreezes. Totals therefore return to exactly
  * the sum of live usage. Liveness = /proc/PID exists and its start time (stat field 22) matches the slot's,
  * so a reused pid never inherits usage or pid limits.
  *
+ * Totals
+ * ------
+ * A job's, a cgroup entry's and the global total of a kind are kept only while that scope has a limit on
+ * that kind (the slot's usage always is): an operation charges the slot and the totals next to a limit,
+ * nothing else. Where a scope has no limit on a kind, the read side shows the sum of the slots in it. A
+ * limit where there was none (ledger_set_limit() from unlimited, or a new cgroup entry) is published while
+ * operations are frozen, and every total is recounted from the slots before anyone charges against it, so
+ * a total is exact from the first operation that sees its limit (see doc/preload-cost.md).
+ *
  * Hot path: ledger_reserve()/ledger_release() are atomics on shared memory only (no syscalls, no locks). The
- * handle caches the limits that apply to the process (pid and global values, cgroup entries by index); every
- * limit change bumps a generation counter that sits on the usage file's first page, next to the freeze flag
- * and the global totals that each operation touches anyway, and the next operation refreshes the cache
- * (slow path, under a process-local mutex; also every 1024 operations, whatever the counter says). So an
- * operation reads the policy file only for cgroup limits; without them it touches three shared pages: the
- * usage file's first page, its slot and its job (each of these on one page). A frozen ledger (recount in
- * progress, normally microseconds) makes reserve/release spin-yield; a
- * freeze left by a dead gc is finished by the waiter after 0.5 s, and one that lasts more than 5 s (a stuck
- * gc, or a hostile writer) is ignored, so that nothing blocks an application forever.
+ * handle caches the limits that apply to the process (pid and global values, cgroup entries by index) and,
+ * per kind, a plan: the counters to charge with their limits; every limit change bumps a generation counter
+ * that sits on the usage file's first page, next to the freeze flag, and the next operation refreshes the
+ * cache (slow path, under a process-local mutex; also every 1024 operations, whatever the counter says). So
+ * an operation reads no policy; it touches the usage file's first page, its slot, and the pages of the
+ * totals it charges (a job's on one page). A frozen ledger (recount in progress, normally microseconds)
+ * makes reserve/release spin-yield; a freeze left by a dead gc is finished by the waiter after 0.5 s, and one
+ * that lasts more than 5 s (a stuck gc, or a hostile writer) is ignored, so that nothing blocks an
+ * application forever.
  *
  * All functions return 0 or -errno. Messages for open/validation failures are in ledger_error().
  */
