@@ -7,16 +7,19 @@
  *   lsm.s/file_ioctl    reads the uverbs ioctl's header (and the write command of INVOKE_WRITE, the length of
  *                       an MR) and answers -EDQUOT when the creation would go past a limit: the clean refusal.
  *   lsm/file_ioctl_compat  32-bit programs' uverbs ioctls: refused for processes with kernel limits.
- *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit, charged at once.
- *   fentry/ib_uverbs_close  gives a context back when its file is released (fexit/ib_uverbs_open: when
- *                       the open failed after file_open); only uverbs files pay for these two.
+ *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit (fexit/ib_uverbs_open
+ *                       records and charges the context once the open succeeded).
+ *   fentry/ib_uverbs_close  gives a context back when its file is released; only uverbs files pay for it.
  *   fexit/rdma_alloc_begin_uobject   the kernel's own copy of the type: every object of a counted kind is
  *                       charged here, whichever path created it; one that goes past a limit (a request
  *                       rewritten after the check, a legacy write()) is answered with SIGKILL and recorded.
  *   fentry/rdma_alloc_commit_uobject MRs: their length, as mr_bytes (the same backstop).
  *   fexit/uverbs_destroy_uobject     gives the charge back (destroy, abort of a failed create, the
  *                       cleanup at the last close of the file, wherever that runs).
- * Every hook returns at once while no limit exists (kq_state.nlimits == 0), after recording the object.
+ * The three LSM programs (the refusals) are attached only while a limit exists (lib/kq.c, count_limits), so
+ * that without kernel limits no ioctl and no file open on the host passes them; the others record every
+ * object, limits or not (a limit set later counts what its scope already holds), and charge nothing while
+ * no limit exists (kq_state.nlimits == 0).
  * Costs (doc/kq-cost.md): the hooks read kernel structures directly (BTF), not through helper calls; a
  * uverbs ioctl reads its header and first attributes in one copy, so a verb that creates nothing returns
  * after it; only the scope types that have limits (kq_state.types) are looked up.
@@ -537,23 +540,17 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	return err;
 }
 
+/* Attached only while a limit exists (lib/kq.c): the clean refusal of a context past its limit. */
 SEC("lsm/file_open")
 int BPF_PROG(kq_open, struct file *file)
 {
-	struct kq_obj o = {};
 	__u32 types;
 
 	if (!is_uverbs(file))
 		return 0;
-	o.kind = KQ_CTX;
 	types = limited_types();
-	if (types) {
-		if (check(types, KQ_CTX, 1))
-			return -EDQUOT;
-		if (charge(types, &o, KQ_CTX, 1))
-			bpf_send_signal(SIGKILL); /* a race with another open of the same scope past the limit */
-	}
-	record((__u64)file, &o);
+	if (types && check(types, KQ_CTX, 1))
+		return -EDQUOT;
 	return 0;
 }
 
@@ -579,12 +576,20 @@ int BPF_PROG(kq_close, struct inode *inode, struct file *filp)
 	return 0;
 }
 
-/* An open that file_open let through and the driver failed: no release follows, its context goes now. */
+/* A context: one per opened uverbs file, recorded (and charged) once the open succeeded. */
 SEC("fexit/ib_uverbs_open")
-int BPF_PROG(kq_open_fail, struct inode *inode, struct file *filp, int ret)
+int BPF_PROG(kq_opened, struct inode *inode, struct file *filp, int ret)
 {
+	struct kq_obj o = {};
+	__u32 types;
+
 	if (ret)
-		forget((__u64)filp);
+		return 0;
+	o.kind = KQ_CTX;
+	types = limited_types();
+	if (types && charge(types, &o, KQ_CTX, 1))
+		bpf_send_signal(SIGKILL); /* a race with another open of the same scope past the limit */
+	record((__u64)filp, &o);
 	return 0;
 }
 

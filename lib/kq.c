@@ -117,11 +117,28 @@ static int open_pinned(struct kq *q, bool ro)
 	return 0;
 }
 
+/*
+ * The LSM programs that matter only while a limit exists (the refusals): pinned as programs, attached by
+ * count_limits() at the first limit and detached after the last, so that without kernel limits no ioctl
+ * and no file open on the host passes them. The others (the records) are always attached.
+ */
+static const char *const ondemand[] = { "kq_ioctl", "kq_ioctl_compat", "kq_open" };
+
+static bool is_ondemand(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ondemand) / sizeof(ondemand[0]); i++)
+		if (!strcmp(name, ondemand[i]))
+			return true;
+	return false;
+}
+
 /* Load, attach and pin; called with the pin root locked and nothing pinned. */
 static int load_and_pin(void)
 {
 	struct kq_bpf *skel;
-	struct bpf_link *links[8];
+	struct bpf_link *links[16];
 	struct bpf_program *prog;
 	char path[256];
 	int err, n = 0, i;
@@ -131,33 +148,41 @@ static int load_and_pin(void)
 	if (!skel)
 		return fail(-errno, "cannot load the kernel quota programs: %s (is ib_uverbs loaded? "
 			    "RDMACTL_KQ_DEBUG=1 shows libbpf's messages)", strerror(errno));
-	bpf_object__for_each_program(prog, skel->obj) {
-		struct bpf_link *link = bpf_program__attach(prog);
-
-		if (!link) {
-			err = -errno;
-			fail(err, "cannot attach %s: %s", bpf_program__name(prog), strerror(-err));
-			goto out;
-		}
-		if (n < (int)(sizeof(links) / sizeof(links[0])))
-			links[n++] = link;
-	}
 	if (mkdir(KQ_PIN_DIR, 0700) && errno != EEXIST) {
 		err = fail(-errno, "cannot create %s: %s", KQ_PIN_DIR, strerror(errno));
 		goto out;
 	}
-	/* links first, maps last: a map set pinned means the programs behind it are attached and pinned */
-	i = 0;
+	/* programs and links first, maps last: a map set pinned means the programs behind it are in place */
 	bpf_object__for_each_program(prog, skel->obj) {
-		if (i >= n)
-			break;
-		snprintf(path, sizeof(path), "%s/link_%s", KQ_PIN_DIR, bpf_program__name(prog));
-		err = bpf_link__pin(links[i], path);
+		const char *name = bpf_program__name(prog);
+		struct bpf_link *link;
+
+		if (is_ondemand(name)) {
+			snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, name);
+			err = bpf_program__pin(prog, path);
+			if (err) {
+				fail(err, "cannot pin %s: %s", path, strerror(-err));
+				goto out;
+			}
+			continue;
+		}
+		if (n == (int)(sizeof(links) / sizeof(links[0]))) {
+			err = fail(-E2BIG, "too many kernel quota programs");
+			goto out;
+		}
+		link = bpf_program__attach(prog);
+		if (!link) {
+			err = -errno;
+			fail(err, "cannot attach %s: %s", name, strerror(-err));
+			goto out;
+		}
+		links[n++] = link;
+		snprintf(path, sizeof(path), "%s/link_%s", KQ_PIN_DIR, name);
+		err = bpf_link__pin(link, path);
 		if (err) {
 			fail(err, "cannot pin %s: %s", path, strerror(-err));
 			goto out;
 		}
-		i++;
 	}
 	for (i = 0; i < M_NR; i++) {
 		struct bpf_map *map = bpf_object__find_map_by_name(skel->obj, map_names[i]);
@@ -403,12 +428,59 @@ out:
 	return err;
 }
 
+/* Attach (want) or detach the on-demand programs; a set pinned by an older rdmactl stays as it is. */
+static int sync_ondemand(bool want)
+{
+	char prog[256], link[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(ondemand) / sizeof(ondemand[0]); i++) {
+		bool have;
+		int pfd, lfd;
+
+		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, ondemand[i]);
+		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, ondemand[i]);
+		if (access(prog, F_OK))
+			continue; /* always attached (an older layout) */
+		have = !access(link, F_OK);
+		if (!want && have && unlink(link) && errno != ENOENT)
+			return fail(-errno, "cannot detach %s: %s", link, strerror(errno));
+		if (!want || have)
+			continue;
+		pfd = bpf_obj_get(prog);
+		if (pfd < 0)
+			return fail(-errno, "cannot open %s: %s", prog, strerror(errno));
+		lfd = bpf_raw_tracepoint_open(NULL, pfd);
+		if (lfd < 0 || bpf_obj_pin(lfd, link)) {
+			int err = -errno;
+
+			if (lfd >= 0)
+				close(lfd);
+			close(pfd);
+			return fail(err, "cannot attach %s: %s", prog, strerror(-err));
+		}
+		close(lfd);
+		close(pfd);
+	}
+	return 0;
+}
+
+/*
+ * Count the limited scopes and their types for the programs, and attach the refusing programs while there
+ * is one (under the pin root's lock: a set and an unset at once must not leave a limit without them).
+ */
 static int count_limits(struct kq *q)
 {
 	struct kq_scope key, next, *prev = NULL;
 	struct kq_state st = {};
 	__u32 zero = 0, n = 0, types = 0;
+	int lock, err;
 
+	lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX)) {
+		err = fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
+		goto out;
+	}
 	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
 		key = next;
 		prev = &key;
@@ -416,13 +488,25 @@ static int count_limits(struct kq *q)
 		if (key.type < 32)
 			types |= KQ_TYPE(key.type);
 	}
+	/* attached before the programs look for limits, detached after they stopped */
+	if (n) {
+		err = sync_ondemand(true);
+		if (err)
+			goto out;
+	}
 	/* the programs' event counter stays (they may add to it meanwhile: an event's seq could repeat) */
 	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
 	st.nlimits = n;
 	st.types = types;
-	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY))
-		return fail(-errno, "cannot update kq_state: %s", strerror(errno));
-	return 0;
+	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY)) {
+		err = fail(-errno, "cannot update kq_state: %s", strerror(errno));
+		goto out;
+	}
+	err = n ? 0 : sync_ondemand(false);
+out:
+	if (lock >= 0)
+		close(lock);
+	return err;
 }
 
 int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned int kind, uint64_t max)
