@@ -63,34 +63,30 @@ nl_count() {
 }
 
 @test "xrcd and wq (rxe has neither): EDQUOT before the driver's answer; a create that fails is not counted" {
-	local kind drv max
+	local kind
+	run -0 "$RDMACTL" quota set xrcd 0 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set wq 0 --cgroup "$CG" --kernel
 	for kind in xrcd wq; do
-		# without a limit the kernel itself fails the request for rxe (EOPNOTSUPP, EPROTONOSUPPORT)
-		run -3 timeout 60 "$KQS" -k "$kind" -n 1
-		assert_line --regexp "^$kind created=0 errno=E"
-		refute_line "$kind created=0 errno=EDQUOT"
-		drv=${lines[0]}
-		mkdir "$CG/$kind"
-		run -0 "$RDMACTL" quota set "$kind" 0 --cgroup "$CG/$kind" --kernel
-		run -3 bash -c 'echo $$ >"$1/cgroup.procs" && exec timeout 60 "$2" -k "$3" -n 1' _ "$CG/$kind" "$KQS" "$kind"
+		run -3 in_cg timeout 60 "$KQS" -k "$kind" -n 1
 		assert_line "$kind created=0 errno=EDQUOT"
 		assert_line "alive"
-		# under a limit of 1 the request passes the check and the kernel fails it as before: nothing counted
-		run -0 "$RDMACTL" quota set "$kind" 1 --cgroup "$CG/$kind" --kernel
-		run -3 bash -c 'echo $$ >"$1/cgroup.procs" && exec timeout 60 "$2" -k "$3" -n 1' _ "$CG/$kind" "$KQS" "$kind"
-		assert_line "$drv"
-		run -0 "$RDMACTL" -j quota show --cgroup "$CG/$kind"
-		run -0 jq -e --arg k "$kind" '.scopes[0].kinds[$k] | .kernel_usage == 0 and .kernel_refused == 1' <<<"$output"
-		rmdir "$CG/$kind"
 	done
-	# rxe refuses those before the kernel allocates the object; a QP past the device's max_qp_wr is refused by
-	# the driver after it: the aborted object is given back, the one QP of the limit can still be created
-	max=$(ibv_devinfo -v -d rxe0 | awk '$1 == "max_qp_wr:" { print $2 }')
+	# under a limit of 1 the requests pass the check and the kernel fails them for rxe (EOPNOTSUPP,
+	# EPROTONOSUPPORT) before it allocates an object; a QP past any device's max_qp_wr is refused by the
+	# driver after that: the aborted object is given back, the one QP of the limit can still be created
+	run -0 "$RDMACTL" quota set xrcd 1 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set wq 1 --cgroup "$CG" --kernel
 	run -0 "$RDMACTL" quota set qp 1 --cgroup "$CG" --kernel
-	run -3 in_cg timeout 60 "$KQS" -k qp -n 1 -q $((max + 1))
+	for kind in xrcd wq; do
+		run -3 in_cg timeout 60 "$KQS" -k "$kind" -n 1
+		assert_line --regexp "^$kind created=0 errno=E"
+		refute_line "$kind created=0 errno=EDQUOT"
+	done
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 1 -q $((1 << 30))
 	assert_line "qp created=0 errno=EINVAL"
 	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
-	run -0 jq -e '.scopes[0].kinds.qp | .kernel_usage == 0 and .kernel_refused == 0' <<<"$output"
+	run -0 jq -e '.scopes[0].kinds | .xrcd.kernel_usage == 0 and .xrcd.kernel_refused == 1 and
+		.wq.kernel_usage == 0 and .wq.kernel_refused == 1 and .qp.kernel_usage == 0 and .qp.kernel_refused == 0' <<<"$output"
 	run -3 in_cg timeout 60 "$KQS" -k qp -n 2
 	assert_line "qp created=1 errno=EDQUOT"
 }
