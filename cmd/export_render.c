@@ -338,6 +338,21 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 		if (st->scope.type != LEDGER_SCOPE_PROCESS)
 			prom_sample_u64(b, "rdmactl_quota_processes", l, NLAB(l), st->nprocs);
 	}
+	prom_family(b, "rdmactl_quota_refusals_total", PROM_COUNTER,
+		    "Creations a quota ledger scope's own limits refused, by type (labels as rdmactl_quota_limit), "
+		    "since the scope's entry was made: a cgroup's first limit, a job's start, a process's attach.");
+	for (i = 0; i < s->nscopes; i++) {
+		const struct ledger_scope_stat *st = &s->scopes[i];
+		struct scope_labels sl;
+
+		if (!scope_shown(st, o->per_process))
+			continue;
+		scope_labels(s, st, &sl);
+		for (k = 0; k < LEDGER_NKINDS; k++) {
+			sl.l[2].value = ledger_kind_name(k);
+			prom_sample_u64(b, "rdmactl_quota_refusals_total", sl.l, NLAB(sl.l), st->refused[k]);
+		}
+	}
 	prom_family(b, "rdmactl_refusals_total", PROM_COUNTER,
 		    "Creations the quota ledger refused, by the scope whose limit refused and type, since the "
 		    "ledger was created. unattributed: refusals this exporter did not see in the ledger's ring of "

@@ -697,6 +697,7 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 		print_amount("limit", k, limit, unlimited, false);
 		print_amount("usage", k, usage, false, k == LEDGER_WR);
 		print_amount("headroom", k, usage >= limit ? 0 : limit - usage, unlimited, unlimited || k == LEDGER_WR);
+		print_uint(PRINT_JSON, "refused", NULL, st->refused[k]);
 		if (kern && k < KQ_NK) {
 			print_amount("kernel_limit", k, kq_max[k], kq_max[k] == KQ_UNLIMITED, false);
 			print_amount("kernel_usage", k, (uint64_t)kq_use[k], false, false);

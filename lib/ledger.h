@@ -137,6 +137,7 @@ struct ledger_scope_stat {
 	struct ledger_scope scope;
 	uint64_t limit[LEDGER_NKINDS]; /* LEDGER_UNLIMITED when none */
 	uint64_t usage[LEDGER_NKINDS]; /* LEDGER_WR: always 0 */
+	uint64_t refused[LEDGER_NKINDS]; /* creations this scope's limits refused (since its entry was made) */
 	unsigned int nprocs;           /* live attached processes in this scope */
 };
 

@@ -235,11 +235,19 @@ value_of() {
 	assert_output 1
 	run value_of 'rdmactl_refusals_total{scope="global",type="qp"}' <<<"$out"
 	assert_output 0
+	# the scope's own count is exact, --once or not; other kinds and scopes refused nothing
+	run value_of 'rdmactl_quota_refusals_total{scope="global",type="qp"}' <<<"$out"
+	assert_output 1
+	run value_of 'rdmactl_quota_refusals_total{scope="global",type="pd"}' <<<"$out"
+	assert_output 0
 	# the next one adds to the same series
 	run -3 "$HOLD" -c qp=3
 	sleep 1.5
 	run -0 curl -sf "http://127.0.0.1:$PORT/metrics"
-	run value_of 'rdmactl_refusals_total{scope="global",type="qp"}' <<<"$output"
+	out=$output
+	run value_of 'rdmactl_refusals_total{scope="global",type="qp"}' <<<"$out"
+	assert_output 2
+	run value_of 'rdmactl_quota_refusals_total{scope="global",type="qp"}' <<<"$out"
 	assert_output 2
 }
 

@@ -131,8 +131,10 @@ static int do_attach(struct ledger *l, const char *job)
 	s->start = start;
 	s->inflight = 0;
 	__atomic_store_n(&s->vseq, 0, __ATOMIC_SEQ_CST);
-	for (k = 0; k < LEDGER_NKINDS; k++)
+	for (k = 0; k < LEDGER_NKINDS; k++) {
 		ASTORE(&s->usage[k], 0);
+		ASTORE(&s->refused[k], 0);
+	}
 	self_cgroup(l->cgroup, sizeof(l->cgroup));
 	copy_str(s->cgroup, l->cgroup, sizeof(s->cgroup));
 	ASTORE(&s->job, j);

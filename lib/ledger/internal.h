@@ -20,8 +20,9 @@
  * 2: denials carry the environment variable of a per-process limit; kinds xrcd and wq.
  * 3: every limit change bumps the usage file's generation (processes cache their limits by it); job and slot
  *    entries never straddle a page.
+ * 4: refusals counted per scope (global, cgroup entry, job, process slot), exactly, not only in the ring.
  */
-#define LEDGER_VERSION 3
+#define LEDGER_VERSION 4
 #define POLICY_MAGIC "RDMAPOL1"
 #define USAGE_MAGIC "RDMAUSE1"
 #define USAGE_SUFFIX ".usage"
@@ -90,6 +91,7 @@ struct job {
 	char name[LEDGER_NAME_MAX];
 	uint64_t limit[LEDGER_NKINDS];
 	uint64_t total[LEDGER_NKINDS];
+	uint64_t refused[LEDGER_NKINDS]; /* creations this job's limits refused */
 } __attribute__((aligned(512))); /* limit and total on one page */
 
 struct slot {
@@ -108,6 +110,7 @@ struct slot {
 	 */
 	uint32_t vseq;
 	char cgroup[LEDGER_CGROUP_MAX];
+	uint64_t refused[LEDGER_NKINDS]; /* creations this process's own (pid) limits refused */
 } __attribute__((aligned(512))); /* the hot part on one page */
 
 struct usage {
@@ -129,6 +132,9 @@ struct usage {
 	uint64_t denial_seq;
 	uint64_t global_total[LEDGER_NKINDS] __attribute__((aligned(64)));
 	uint64_t cg_total[LEDGER_MAX_CGROUPS][LEDGER_NKINDS] __attribute__((aligned(64)));
+	/* creations refused by each scope's limits, per kind (the refusal's cold path writes them) */
+	uint64_t global_refused[LEDGER_NKINDS] __attribute__((aligned(64)));
+	uint64_t cg_refused[LEDGER_MAX_CGROUPS][LEDGER_NKINDS];
 	struct ring_ent ring[LEDGER_DENIAL_RING];
 	struct job jobs[LEDGER_MAX_JOBS];
 	struct slot slots[LEDGER_MAX_PROCS];
@@ -189,6 +195,7 @@ struct ledger {
 };
 
 _Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");
+_Static_assert(sizeof(struct slot) == 512 && sizeof(struct job) == 512, "a slot or a job straddles a page");
 
 bool pid_alive(pid_t pid, uint64_t start);
 uint64_t pack_owner(pid_t pid, uint64_t start);

@@ -89,8 +89,10 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 	err = gc_lock(l, 3000);
 	if (err)
 		return seterr(err, "ledger busy (gc lock held)");
-	for (k = 0; k < LEDGER_NKINDS; k++)
+	for (k = 0; k < LEDGER_NKINDS; k++) {
 		pol->cg[fr].limit[k] = LEDGER_UNLIMITED;
+		ASTORE(&l->use->cg_refused[fr][k], 0); /* a new entry's refusals start from zero */
+	}
 	pol->cg[fr].limit[kind] = value;
 	copy_str(pol->cg[fr].path, path, sizeof(pol->cg[fr].path));
 	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
@@ -230,6 +232,7 @@ int ledger_job_create(struct ledger *l, const char *name, const uint64_t limit[L
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		ASTORE(&u->jobs[i].limit[k], limit ? limit[k] : LEDGER_UNLIMITED);
 		ASTORE(&u->jobs[i].total[k], 0);
+		ASTORE(&u->jobs[i].refused[k], 0);
 	}
 	u->jobs[i].owner_pid = getpid();
 	u->jobs[i].owner_start = start;

@@ -154,6 +154,8 @@ static void fill_pid_scope(struct ledger *l, pid_t pid, uint64_t start, struct l
 
 		if (ALOAD(&s->state) == ENT_LIVE && s->pid == pid && s->start == start) {
 			slot_usage_into(s, st->usage);
+			for (k = 0; k < LEDGER_NKINDS; k++)
+				st->refused[k] += ALOADR(&s->refused[k]);
 			st->nprocs++;
 		}
 	}
@@ -185,6 +187,7 @@ static void fill_cgroup_scope(struct ledger *l, const char *path, struct ledger_
 		for (k = 0; k < LEDGER_NKINDS; k++) {
 			st->limit[k] = ALOADR(&l->pol->cg[e].limit[k]);
 			st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&l->use->cg_total[e][k]);
+			st->refused[k] = ALOADR(&l->use->cg_refused[e][k]);
 		}
 		untracked_usage(l, st, in_cgroup, path);
 	}
@@ -201,6 +204,7 @@ static void fill_job_scope(struct ledger *l, int j, struct ledger_scope_stat *st
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		st->limit[k] = ALOADR(&jb->limit[k]);
 		st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&jb->total[k]);
+		st->refused[k] = ALOADR(&jb->refused[k]);
 	}
 	untracked_usage(l, st, in_job, &j);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
@@ -216,6 +220,7 @@ static void fill_global_scope(struct ledger *l, struct ledger_scope_stat *st)
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		st->limit[k] = ALOADR(&l->pol->global_limit[k]);
 		st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&l->use->global_total[k]);
+		st->refused[k] = ALOADR(&l->use->global_refused[k]);
 	}
 	untracked_usage(l, st, in_global, NULL);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)

@@ -267,6 +267,35 @@ static COLD_FN void fill_denial(struct ledger *l, struct ledger_denial *d, enum 
 	}
 }
 
+/* The refusing scope's own count: the global one, the cgroup entry of that path, this job, this slot. */
+static COLD_FN void count_scope_denial(struct ledger *l, const struct ledger_denial *d)
+{
+	struct usage *u = l->use;
+	int i;
+
+	switch (d->scope.type) {
+	case LEDGER_SCOPE_GLOBAL:
+		AADD(&u->global_refused[d->kind], 1);
+		break;
+	case LEDGER_SCOPE_CGROUP:
+		for (i = 0; i < LEDGER_MAX_CGROUPS; i++)
+			if (ALOAD(&l->pol->cg[i].state) == ENT_LIVE &&
+			    !strncmp(l->pol->cg[i].path, d->scope.name, LEDGER_CGROUP_MAX)) {
+				AADD(&u->cg_refused[i][d->kind], 1);
+				break;
+			}
+		break;
+	case LEDGER_SCOPE_JOB:
+		if (l->job >= 0 && l->job < LEDGER_MAX_JOBS)
+			AADD(&u->jobs[l->job].refused[d->kind], 1);
+		break;
+	case LEDGER_SCOPE_PROCESS:
+		if (l->slot >= 0 && l->slot < LEDGER_MAX_PROCS)
+			AADD(&u->slots[l->slot].refused[d->kind], 1);
+		break;
+	}
+}
+
 static COLD_FN void record_denial(struct ledger *l, const struct ledger_denial *d)
 {
 	struct usage *u = l->use;
@@ -274,8 +303,10 @@ static COLD_FN void record_denial(struct ledger *l, const struct ledger_denial *
 	uint64_t seq;
 
 	AADD(&u->denial_total, 1);
-	if ((unsigned int)d->kind < LEDGER_NKINDS)
+	if ((unsigned int)d->kind < LEDGER_NKINDS) {
 		AADD(&u->denial_kind[d->kind], 1);
+		count_scope_denial(l, d);
+	}
 	seq = AADD(&u->denial_seq, 1) + 1;
 	e = &u->ring[seq % LEDGER_DENIAL_RING];
 	__atomic_store_n(&e->seq, 0, __ATOMIC_SEQ_CST);

@@ -121,6 +121,8 @@ kernel_qps() {
 	run timeout 60 "$RDMACTL" run --job second --cgroup "$CG" -- "$EXV" -q 2
 	assert_line "qp created=1 refused=1 errno=ENOMEM"
 	wait_val "rdmactl_refusals_total{scope=\"cgroup\",type=\"qp\"}" 1
+	# and against that cgroup by name, with the labels of its limit: the refusals per tenant
+	wait_val "rdmactl_quota_refusals_total{scope=\"cgroup\",owner=\"$REL\",type=\"qp\"}" 1
 	run timeout 60 "$RDMACTL" run --job third --max-qp 1 -- "$EXV" -q 2
 	assert_line "qp created=1 refused=1 errno=ENOMEM"
 	wait_val "rdmactl_refusals_total{scope=\"job\",type=\"qp\"}" 1

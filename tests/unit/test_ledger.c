@@ -93,6 +93,16 @@ static uint64_t usage_of(struct ledger *l, struct ledger_scope s, enum ledger_ki
 	return st.usage[k];
 }
 
+/* The refusals a scope's own limits made, per kind (UINT64_MAX: no such scope). */
+static uint64_t refused_of(struct ledger *l, struct ledger_scope s, enum ledger_kind k)
+{
+	struct ledger_scope_stat st;
+
+	if (ledger_get_scope(l, &s, &st))
+		return UINT64_MAX;
+	return st.refused[k];
+}
+
 struct sum {
 	uint64_t all[LEDGER_NKINDS];
 	uint64_t job[LEDGER_NKINDS];
@@ -266,6 +276,12 @@ static void test_scopes(void)
 		CHECK(strstr(msg, "(job train): 2/3 in use, limit set by job train"), "%s", msg);
 	}
 	CHECK(usage_of(l, c, LEDGER_CQ) == 2, "refused reserve left nothing in cgroup");
+	/* each refusal counted against the scope that refused, exactly, and no other */
+	CHECK(refused_of(l, cp, LEDGER_PD) == 1 && refused_of(l, c, LEDGER_PD) == 0 && refused_of(l, j, LEDGER_PD) == 0,
+	      "pd refused: /tenant %lu", (unsigned long)refused_of(l, cp, LEDGER_PD));
+	CHECK(refused_of(l, j, LEDGER_CQ) == 1 && refused_of(l, c, LEDGER_CQ) == 0 && refused_of(l, cp, LEDGER_CQ) == 0,
+	      "cq refused: job %lu", (unsigned long)refused_of(l, j, LEDGER_CQ));
+	CHECK(refused_of(l, (struct ledger_scope){ .type = LEDGER_SCOPE_GLOBAL }, LEDGER_CQ) == 0, "global refused none");
 	CHECK(ledger_set_limit(l, &j, LEDGER_CQ, 4) == 0, "raise job limit");
 	CHECK(ledger_reserve(l, LEDGER_CQ, 2, NULL) == 0, "now fits");
 	CHECK(usage_of(l, j, LEDGER_CQ) == 4 && usage_of(l, c, LEDGER_CQ) == 4, "job and cgroup totals");
@@ -274,6 +290,7 @@ static void test_scopes(void)
 	CHECK(ledger_reserve(l, LEDGER_PD, 1, NULL) == 0, "pd 2 after unset");
 	CHECK(ledger_set_limit(l, &cp, LEDGER_PD, 5) == 0, "set again");
 	CHECK(usage_of(l, cp, LEDGER_PD) == 2, "recounted again: %lu", (unsigned long)usage_of(l, cp, LEDGER_PD));
+	CHECK(refused_of(l, cp, LEDGER_PD) == 0, "a new entry's refusals start from zero");
 	{
 		struct ledger_scope bad = scope_cg("/");
 
@@ -615,6 +632,12 @@ static void test_note_denial(void)
 	/* a ledger refusal still names its scope, not a variable */
 	CHECK(ledger_set_limit(l, &(struct ledger_scope){ .type = LEDGER_SCOPE_GLOBAL }, LEDGER_PD, 0) == 0, "set");
 	CHECK(ledger_reserve(l, LEDGER_PD, 1, &d) == -EDQUOT && !d.env[0], "ledger denial has no env");
+	/* per scope: the process's own limits (the variables) and the global one */
+	CHECK(refused_of(l, (struct ledger_scope){ .type = LEDGER_SCOPE_GLOBAL }, LEDGER_PD) == 1, "global pd refused");
+	CHECK(refused_of(l, scope_pid(getpid()), LEDGER_QP) == 1 && refused_of(l, scope_pid(getpid()), LEDGER_WR) == 1 &&
+		      refused_of(l, scope_pid(getpid()), LEDGER_PD) == 0,
+	      "process refused qp %lu", (unsigned long)refused_of(l, scope_pid(getpid()), LEDGER_QP));
+	CHECK(refused_of(l, scope_job("envjob"), LEDGER_QP) == 0, "the job refused nothing");
 	ledger_detach(l);
 	ledger_close(l);
 }
