@@ -264,6 +264,13 @@ static bool scope_shown(const struct ledger_scope_stat *st, bool per_process)
 	return false;
 }
 
+/* A family written once per scope: its name, type and help. */
+struct family {
+	const char *name;
+	enum prom_type type;
+	const char *help;
+};
+
 /* The labels of a ledger scope's series, as rdmactl_quota_limit has them: scope, owner (the pid, the job, the
  * cgroup's path; none for the global scope), type, and the cgroup's identities. */
 struct scope_labels {
@@ -297,17 +304,20 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 
 	if (s->err[METRICS_SRC_LEDGER])
 		return;
-	for (pass = 0; pass < 2; pass++) {
-		const char *name = pass ? "rdmactl_quota_usage" : "rdmactl_quota_limit";
+	static const struct family fam[] = {
+		{ "rdmactl_quota_limit", PROM_GAUGE,
+		  "Limit of a quota ledger scope (process: owner is the pid; job: the rdmactl run job; cgroup: the "
+		  "path; global: no owner), by type; no series where there is no limit. mr_bytes in bytes; wr is a cap "
+		  "on each QP's or SRQ's depth." },
+		{ "rdmactl_quota_usage", PROM_GAUGE,
+		  "Usage charged to a quota ledger scope, by type (labels as rdmactl_quota_limit)." },
+		{ "rdmactl_quota_refusals_total", PROM_COUNTER,
+		  "Creations a quota ledger scope's own limits refused, by type (labels as rdmactl_quota_limit), "
+		  "since the scope's entry was made: a cgroup's first limit, a job's start, a process's attach." },
+	};
 
-		if (!pass)
-			prom_family(b, name, PROM_GAUGE,
-				    "Limit of a quota ledger scope (process: owner is the pid; job: the rdmactl run job; "
-				    "cgroup: the path; global: no owner), by type; no series where there is no limit. "
-				    "mr_bytes in bytes; wr is a cap on each QP's or SRQ's depth.");
-		else
-			prom_family(b, name, PROM_GAUGE,
-				    "Usage charged to a quota ledger scope, by type (labels as rdmactl_quota_limit).");
+	for (pass = 0; pass < (int)NLAB(fam); pass++) {
+		prom_family(b, fam[pass].name, fam[pass].type, fam[pass].help);
 		for (i = 0; i < s->nscopes; i++) {
 			const struct ledger_scope_stat *st = &s->scopes[i];
 			struct scope_labels sl;
@@ -317,10 +327,12 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 			scope_labels(s, st, &sl);
 			for (k = 0; k < LEDGER_NKINDS; k++) {
 				sl.l[2].value = ledger_kind_name(k);
-				if (!pass && st->limit[k] != LEDGER_UNLIMITED)
-					prom_sample_u64(b, name, sl.l, NLAB(sl.l), st->limit[k]);
-				else if (pass && k != LEDGER_WR)
-					prom_sample_u64(b, name, sl.l, NLAB(sl.l), st->usage[k]);
+				if (pass == 0 && st->limit[k] != LEDGER_UNLIMITED)
+					prom_sample_u64(b, fam[pass].name, sl.l, NLAB(sl.l), st->limit[k]);
+				else if (pass == 1 && k != LEDGER_WR)
+					prom_sample_u64(b, fam[pass].name, sl.l, NLAB(sl.l), st->usage[k]);
+				else if (pass == 2)
+					prom_sample_u64(b, fam[pass].name, sl.l, NLAB(sl.l), st->refused[k]);
 			}
 		}
 	}
@@ -338,21 +350,6 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 		if (st->scope.type != LEDGER_SCOPE_PROCESS)
 			prom_sample_u64(b, "rdmactl_quota_processes", l, NLAB(l), st->nprocs);
 	}
-	prom_family(b, "rdmactl_quota_refusals_total", PROM_COUNTER,
-		    "Creations a quota ledger scope's own limits refused, by type (labels as rdmactl_quota_limit), "
-		    "since the scope's entry was made: a cgroup's first limit, a job's start, a process's attach.");
-	for (i = 0; i < s->nscopes; i++) {
-		const struct ledger_scope_stat *st = &s->scopes[i];
-		struct scope_labels sl;
-
-		if (!scope_shown(st, o->per_process))
-			continue;
-		scope_labels(s, st, &sl);
-		for (k = 0; k < LEDGER_NKINDS; k++) {
-			sl.l[2].value = ledger_kind_name(k);
-			prom_sample_u64(b, "rdmactl_quota_refusals_total", sl.l, NLAB(sl.l), st->refused[k]);
-		}
-	}
 	prom_family(b, "rdmactl_refusals_total", PROM_COUNTER,
 		    "Creations the quota ledger refused, by the scope whose limit refused and type, since the "
 		    "ledger was created. unattributed: refusals this exporter did not see in the ledger's ring of "
@@ -368,11 +365,7 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 /* The kernel's side (BPF LSM) of the ledger scopes with kernel limits: labels as rdmactl_quota_limit's. */
 static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 {
-	static const struct {
-		const char *name;
-		enum prom_type type;
-		const char *help;
-	} fam[] = {
+	static const struct family fam[] = {
 		{ "rdmactl_kernel_quota_limit", PROM_GAUGE,
 		  "Limit the kernel enforces (BPF LSM: rdmactl quota set --kernel) on a scope, by type (labels as "
 		  "rdmactl_quota_limit); no series where the kernel has no limit." },

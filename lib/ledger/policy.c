@@ -25,6 +25,19 @@
 
 /* ---- policy ------------------------------------------------------------------------------------- */
 
+/* A limit published while operations are frozen, the gc lock held: every total recounted, operations let go. */
+static int recount_unfreeze(struct ledger *l)
+{
+	int err;
+
+	limits_changed(l);
+	err = gc_locked(l, true, NULL, NULL);
+	gc_unlock(l);
+	if (err)
+		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
+	return 0;
+}
+
 /*
  * Set a limit of a job, a cgroup entry or the global scope. Their totals of a kind are kept only while they
  * limit that kind (lib/ledger.h, "Totals"): a limit where there was none is published while operations are
@@ -45,12 +58,7 @@ static int set_scope_limit(struct ledger *l, uint64_t *lim, enum ledger_kind kin
 		return seterr(err, "ledger busy (gc lock held)");
 	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
 	ASTORE(lim, value);
-	limits_changed(l);
-	err = gc_locked(l, true, NULL, NULL);
-	gc_unlock(l);
-	if (err)
-		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
-	return 0;
+	return recount_unfreeze(l);
 }
 
 static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind kind, uint64_t value)
@@ -97,12 +105,7 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 	copy_str(pol->cg[fr].path, path, sizeof(pol->cg[fr].path));
 	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
 	ASTORE(&pol->cg[fr].state, ENT_LIVE);
-	limits_changed(l);
-	err = gc_locked(l, true, NULL, NULL);
-	gc_unlock(l);
-	if (err)
-		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
-	return 0;
+	return recount_unfreeze(l);
 }
 
 static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum ledger_kind kind, uint64_t value)
