@@ -44,6 +44,7 @@ load helper
 		dpkg -i "$1" >/dev/null
 		dpkg-query -W -f "\${Status}\n" rdmactl
 		/usr/bin/rdmactl --version
+		echo "asan $(ldd /usr/bin/rdmactl | grep -c libasan)"
 		"$ns" start
 		echo "export $("$ns" systemctl is-enabled rdmactl-export.service)"
 		"$ns" systemctl list-dependencies --plain --no-pager sysinit.target | grep -o "rdmactl-ledger.service"
@@ -69,6 +70,8 @@ load helper
 	assert_success
 	assert_line 'install ok installed'
 	assert_line --regexp '^rdmactl '
+	# never a sanitized build, even from make check SANITIZE=1
+	assert_line 'asan 0'
 	assert_line 'export enabled'
 	assert_line 'rdmactl-ledger.service'
 	assert_line 'ledger root 644'
