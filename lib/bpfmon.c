@@ -6,7 +6,6 @@
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,18 +240,12 @@ int mon_prog_stats(const struct mon *m, uint64_t *run_ns, uint64_t *runs)
 	return 0;
 }
 
-/* The counters maps a monitor pins, owned by the newest monitor. */
-static const struct {
-	const char *path;
-	size_t map; /* offset of the map's pointer in the skeleton's maps */
-} pins[] = {
-	{ MON_PIN_COUNTERS, offsetof(struct restrack_bpf, maps.counters) },
-	{ MON_PIN_DEVCOUNTERS, offsetof(struct restrack_bpf, maps.devcounters) },
-};
+/* The counters maps a monitor pins (the per-owner ones first: top's rates need them), owned by the newest. */
+static const char *const pins[] = { MON_PIN_COUNTERS, MON_PIN_DEVCOUNTERS };
 
 static struct bpf_map *pin_map(struct mon *m, size_t i)
 {
-	return *(struct bpf_map **)((char *)m->skel + pins[i].map);
+	return i ? m->skel->maps.devcounters : m->skel->maps.counters;
 }
 
 static void pin_counters(struct mon *m)
@@ -262,8 +255,8 @@ static void pin_counters(struct mon *m)
 	if (mkdir(MON_PIN_DIR, 0755) && errno != EEXIST)
 		return;
 	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
-		unlink(pins[i].path); /* the newest monitor owns the pin */
-		if (!bpf_map__pin(pin_map(m, i), pins[i].path))
+		unlink(pins[i]); /* the newest monitor owns the pin */
+		if (!bpf_map__pin(pin_map(m, i), pins[i]))
 			m->pinned = true; /* unpin_counters() removes what is ours */
 	}
 }
@@ -279,7 +272,7 @@ static void unpin_counters(struct mon *m)
 	if (!m->pinned)
 		return;
 	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
-		fd = bpf_obj_get(pins[i].path);
+		fd = bpf_obj_get(pins[i]);
 		if (fd < 0)
 			continue;
 		memset(&a, 0, sizeof(a));
@@ -288,7 +281,7 @@ static void unpin_counters(struct mon *m)
 		lb = sizeof(b);
 		if (!bpf_obj_get_info_by_fd(fd, &a, &la) &&
 		    !bpf_obj_get_info_by_fd(bpf_map__fd(pin_map(m, i)), &b, &lb) && a.id == b.id)
-			unlink(pins[i].path);
+			unlink(pins[i]);
 		close(fd);
 	}
 	rmdir(MON_PIN_DIR); /* fails harmlessly when not empty */

@@ -780,13 +780,9 @@ static int mon_fold(struct metrics_ctx *x, struct mon_counts *total, char *why, 
 
 /* The monitor's per-device counts, merged by device name (objects without a device, or whose device netlink
  * no longer lists, under ""). Nothing when no per-device counters are pinned. */
-struct mondev_ctx {
-	struct metrics_snap *s;
-};
-
 static int mondev_cb(pid_t key, const struct mon_counts *c, void *arg)
 {
-	struct metrics_snap *s = ((struct mondev_ctx *)arg)->s;
+	struct metrics_snap *s = arg;
 	const char *name = "";
 	unsigned int i;
 
@@ -811,7 +807,6 @@ static int mondev_cb(pid_t key, const struct mon_counts *c, void *arg)
 
 static void mondev_read(struct metrics_snap *s)
 {
-	struct mondev_ctx m = { .s = s };
 	int fd;
 
 	unsigned int i;
@@ -820,8 +815,8 @@ static void mondev_read(struct metrics_snap *s)
 		return;
 	/* every device netlink lists has its series, 0 until it has an object */
 	for (i = 0; i < s->ndevs; i++)
-		mondev_cb((pid_t)s->devs[i].dev.index, &(const struct mon_counts){ 0 }, &m);
-	s->mon_devs_read = !mon_counters_foreach(fd, mondev_cb, &m);
+		mondev_cb((pid_t)s->devs[i].dev.index, &(const struct mon_counts){ 0 }, s);
+	s->mon_devs_read = !mon_counters_foreach(fd, mondev_cb, s);
 	close(fd);
 }
 

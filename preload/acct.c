@@ -277,6 +277,14 @@ static inline void local_release(int i, uint64_t n)
 		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
 }
 
+/* One object's RDMACTL_MAX_* counters given back: its count, and an MR's bytes. */
+static inline ALWAYS_INLINE void local_release_obj(enum ledger_kind kind, uint64_t bytes)
+{
+	local_release(kind, 1);
+	if (kind == LEDGER_MR)
+		local_release(LEDGER_MR_BYTES, bytes);
+}
+
 /* The ledger's refusal hook (ledger_on_refusal()): log the refusal, or follow the fail mode on an error. */
 static COLD_FN int ledger_refused(int ret, enum ledger_kind kind, const struct ledger_denial *why)
 {
@@ -332,9 +340,7 @@ static COLD_FN int local_wr_refused(enum ledger_kind kind, uint64_t depth)
 /* A refusal of the ledger (logged by its hook): the local counters given back. */
 static COLD_FN int ledger_charge_failed(int ret, enum ledger_kind kind, uint64_t bytes)
 {
-	local_release(kind, 1);
-	if (kind == LEDGER_MR)
-		local_release(LEDGER_MR_BYTES, bytes);
+	local_release_obj(kind, bytes);
 	return ret;
 }
 
@@ -452,9 +458,7 @@ static COLD_FN void release_slow(enum ledger_kind kind, uint64_t bytes)
 {
 	if (refuse_all)
 		return;
-	local_release(kind, 1);
-	if (kind == LEDGER_MR)
-		local_release(LEDGER_MR_BYTES, bytes);
+	local_release_obj(kind, bytes);
 	if (ledger)
 		ledger_release_obj(ledger, kind, bytes);
 	plog(2, "released %s for pid %d", ledger_kind_names[kind], (int)my_pid);
@@ -464,9 +468,7 @@ static __attribute__((noinline)) HOT_DESTROY void release_local(enum ledger_kind
 {
 	struct ledger *l = ledger;
 
-	local_release(kind, 1);
-	if (kind == LEDGER_MR)
-		local_release(LEDGER_MR_BYTES, bytes);
+	local_release_obj(kind, bytes);
 	if (l)
 		ledger_release_obj(l, kind, bytes);
 }
@@ -486,9 +488,7 @@ HOT_DESTROY_FIRST void acct_release(enum ledger_kind kind, uint64_t bytes)
 		return;
 	}
 	if (!l) {
-		local_release(kind, 1);
-		if (kind == LEDGER_MR)
-			local_release(LEDGER_MR_BYTES, bytes);
+		local_release_obj(kind, bytes);
 		return;
 	}
 	release_local(kind, bytes);
