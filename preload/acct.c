@@ -32,6 +32,10 @@ static const char *const limit_env[LEDGER_NKINDS] = {
 };
 
 static struct ledger *ledger HOT_DATA;
+/* The routes (preload.h): written by update_slow() only. */
+unsigned char acct_route[LEDGER_NKINDS] HOT_DATA;
+unsigned char acct_route_wr[LEDGER_NKINDS] HOT_DATA;
+struct ledger *acct_ledger HOT_DATA;
 /* The handle itself: every reserve and release reads it. */
 static unsigned char ledger_mem[LEDGER_HANDLE_SIZE] HOT_DATA __attribute__((aligned(64)));
 /* The ledger was asked for (job or path given) but is unusable and RDMACTL_FAIL=closed: refuse all. */
@@ -408,6 +412,17 @@ static inline ALWAYS_INLINE int charge_env(enum ledger_kind kind, uint64_t bytes
 	return 0;
 }
 
+/* ROUTE_LOCAL (preload.h): the RDMACTL_MAX_* counters, no ledger. */
+HOT_CREATE int acct_charge_local(enum ledger_kind kind, uint64_t bytes)
+{
+	return charge_env(kind, bytes);
+}
+
+HOT_DESTROY void acct_release_local(enum ledger_kind kind, uint64_t bytes)
+{
+	local_release_obj(kind, bytes);
+}
+
 /* With an RDMACTL_MAX_* counter for the kind: out of line, so that the usual path needs no stack frame. */
 static __attribute__((noinline)) HOT_CREATE int charge_local(enum ledger_kind kind, uint64_t extra, bool queue)
 {
@@ -417,9 +432,24 @@ static __attribute__((noinline)) HOT_CREATE int charge_local(enum ledger_kind ki
 /* Settings or a fork that send every charge the long way (charge_slow): one flag on the hot path. */
 static void update_slow(void)
 {
-	atomic_store(&slow, refuse_all || atomic_load(&reattach) || pcfg.log_level >= 2);
-}
+	bool sl = refuse_all || atomic_load(&reattach) || pcfg.log_level >= 2;
+	int i;
 
+	atomic_store(&slow, sl);
+	/* where acct_charge() and acct_charge_wr() would go at once, without a check on the way */
+	acct_ledger = ledger;
+	for (i = 0; i < LEDGER_NKINDS; i++) {
+		unsigned char r = sl ? ROUTE_SLOW
+			       : ledger ? (local_on[i] ? ROUTE_SLOW : ROUTE_LEDGER)
+					: (local_on[i] ? ROUTE_LOCAL : ROUTE_NONE);
+
+		__atomic_store_n(&acct_route[i], r, __ATOMIC_RELAXED);
+		/* a queue's route: a WR cap from the environment takes the long way, unless nothing is counted */
+		if (limit[LEDGER_WR] != UINT64_MAX && r != ROUTE_SLOW)
+			r = ROUTE_SLOW;
+		__atomic_store_n(&acct_route_wr[i], r, __ATOMIC_RELAXED);
+	}
+}
 /*
  * The first function of the create side. Without an RDMACTL_MAX_* limit on the kind (the usual case under
  * run) it is a tail call into the ledger, whose refusal hook logs (ledger_refused()).

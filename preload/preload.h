@@ -28,6 +28,46 @@ extern struct pcfg pcfg;
 int acct_charge(enum ledger_kind kind, uint64_t bytes);
 /* Give back what acct_charge() took (also on the create's failure path). */
 void acct_release(enum ledger_kind kind, uint64_t bytes);
+/*
+ * The route of a kind's charge, decided when the settings or the attachment change (update_slow() in acct.c),
+ * never per call, so that a wrapper goes where acct_charge() would, with its result, in fewer steps:
+ * ROUTE_LEDGER straight to the ledger's operation (attached, no RDMACTL_MAX_* counter for the kind: the
+ * ledger's refusal hook logs); ROUTE_LOCAL the RDMACTL_MAX_* counters alone (no ledger); ROUTE_NONE nothing
+ * to count; ROUTE_SLOW through acct_charge() (both, a fork not reattached yet, a fail mode, debug logging).
+ * acct_route_wr: the same for a queue, ROUTE_SLOW where an RDMACTL_MAX_WR cap applies.
+ */
+enum { ROUTE_SLOW, ROUTE_LEDGER, ROUTE_LOCAL, ROUTE_NONE };
+extern unsigned char acct_route[LEDGER_NKINDS];
+extern unsigned char acct_route_wr[LEDGER_NKINDS];
+extern struct ledger *acct_ledger;
+int acct_charge_local(enum ledger_kind kind, uint64_t bytes);
+void acct_release_local(enum ledger_kind kind, uint64_t bytes);
+
+static inline __attribute__((always_inline)) int acct_charge_obj(enum ledger_kind kind, uint64_t bytes)
+{
+	unsigned char r = __atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED);
+
+	if (__builtin_expect(r == ROUTE_LEDGER, 1))
+		return ledger_reserve_obj(acct_ledger, kind, bytes, NULL);
+	if (r == ROUTE_LOCAL)
+		return acct_charge_local(kind, bytes);
+	if (r == ROUTE_NONE)
+		return 0;
+	return acct_charge(kind, bytes);
+}
+
+static inline __attribute__((always_inline)) void acct_release_obj(enum ledger_kind kind, uint64_t bytes)
+{
+	unsigned char r = __atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED);
+
+	if (__builtin_expect(r == ROUTE_LEDGER, 1))
+		ledger_release_obj(acct_ledger, kind, bytes);
+	else if (r == ROUTE_LOCAL)
+		acct_release_local(kind, bytes);
+	else if (r != ROUTE_NONE)
+		acct_release(kind, bytes);
+}
+
 /* Change the bytes of a live MR by delta (rereg). Growing may be refused like acct_charge. */
 int acct_mr_bytes(int64_t delta);
 /*

@@ -118,7 +118,7 @@ COLD_FN int pre_create_failed(int ret);
 /* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
 static inline ALWAYS_INLINE int pre_create(struct track *t, enum ledger_kind kind, uint64_t bytes)
 {
-	int ret = acct_charge(kind, bytes);
+	int ret = acct_charge_obj(kind, bytes);
 
 	t->kind = kind;
 	t->bytes = bytes;
@@ -128,7 +128,17 @@ static inline ALWAYS_INLINE int pre_create(struct track *t, enum ledger_kind kin
 /* Same for a queue: its depth against the WR caps, and its count, in one charge. */
 static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
 {
-	int ret = acct_charge_wr(kind, send_wr, recv_wr);
+	unsigned char route = __atomic_load_n(&acct_route_wr[kind], __ATOMIC_RELAXED);
+	int ret;
+
+	if (__builtin_expect(route == ROUTE_LEDGER, 1))
+		ret = ledger_reserve_obj(acct_ledger, kind, send_wr > recv_wr ? send_wr : recv_wr, NULL);
+	else if (route == ROUTE_LOCAL)
+		ret = acct_charge_local(kind, 0);
+	else if (route == ROUTE_NONE)
+		ret = 0;
+	else
+		ret = acct_charge_wr(kind, send_wr, recv_wr);
 
 	t->kind = kind;
 	t->bytes = 0;
@@ -163,7 +173,7 @@ static inline ALWAYS_INLINE void post_create(const struct track *t, const void *
 static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec *r, int ret)
 {
 	if (__builtin_expect(!ret, 1))
-		acct_release(r->kind, r->bytes);
+		acct_release_obj(r->kind, r->bytes);
 	else
 		destroy_failed(obj, r);
 }

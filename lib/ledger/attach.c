@@ -163,6 +163,7 @@ int ledger_attach_child(struct ledger *l)
 
 	copy_str(job, l->jobname, sizeof(job));
 	l->slot = -1;
+	__atomic_store_n(&l->fast_slot, NULL, __ATOMIC_RELAXED); /* the parent's slot is not ours */
 	pthread_mutex_init(&l->mtx, NULL);
 	return do_attach(l, job);
 }
@@ -200,5 +201,6 @@ int ledger_detach(struct ledger *l)
 	ASTORE(&s->state, ENT_FREE);
 	ASTORE(&s->owner, 0);
 	l->slot = -1;
+	__atomic_store_n(&l->fast_slot, NULL, __ATOMIC_RELAXED);
 	return err;
 }

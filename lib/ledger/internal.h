@@ -32,7 +32,7 @@
  * is writable by every user, and a writer that puts the generation back must not hide a limit change for
  * good.
  */
-#define VIEW_RECHECK 1024
+#define VIEW_RECHECK 4096
 
 #define ALOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ALOADR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -147,6 +147,13 @@ struct plan_ent {
 	int32_t type; /* enum ledger_scope_type, for a refusal's message */
 	int32_t idx;  /* the job or cgroup entry */
 };
+/* A plan of the slot (no pid limit) and at most one more scope: c0 the slot's counter, c1 and l1 the other's. */
+struct fast_ent {
+	uint64_t *c0;
+	uint64_t *c1;
+	uint64_t l1;
+};
+
 /* The process, its job, up to five cgroups, the global scope. */
 #define PLAN_MAX 8
 
@@ -185,6 +192,17 @@ struct ledger {
 	bool plan_ok;
 	uint8_t plan_n[LEDGER_NKINDS];
 	struct plan_ent plan[LEDGER_NKINDS][PLAN_MAX];
+	/*
+	 * The usual plans in the shape the interceptor's operation follows without a loop (ledger_reserve_obj's
+	 * first lines): per kind, the slot's counter when the kind has no pid limit (else NULL: the plan's way)
+	 * and the one other scope that limits it, if any; fast_wr, the lowest WR cap (LEDGER_UNLIMITED: none).
+	 * fast[LEDGER_WR] and fast[LEDGER_MR_BYTES] stay empty (an operation of those kinds is -EINVAL, found by
+	 * the general path). Built with the plan, from it.
+	 */
+	struct fast_ent fast[LEDGER_NKINDS];
+	struct fast_ent fast_bytes; /* LEDGER_MR_BYTES, for an MR's operation */
+	uint64_t fast_wr;
+	struct slot *fast_slot;
 	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
 	uint64_t stuck_check;
 

@@ -312,6 +312,7 @@ static int open_at(void *mem, const char *path, unsigned int flags, struct ledge
 	}
 	pthread_mutex_init(&l->mtx, NULL);
 	l->slot = -1;
+	l->fast_slot = NULL;
 	l->job = -1;
 	l->policy_rw = flags & LEDGER_POLICY_RW;
 	err = map_file(path, POLICY_MAGIC, sizeof(struct policy), l->policy_rw, &p);

@@ -41,6 +41,32 @@ static void plan_add(struct plan_ent *p, unsigned int *n, bool always, uint64_t 
 }
 
 /*
+ * The fast shape of the plans (build_plan(), under l->mtx): a kind whose plan is the slot without a pid limit
+ * and at most one more scope. The counters go in last, so that an operation that sees one sees its scope.
+ */
+static COLD_FN void build_fast(struct ledger *l)
+{
+	uint64_t wr = LEDGER_UNLIMITED;
+	unsigned int i, k;
+
+	for (i = 0; i < l->plan_n[LEDGER_WR]; i++)
+		if (l->plan[LEDGER_WR][i].lim < wr)
+			wr = l->plan[LEDGER_WR][i].lim;
+	__atomic_store_n(&l->fast_wr, wr, __ATOMIC_RELAXED);
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		const struct plan_ent *p = l->plan[k];
+		struct fast_ent *f = k == LEDGER_MR_BYTES ? &l->fast_bytes : &l->fast[k];
+		unsigned int n = l->plan_n[k];
+
+		if (k == LEDGER_WR || n < 1 || n > 2 || p[0].lim != LEDGER_UNLIMITED)
+			continue;
+		__atomic_store_n(&f->c1, n == 2 ? p[1].ctr : NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->l1, n == 2 ? p[1].lim : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&f->c0, p[0].ctr, __ATOMIC_RELEASE);
+	}
+}
+
+/*
  * The plan of every kind (under l->mtx, from refresh_view): the scopes in the order the general path charges
  * them, each with its counter and its limit as of now (any change of them bumps the generation). cg[] are
  * valid cgroup indices (cg_matches()); the slot and job indices are this handle's own.
@@ -52,11 +78,16 @@ static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
 	struct slot *s;
 	int k, i;
 
+	/* no fast operation while the plans change: the general path rereads them */
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		__atomic_store_n(&l->fast[k].c0, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->fast_bytes.c0, NULL, __ATOMIC_RELAXED);
 	if (l->slot < 0 || l->slot >= LEDGER_MAX_PROCS || l->job >= LEDGER_MAX_JOBS || ncg > PLAN_MAX - 3) {
 		__atomic_store_n(&l->plan_ok, false, __ATOMIC_RELAXED);
 		return;
 	}
 	s = &u->slots[l->slot];
+	__atomic_store_n(&l->fast_slot, s, __ATOMIC_RELAXED);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		struct plan_ent *p = l->plan[k];
 		bool wr = k == LEDGER_WR;
@@ -74,6 +105,7 @@ static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
 		__atomic_store_n(&l->plan_n[k], n, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&l->plan_ok, true, __ATOMIC_RELAXED);
+	build_fast(l);
 }
 
 /*
@@ -156,6 +188,30 @@ static COLD_FN void stuck_repair(struct ledger *l)
 	}
 }
 
+/* One more on *p unless that passes lim. */
+static inline ALWAYS_INLINE bool cas_inc(uint64_t *p, uint64_t lim)
+{
+	uint64_t c = ALOADR(p);
+
+	do {
+		if (c >= lim)
+			return false;
+	} while (!__atomic_compare_exchange_n(p, &c, c + 1, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	return true;
+}
+
+/* Add n to *p unless that passes lim (cas_add() without the value seen). */
+static inline ALWAYS_INLINE bool cas_add1(uint64_t *p, uint64_t n, uint64_t lim)
+{
+	uint64_t c = ALOADR(p);
+
+	do {
+		if (c > lim - n || n > lim)
+			return false;
+	} while (!__atomic_compare_exchange_n(p, &c, c + n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	return true;
+}
+
 /* Add n to *p unless that passes lim. On refusal *cur is the value seen. */
 static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
 {
@@ -212,12 +268,8 @@ static COLD_FN void op_enter_slow(struct ledger *l, struct slot *s)
 	}
 }
 
-/*
- * Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line), and the
- * view not due for its periodic refresh (view_left, 0 also while a stuck freeze is ignored). The usual case
- * inline; anything else leaves the mark and starts over in op_enter_slow().
- */
-static inline ALWAYS_INLINE void op_enter(struct ledger *l, struct slot *s)
+/* op_enter() when the usual case holds, else false with no mark left (the caller goes another way). */
+static inline ALWAYS_INLINE bool op_try_enter(struct ledger *l, struct slot *s)
 {
 	struct usage *u = l->use;
 	uint32_t left;
@@ -227,12 +279,22 @@ static inline ALWAYS_INLINE void op_enter(struct ledger *l, struct slot *s)
 	if (__builtin_expect(left && !__atomic_load_n(&u->frozen, __ATOMIC_SEQ_CST) &&
 				     ALOAD(&u->gen) == __atomic_load_n(&l->view_gen, __ATOMIC_ACQUIRE),
 			     1)) {
-		/* a lost update between threads only delays the refresh */
 		__atomic_store_n(&l->view_left, left - 1, __ATOMIC_RELAXED);
-		return;
+		return true;
 	}
 	__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
-	op_enter_slow(l, s);
+	return false;
+}
+
+/*
+ * Enter an operation: in-flight marked, not frozen, view current (frozen and gen share a line), and the
+ * view not due for its periodic refresh (view_left, 0 also while a stuck freeze is ignored). The usual case
+ * inline; anything else leaves the mark and starts over in op_enter_slow().
+ */
+static inline ALWAYS_INLINE void op_enter(struct ledger *l, struct slot *s)
+{
+	if (__builtin_expect(!op_try_enter(l, s), 0))
+		op_enter_slow(l, s);
 }
 
 static inline void op_leave(struct slot *s)
@@ -759,7 +821,9 @@ void ledger_on_refusal(struct ledger *l, int (*fn)(int err, enum ledger_kind kin
 	l->on_refusal = fn;
 }
 
-HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
+/* ledger_reserve_obj() through the plans (any plan but a longer one, which goes the general way). */
+static __attribute__((noinline)) HOT_CREATE int reserve_obj_plan(struct ledger *l, enum ledger_kind kind,
+								   uint64_t extra, struct ledger_denial *why)
 {
 	const struct plan_ent *p, *pb;
 	unsigned int ns, nb, at;
@@ -798,7 +862,8 @@ general:
 	return reserve_obj_slow(l, kind, extra, why, 0);
 }
 
-HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
+static __attribute__((noinline)) HOT_DESTROY int release_obj_plan(struct ledger *l, enum ledger_kind kind,
+								    uint64_t bytes)
 {
 	const struct plan_ent *p;
 	unsigned int ns;
@@ -830,6 +895,139 @@ HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint
 	}
 	op_leave(s);
 	return err;
+}
+
+/*
+ * The interceptor's usual operation, in the fewest instructions (one page per side with the wrappers): the
+ * kind's plan is the slot without a pid limit and at most one scope with a limit (the job's total under
+ * run, or one cgroup entry), and an MR's bytes the same. One atomic add on the slot, one compare-and-swap
+ * on the other scope, the in-flight mark around them, the checks of op_enter(). Anything else (a refusal,
+ * a WR depth over a cap, a freeze, limits that changed, another plan) leaves nothing charged and goes the
+ * plans' way, which decides, describes and records it.
+ */
+static COLD_FN int reserve_fast_undo(struct ledger *l, enum ledger_kind kind, uint64_t extra,
+				     struct ledger_denial *why, uint64_t *c1, bool bytes)
+{
+	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+
+	if (bytes) {
+		/* the bytes' other scope refused: the bytes on the slot, and the count, given back */
+		__atomic_fetch_sub(&s->usage[LEDGER_MR_BYTES], extra, __ATOMIC_SEQ_CST);
+		if (c1)
+			sub_clamp(c1, 1);
+	}
+	__atomic_fetch_sub(&s->usage[kind], 1, __ATOMIC_SEQ_CST);
+	op_leave(s);
+	return reserve_obj_plan(l, kind, extra, why);
+}
+
+static COLD_FN int fast_leave(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
+{
+	op_leave(__atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED));
+	return reserve_obj_plan(l, kind, extra, why);
+}
+
+HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
+{
+	const struct fast_ent *f;
+	uint64_t *c0, *c1, *b0, *b1;
+	struct slot *s;
+
+	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
+		return -EINVAL;
+	s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+	if (__builtin_expect(!s || !op_try_enter(l, s), 0))
+		return reserve_obj_plan(l, kind, extra, why);
+	f = &l->fast[kind];
+	/* c0 is &s->usage[kind] (the cold paths find it there again) */
+	c0 = __atomic_load_n(&f->c0, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(!c0, 0))
+		return fast_leave(l, kind, extra, why);
+	if (kind == LEDGER_MR && extra) {
+		b0 = __atomic_load_n(&l->fast_bytes.c0, __ATOMIC_ACQUIRE);
+		if (__builtin_expect(!b0, 0))
+			return fast_leave(l, kind, extra, why);
+		c1 = ALOADR(&f->c1);
+		__atomic_fetch_add(c0, 1, __ATOMIC_SEQ_CST);
+		if (c1 && __builtin_expect(!cas_inc(c1, ALOADR(&f->l1)), 0))
+			return reserve_fast_undo(l, kind, extra, why, NULL, false);
+		b1 = ALOADR(&l->fast_bytes.c1);
+		__atomic_fetch_add(b0, extra, __ATOMIC_SEQ_CST);
+		if (b1 && __builtin_expect(!cas_add1(b1, extra, ALOADR(&l->fast_bytes.l1)), 0))
+			return reserve_fast_undo(l, kind, extra, why, c1, true);
+	} else {
+		if (__builtin_expect(extra > ALOADR(&l->fast_wr), 0))
+			return fast_leave(l, kind, extra, why);
+		c1 = ALOADR(&f->c1);
+		__atomic_fetch_add(c0, 1, __ATOMIC_SEQ_CST);
+		if (c1 && __builtin_expect(!cas_inc(c1, ALOADR(&f->l1)), 0))
+			return reserve_fast_undo(l, kind, extra, why, NULL, false);
+	}
+	op_leave(s);
+	return 0;
+}
+
+/*
+ * A fast release that found less held than it gives back (a caller's bug): put back. When the count was odd,
+ * the plans' way decides (it gives back the bytes and says -EINVAL); when only the bytes were, -EINVAL.
+ */
+static COLD_FN int release_fast_odd(struct ledger *l, enum ledger_kind kind, uint64_t bytes, bool counted)
+{
+	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+
+	if (counted) {
+		__atomic_fetch_add(&s->usage[LEDGER_MR_BYTES], bytes, __ATOMIC_SEQ_CST);
+		op_leave(s);
+		return -EINVAL;
+	}
+	__atomic_fetch_add(&s->usage[kind], 1, __ATOMIC_SEQ_CST);
+	op_leave(s);
+	return release_obj_plan(l, kind, bytes);
+}
+
+static COLD_FN int release_leave(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
+{
+	op_leave(__atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED));
+	return release_obj_plan(l, kind, bytes);
+}
+
+HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
+{
+	const struct fast_ent *f;
+	uint64_t *c0, *c1, *b0, *b1;
+	struct slot *s;
+
+	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
+		return -EINVAL;
+	s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+	if (__builtin_expect(!s || !op_try_enter(l, s), 0))
+		return release_obj_plan(l, kind, bytes);
+	f = &l->fast[kind];
+	c0 = __atomic_load_n(&f->c0, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(!c0, 0))
+		return release_leave(l, kind, bytes);
+	c1 = ALOADR(&f->c1);
+	if (kind == LEDGER_MR && bytes) {
+		b0 = __atomic_load_n(&l->fast_bytes.c0, __ATOMIC_ACQUIRE);
+		if (__builtin_expect(!b0, 0))
+			return release_leave(l, kind, bytes);
+		if (__builtin_expect(__atomic_fetch_sub(c0, 1, __ATOMIC_SEQ_CST) < 1, 0))
+			return release_fast_odd(l, kind, bytes, false);
+		if (c1)
+			sub_clamp(c1, 1);
+		b1 = ALOADR(&l->fast_bytes.c1);
+		if (__builtin_expect(__atomic_fetch_sub(b0, bytes, __ATOMIC_SEQ_CST) < bytes, 0))
+			return release_fast_odd(l, kind, bytes, true);
+		if (b1)
+			sub_clamp(b1, bytes);
+	} else {
+		if (__builtin_expect(__atomic_fetch_sub(c0, 1, __ATOMIC_SEQ_CST) < 1, 0))
+			return release_fast_odd(l, kind, bytes, false);
+		if (c1)
+			sub_clamp(c1, 1);
+	}
+	op_leave(s);
+	return 0;
 }
 
 int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount, uint64_t usage, uint64_t limit,

@@ -1161,6 +1161,66 @@ static void test_tracked_totals(void)
 	ledger_close(l);
 }
 
+/*
+ * The interceptor's operation in its fast shape (the slot without a pid limit and one more scope: a job under
+ * run) gives the books and the refusals of the general way: a refusal by the job's count or by its bytes
+ * leaves nothing charged anywhere, and a plan that is not of that shape (a pid limit) goes the general way.
+ */
+static void test_fast_shape(void)
+{
+	struct ledger *l;
+	struct ledger_denial d;
+	struct ledger_scope j = scope_job("fast"), me = scope_pid(getpid());
+	uint64_t lim[LEDGER_NKINDS];
+	int k;
+
+	fresh_ledger();
+	l = open_rw();
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		lim[k] = LEDGER_UNLIMITED;
+	lim[LEDGER_MR] = 2;
+	lim[LEDGER_MR_BYTES] = 1000;
+	lim[LEDGER_PD] = 1;
+	CHECK(ledger_job_create(l, "fast", lim) == 0, "job: %s", ledger_error());
+	CHECK(ledger_attach(l, "fast") == 0, "attach");
+	CHECK(l->fast[LEDGER_MR].c0 && l->fast[LEDGER_MR].c1 && l->fast_bytes.c0 && l->fast_bytes.c1 &&
+		      l->fast[LEDGER_CQ].c0 && !l->fast[LEDGER_CQ].c1 && !l->fast[LEDGER_WR].c0 &&
+		      !l->fast[LEDGER_MR_BYTES].c0,
+	      "the fast shapes: mr and its bytes with the job, cq on the slot alone, none for wr and bytes alone");
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 600, NULL) == 0, "mr 600");
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 600, &d) == -EDQUOT && d.kind == LEDGER_MR_BYTES &&
+		      d.scope.type == LEDGER_SCOPE_JOB && d.usage == 600 && d.limit == 1000,
+	      "the job's bytes refuse the second (kind %d, scope %d, usage %lu)", (int)d.kind, (int)d.scope.type,
+	      (unsigned long)d.usage);
+	CHECK(usage_of(l, me, LEDGER_MR) == 1 && usage_of(l, j, LEDGER_MR) == 1 && usage_of(l, me, LEDGER_MR_BYTES) == 600 &&
+		      usage_of(l, j, LEDGER_MR_BYTES) == 600,
+	      "nothing of the refused one stays (count and bytes, slot and job)");
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 100, NULL) == 0, "mr 100");
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 1, &d) == -EDQUOT && d.kind == LEDGER_MR &&
+		      d.scope.type == LEDGER_SCOPE_JOB && d.usage == 2 && d.limit == 2,
+	      "the job's count refuses the third");
+	CHECK(usage_of(l, me, LEDGER_MR) == 2 && usage_of(l, j, LEDGER_MR) == 2 && usage_of(l, j, LEDGER_MR_BYTES) == 700,
+	      "and leaves nothing either");
+	CHECK(ledger_release_obj(l, LEDGER_MR, 600) == 0 && ledger_release_obj(l, LEDGER_MR, 100) == 0 &&
+		      usage_of(l, me, LEDGER_MR) == 0 && usage_of(l, j, LEDGER_MR) == 0 &&
+		      usage_of(l, me, LEDGER_MR_BYTES) == 0 && usage_of(l, j, LEDGER_MR_BYTES) == 0,
+	      "given back on both scopes");
+	CHECK(ledger_release_obj(l, LEDGER_MR, 0) == -EINVAL && usage_of(l, me, LEDGER_MR) == 0, "more than held");
+	CHECK(ledger_reserve_obj(l, LEDGER_PD, 0, NULL) == 0 && ledger_reserve_obj(l, LEDGER_PD, 0, &d) == -EDQUOT &&
+		      d.scope.type == LEDGER_SCOPE_JOB && usage_of(l, me, LEDGER_PD) == 1,
+	      "pd: the job's limit of 1");
+	CHECK(ledger_release_obj(l, LEDGER_PD, 0) == 0 && usage_of(l, j, LEDGER_PD) == 0, "pd given back");
+	/* a pid limit: not the fast shape, the general way refuses by it */
+	CHECK(ledger_set_limit(l, &me, LEDGER_CQ, 1) == 0, "pid limit on cq");
+	CHECK(ledger_reserve_obj(l, LEDGER_CQ, 0, NULL) == 0 && !l->fast[LEDGER_CQ].c0, "cq 1, through the plan");
+	CHECK(ledger_reserve_obj(l, LEDGER_CQ, 0, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_PROCESS, "cq 2 refused");
+	CHECK(ledger_release_obj(l, LEDGER_CQ, 0) == 0 && usage_of(l, me, LEDGER_CQ) == 0, "cq given back");
+	ledger_detach(l);
+	CHECK(!l->fast_slot, "detached: no fast operation");
+	CHECK(ledger_reserve_obj(l, LEDGER_CQ, 0, NULL) == -ENOTCONN, "and none after");
+	ledger_close(l);
+}
+
 /* A death in the middle of an operation (in-flight counter left at 1) is repaired by a recount. */
 static void test_death_mid_operation(void)
 {
@@ -1556,6 +1616,7 @@ int main(void)
 	RUN(test_scopes);
 	RUN(test_reserve_n);
 	RUN(test_tracked_totals);
+	RUN(test_fast_shape);
 	RUN(test_limit_cache);
 	RUN(test_open_in);
 	RUN(test_fork_child_zero);
