@@ -8,8 +8,8 @@
  * Run it under `rdmactl run`, without LD_AUDIT, with the stub first in the library path:
  *   rdmactl run --job J -- env -u LD_AUDIT LD_LIBRARY_PATH=BUILD/bench/stub wrap [-n ITERS]
  * -c: count instead of time, for callgrind (bench/wrapcount.sh): after one untimed pair of each, N pairs
- * through each of the functions count_{wrapped,direct}_{qp,mr}, whose inclusive instruction counts, less one
- * another, are what the interceptor adds to N pairs.
+ * through each of the functions count_{wrapped,direct}_{qp,mr,pd,ctx}, whose inclusive instruction counts,
+ * less one another, are what the interceptor adds to N pairs.
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -40,6 +40,10 @@ static int (*destroy_qp)(struct ibv_qp *), (*w_destroy_qp)(struct ibv_qp *);
 static struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t, unsigned int);
 static struct ibv_mr *(*w_reg_mr)(struct ibv_pd *, void *, size_t, int);
 static int (*dereg_mr)(struct ibv_mr *), (*w_dereg_mr)(struct ibv_mr *);
+static struct ibv_pd *(*alloc_pd)(struct ibv_context *), *(*w_alloc_pd)(struct ibv_context *);
+static int (*dealloc_pd)(struct ibv_pd *), (*w_dealloc_pd)(struct ibv_pd *);
+static struct ibv_context *(*open_device)(struct ibv_device *), *(*w_open_device)(struct ibv_device *);
+static int (*close_device)(struct ibv_context *), (*w_close_device)(struct ibv_context *);
 static char buf[65536];
 
 /* The counted loops (-c): the same calls as the timed ones, through the same pointers. */
@@ -91,12 +95,59 @@ static __attribute__((noinline)) int count_direct_mr(int n)
 	return 0;
 }
 
+static __attribute__((noinline)) int count_wrapped_pd(int n)
+{
+	while (n--) {
+		struct ibv_pd *p = w_alloc_pd(NULL);
+
+		if (!p || w_dealloc_pd(p))
+			return 1;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) int count_direct_pd(int n)
+{
+	while (n--) {
+		struct ibv_pd *p = alloc_pd(NULL);
+
+		if (!p || dealloc_pd(p))
+			return 1;
+	}
+	return 0;
+}
+
+/* A context: the direct side's are libibverbs' own (the stub's ops, not wrapped). */
+static __attribute__((noinline)) int count_wrapped_ctx(int n)
+{
+	while (n--) {
+		struct ibv_context *c = w_open_device(NULL);
+
+		if (!c || w_close_device(c))
+			return 1;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) int count_direct_ctx(int n)
+{
+	while (n--) {
+		struct ibv_context *c = open_device(NULL);
+
+		if (!c || close_device(c))
+			return 1;
+	}
+	return 0;
+}
+
 static int count(int n)
 {
 	/* one of each first: the interceptor's start, lazy binding and first touches are not counted */
-	if (count_wrapped_qp(1) || count_direct_qp(1) || count_wrapped_mr(1) || count_direct_mr(1))
+	if (count_wrapped_qp(1) || count_direct_qp(1) || count_wrapped_mr(1) || count_direct_mr(1) ||
+	    count_wrapped_pd(1) || count_direct_pd(1) || count_wrapped_ctx(1) || count_direct_ctx(1))
 		return 1;
-	if (count_wrapped_qp(n) || count_direct_qp(n) || count_wrapped_mr(n) || count_direct_mr(n))
+	if (count_wrapped_qp(n) || count_direct_qp(n) || count_wrapped_mr(n) || count_direct_mr(n) ||
+	    count_wrapped_pd(n) || count_direct_pd(n) || count_wrapped_ctx(n) || count_direct_ctx(n))
 		return 1;
 	printf("counted %d pairs\n", n);
 	return 0;
@@ -139,9 +190,22 @@ int main(int argc, char **argv)
 	*(void **)&w_destroy_qp = dlvsym(RTLD_DEFAULT, "ibv_destroy_qp", "IBVERBS_1.1");
 	*(void **)&w_reg_mr = dlvsym(RTLD_DEFAULT, "ibv_reg_mr", "IBVERBS_1.1");
 	*(void **)&w_dereg_mr = dlvsym(RTLD_DEFAULT, "ibv_dereg_mr", "IBVERBS_1.1");
+	*(void **)&alloc_pd = own_dlvsym(h, "ibv_alloc_pd", "IBVERBS_1.1");
+	*(void **)&dealloc_pd = own_dlvsym(h, "ibv_dealloc_pd", "IBVERBS_1.1");
+	*(void **)&open_device = own_dlvsym(h, "ibv_open_device", "IBVERBS_1.1");
+	*(void **)&close_device = own_dlvsym(h, "ibv_close_device", "IBVERBS_1.1");
+	*(void **)&w_alloc_pd = dlvsym(RTLD_DEFAULT, "ibv_alloc_pd", "IBVERBS_1.1");
+	*(void **)&w_dealloc_pd = dlvsym(RTLD_DEFAULT, "ibv_dealloc_pd", "IBVERBS_1.1");
+	*(void **)&w_open_device = dlvsym(RTLD_DEFAULT, "ibv_open_device", "IBVERBS_1.1");
+	*(void **)&w_close_device = dlvsym(RTLD_DEFAULT, "ibv_close_device", "IBVERBS_1.1");
 	if (!create_qp || !destroy_qp || !reg_mr_iova2 || !dereg_mr || !w_create_qp || !w_destroy_qp || !w_reg_mr ||
 	    !w_dereg_mr)
 		return 1;
+	if (counting && (!alloc_pd || !dealloc_pd || !open_device || !close_device || !w_alloc_pd || !w_dealloc_pd ||
+			 !w_open_device || !w_close_device)) {
+		fprintf(stderr, "wrap: -c needs the stub's PD and device verbs (make bench)\n");
+		return 1;
+	}
 	if (!dladdr((void *)create_qp, &info) || !strstr(info.dli_fname, "stub"))
 		fprintf(stderr, "wrap: libibverbs.so.1 is %s, not the stub: put BUILD/bench/stub in LD_LIBRARY_PATH\n",
 			info.dli_fname ? info.dli_fname : "?");

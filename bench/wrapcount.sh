@@ -27,19 +27,19 @@ cg() { # cg WAY PREFIX...: bench/wrap -c under callgrind, its counts to $tmp/WAY
 	"$@" valgrind --tool=callgrind --callgrind-out-file="$tmp/$way.out" --trace-children=no \
 		"$B/bench/wrap" -c -n "$pairs" >"$tmp/$way.log" 2>&1 || { cat "$tmp/$way.log" >&2; exit 1; }
 	callgrind_annotate --inclusive=yes --threshold=100 "$tmp/$way.out" 2>/dev/null |
-		awk '{ gsub(",", "", $1) } $0 ~ /count_(wrapped|direct)_(qp|mr)/ { match($0, /count_[a-z]+_[a-z]+/); print substr($0, RSTART, RLENGTH), $1 }' \
+		awk '{ gsub(",", "", $1) } $0 ~ /count_(wrapped|direct)_(qp|mr|pd|ctx)/ { match($0, /count_[a-z]+_[a-z]+/); print substr($0, RSTART, RLENGTH), $1 }' \
 			>"$tmp/$way"
 }
 cg control env LD_LIBRARY_PATH="$B/bench/stub"
 cg env env -u RDMACTL_LEDGER LD_LIBRARY_PATH="$B/bench/stub" LD_PRELOAD="$B/librdmactl-preload.so" \
-	RDMACTL_MAX_QP=$big RDMACTL_MAX_MR=$big RDMACTL_MAX_MR_BYTES=1T
-cg run "$B/rdmactl" run --job wc --max-qp $big --max-mr $big --max-mr-bytes 1T -- env -u LD_AUDIT \
+	RDMACTL_MAX_QP=$big RDMACTL_MAX_MR=$big RDMACTL_MAX_MR_BYTES=1T RDMACTL_MAX_PD=$big RDMACTL_MAX_CTX=$big
+cg run "$B/rdmactl" run --job wc --max-qp $big --max-mr $big --max-mr-bytes 1T --max-pd $big --max-ctx $big -- env -u LD_AUDIT \
 	LD_LIBRARY_PATH="$B/bench/stub"
 
 get() { awk -v k="$2" '$1 == k { print $2; exit }' "$tmp/$1"; }
 echo "instructions the interceptor adds per pair (callgrind, $pairs pairs, stub verbs)"
 printf '%-8s %12s %12s %12s\n' pair control env run
-for k in qp mr; do
+for k in qp mr pd ctx; do
 	printf '%-8s' "$k"
 	for way in control env run; do
 		w=$(get "$way" "count_wrapped_$k") d=$(get "$way" "count_direct_$k")

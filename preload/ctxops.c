@@ -23,12 +23,13 @@ struct ctx_ops {
 };
 
 #define NCTX 256
+/* An entry being filled or emptied: not a context any op can be looked up for. */
+#define CTX_BUSY ((struct ibv_context *)1)
 static struct ctx_ent {
 	struct ibv_context *_Atomic ctx;
 	bool imported;
 	struct ctx_ops ops;
 } ctxs[NCTX];
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const struct ctx_ops *ctx_ops_of(struct ibv_context *ctx)
 {
@@ -40,11 +41,13 @@ static const struct ctx_ops *ctx_ops_of(struct ibv_context *ctx)
 	return NULL;
 }
 
-/* verbs_get_ctx_op() without the op check: is field at offset off present in this context? */
-static bool vctx_has(struct verbs_context *v, size_t off)
-{
-	return v && v->sz >= sizeof(*v) - off;
-}
+/* Save the op (NULL where the context has none) and put the wrapper in its place where there is one. */
+#define WRAP_OP(holder, e, name)                             \
+	do {                                                 \
+		(e)->ops.name = (holder)->name;              \
+		if ((e)->ops.name)                           \
+			(holder)->name = w_##name;           \
+	} while (0)
 
 static struct ibv_qp *w_create_qp_ex(struct ibv_context *, struct ibv_qp_init_attr_ex *);
 static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *, struct ibv_cq_init_attr_ex *);
@@ -59,31 +62,21 @@ static int w_close_xrcd(struct ibv_xrcd *);
 static struct ibv_wq *w_create_wq(struct ibv_context *, struct ibv_wq_init_attr *);
 static int w_destroy_wq(struct ibv_wq *);
 
-#define WRAP_VOP(v, e, name)                                                                   \
-	do {                                                                                   \
-		if (vctx_has(v, offsetof(struct verbs_context, name)) && (v)->name) {           \
-			(e)->ops.name = (v)->name;                                             \
-			(v)->name = w_##name;                                                  \
-		}                                                                              \
+/* Is the field at offset off in this context (verbs_get_ctx_op() without the op check)? */
+static bool vctx_has(const struct verbs_context *v, size_t off)
+{
+	return v->sz >= sizeof(*v) - off;
+}
+
+#define WRAP_VOP(v, e, name)                                                  \
+	do {                                                                  \
+		if (vctx_has(v, offsetof(struct verbs_context, name)))        \
+			WRAP_OP(v, e, name);                                  \
 	} while (0)
 
-void ctx_wrap(struct ibv_context *ctx, bool imported)
+/* A verbs_context older than the newest field wrapped (alloc_null_mr): each field looked at on its own. */
+static COLD_FN void wrap_older(struct verbs_context *v, struct ctx_ent *e)
 {
-	struct verbs_context *v = verbs_get_ctx(ctx);
-	struct ctx_ent *e = NULL;
-	unsigned int i;
-
-	pthread_mutex_lock(&ctx_lock);
-	for (i = 0; i < NCTX && !e; i++)
-		if (!atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed))
-			e = &ctxs[i];
-	if (!e) {
-		pthread_mutex_unlock(&ctx_lock);
-		plog(1, "more than %d open contexts: inline verbs on the new one are not counted", NCTX);
-		return;
-	}
-	memset(&e->ops, 0, sizeof(e->ops));
-	e->imported = imported;
 	WRAP_VOP(v, e, create_qp_ex);
 	WRAP_VOP(v, e, create_cq_ex);
 	WRAP_VOP(v, e, create_srq_ex);
@@ -94,36 +87,94 @@ void ctx_wrap(struct ibv_context *ctx, bool imported)
 	WRAP_VOP(v, e, close_xrcd);
 	WRAP_VOP(v, e, create_wq);
 	WRAP_VOP(v, e, destroy_wq);
+}
+
+/*
+ * An entry is claimed by compare-and-swap (free to CTX_BUSY), filled, and published with the context's
+ * address; no lock, so that an open pays no mutex. The verbs_context's fields come newest first: a context
+ * whose size reaches the newest field wrapped here (alloc_null_mr) has all of them.
+ */
+void ctx_wrap(struct ibv_context *ctx, bool imported)
+{
+	struct verbs_context *v = verbs_get_ctx(ctx);
+	struct ctx_ent *e = NULL;
+	unsigned int i;
+
+	for (i = 0; i < NCTX && !e; i++) {
+		struct ibv_context *free_ = NULL;
+
+		if (!atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) &&
+		    atomic_compare_exchange_strong_explicit(&ctxs[i].ctx, &free_, CTX_BUSY, memory_order_acquire,
+							    memory_order_relaxed))
+			e = &ctxs[i];
+	}
+	if (!e) {
+		plog(1, "more than %d open contexts: inline verbs on the new one are not counted", NCTX);
+		return;
+	}
+	e->imported = imported;
+#define NEWER(a, b) (offsetof(struct verbs_context, a) <= offsetof(struct verbs_context, b))
+	_Static_assert(NEWER(alloc_null_mr, create_qp_ex) && NEWER(alloc_null_mr, create_cq_ex) &&
+			       NEWER(alloc_null_mr, create_srq_ex) && NEWER(alloc_null_mr, open_qp) &&
+			       NEWER(alloc_null_mr, reg_dm_mr) && NEWER(alloc_null_mr, open_xrcd) &&
+			       NEWER(alloc_null_mr, close_xrcd) && NEWER(alloc_null_mr, create_wq) &&
+			       NEWER(alloc_null_mr, destroy_wq),
+		       "alloc_null_mr is the newest of the fields wrapped");
+#undef NEWER
+	if (v && __builtin_expect(vctx_has(v, offsetof(struct verbs_context, alloc_null_mr)), 1)) {
+		WRAP_OP(v, e, create_qp_ex);
+		WRAP_OP(v, e, create_cq_ex);
+		WRAP_OP(v, e, create_srq_ex);
+		WRAP_OP(v, e, open_qp);
+		WRAP_OP(v, e, alloc_null_mr);
+		WRAP_OP(v, e, reg_dm_mr);
+		WRAP_OP(v, e, open_xrcd);
+		WRAP_OP(v, e, close_xrcd);
+		WRAP_OP(v, e, create_wq);
+		WRAP_OP(v, e, destroy_wq);
+	} else {
+		memset(&e->ops, 0, sizeof(e->ops));
+		if (v)
+			wrap_older(v, e);
+	}
 	if (ctx->ops.alloc_mw && ctx->ops.dealloc_mw) {
-		e->ops.alloc_mw = ctx->ops.alloc_mw;
-		e->ops.dealloc_mw = ctx->ops.dealloc_mw;
-		ctx->ops.alloc_mw = w_alloc_mw;
-		ctx->ops.dealloc_mw = w_dealloc_mw;
+		WRAP_OP(&ctx->ops, e, alloc_mw);
+		WRAP_OP(&ctx->ops, e, dealloc_mw);
+	} else {
+		e->ops.alloc_mw = NULL;
+		e->ops.dealloc_mw = NULL;
 	}
 	atomic_store_explicit(&e->ctx, ctx, memory_order_release);
-	pthread_mutex_unlock(&ctx_lock);
 }
 
 bool ctx_unwrap(struct ibv_context *ctx)
 {
-	bool imported = false;
 	unsigned int i;
 
-	pthread_mutex_lock(&ctx_lock);
 	for (i = 0; i < NCTX; i++) {
-		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == ctx) {
-			imported = ctxs[i].imported;
+		struct ibv_context *c = ctx;
+
+		/* a close of the same context from two threads at once: one of them finds it */
+		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == ctx &&
+		    atomic_compare_exchange_strong_explicit(&ctxs[i].ctx, &c, CTX_BUSY, memory_order_acquire,
+							    memory_order_relaxed)) {
+			bool imported = ctxs[i].imported;
+
 			atomic_store_explicit(&ctxs[i].ctx, NULL, memory_order_release);
-			break;
+			return imported;
 		}
 	}
-	pthread_mutex_unlock(&ctx_lock);
-	return imported;
+	return false;
 }
 
 void ctx_atfork_child(void)
 {
-	pthread_mutex_init(&ctx_lock, NULL);
+	unsigned int i;
+
+	/* an entry another thread was filling or emptying: that thread is not in the child */
+	for (i = 0; i < NCTX; i++)
+		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == CTX_BUSY)
+			atomic_store_explicit(&ctxs[i].ctx, NULL, memory_order_relaxed);
 }
 
 /* --- the wrapped ops -------------------------------------------------------------------------------- */

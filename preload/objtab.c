@@ -109,34 +109,36 @@ static void dropped(const struct orec *r, unsigned int *n)
  * at exit, or reclaimed by the gc, which also gives them back once the process holds no uverbs device, open
  * or mapped). Returns how many of them this process had charged.
  */
-unsigned int obj_drop_ctx(struct ibv_context *ctx)
+/* The records of the table's slots set in word w of the map that belong to ctx: forgotten. */
+static __attribute__((noinline)) void drop_word(struct ibv_context *ctx, unsigned int w, uint64_t m, unsigned int *n)
+{
+	for (; m; m &= m - 1) {
+		unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
+		struct orec_slot *e = &obj_tab[j];
+		uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+
+		if (k <= OBJ_BUSY || e->r.ctx != ctx ||
+		    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		if (e->r.ctx != ctx) { /* taken and reused meanwhile: not ours */
+			atomic_store_explicit(&e->key, k, memory_order_release);
+			continue;
+		}
+		dropped(&e->r, n);
+		atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
+		atomic_store_explicit(&e->key, 0, memory_order_release);
+	}
+}
+
+/* The overflow buckets' records of ctx (only while there are any). */
+static COLD_FN void drop_buckets(struct ibv_context *ctx, unsigned int *n)
 {
 	struct obj *gone = NULL, *o;
-	unsigned int w, n = 0;
+	unsigned int w;
 	int saved = errno;
 
-	for (w = 0; w < NREC / 64; w++) {
-		uint64_t m = atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
-
-		for (; m; m &= m - 1) {
-			unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
-			struct orec_slot *e = &obj_tab[j];
-			uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
-
-			if (k <= OBJ_BUSY || e->r.ctx != ctx ||
-			    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
-								     memory_order_relaxed))
-				continue;
-			if (e->r.ctx != ctx) { /* taken and reused meanwhile: not ours */
-				atomic_store_explicit(&e->key, k, memory_order_release);
-				continue;
-			}
-			dropped(&e->r, &n);
-			atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
-			atomic_store_explicit(&e->key, 0, memory_order_release);
-		}
-	}
-	for (w = 0; w < NBUCKET / 64 && atomic_load_explicit(&obj_nbucketed, memory_order_relaxed); w++) {
+	for (w = 0; w < NBUCKET / 64; w++) {
 		uint64_t m = atomic_load_explicit(&obj_bucket_map[w], memory_order_relaxed);
 
 		for (; m; m &= m - 1) {
@@ -161,10 +163,38 @@ unsigned int obj_drop_ctx(struct ibv_context *ctx)
 	}
 	while ((o = gone)) {
 		gone = o->next;
-		dropped(&o->r, &n);
+		dropped(&o->r, n);
 		free(o);
 	}
 	errno = saved;
+}
+
+/* The table's records of ctx, where the map says there are any. */
+static __attribute__((noinline)) void drop_table(struct ibv_context *ctx, unsigned int *n)
+{
+	unsigned int w;
+
+	for (w = 0; w < NREC / 64; w++) {
+		uint64_t m = atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
+
+		if (m)
+			drop_word(ctx, w, m, n);
+	}
+}
+
+unsigned int obj_drop_ctx(struct ibv_context *ctx)
+{
+	uint64_t any = 0;
+	unsigned int w, n = 0;
+
+	/* one look at the whole map first: a context closed with no record in the table pays only that */
+#pragma GCC unroll 16
+	for (w = 0; w < NREC / 64; w++)
+		any |= atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
+	if (any)
+		drop_table(ctx, &n);
+	if (atomic_load_explicit(&obj_nbucketed, memory_order_relaxed))
+		drop_buckets(ctx, &n);
 	return n;
 }
 

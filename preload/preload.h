@@ -79,6 +79,16 @@ int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr);
 void acct_init(void);
 /* Bracket a device open (before its charge, after the open returned): the gc may then check the process. */
 void acct_open_mark(void);
+/* acct_open_mark() by the route of contexts: straight to the ledger, nothing without one. */
+static inline __attribute__((always_inline)) void acct_open_mark_obj(void)
+{
+	unsigned char r = __atomic_load_n(&acct_route[LEDGER_CTX], __ATOMIC_RELAXED);
+
+	if (__builtin_expect(r == ROUTE_LEDGER, 1))
+		ledger_open_mark(acct_ledger);
+	else if (r == ROUTE_SLOW)
+		acct_open_mark();
+}
 /* In a forked child: start from zero. */
 void acct_atfork_child(void);
 /*

@@ -22,9 +22,9 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return ctx;
 	}
 	/* an open in progress: a charged context whose uverbs fd is not there yet (see ledger_open_mark) */
-	acct_open_mark();
+	acct_open_mark_obj();
 	if (pre_create(&t, LEDGER_CTX, 0)) {
-		acct_open_mark();
+		acct_open_mark_obj();
 		leave();
 		return NULL;
 	}
@@ -32,7 +32,7 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 	if (ctx)
 		ctx_wrap(ctx, false);
 	post_create(&t, ctx, ctx);
-	acct_open_mark();
+	acct_open_mark_obj();
 	leave();
 	return ctx;
 }

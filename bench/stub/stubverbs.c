@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * A stand-in libibverbs.so.1 for bench/wrap: QP create/destroy and MR reg/dereg that only flush this
+ * A stand-in libibverbs.so.1 for bench/wrap: QP create/destroy, MR reg/dereg, PD alloc/dealloc and device
+ * open/close that only flush this
  * process's TLB (mprotect over more pages than the kernel flushes one by one: a full flush, which under the
  * lab's TCG also empties the emulated TLB and jump cache, as the context switches and unmaps of a real verb
  * do) and hand out objects from a pool. Same exported versions as libibverbs for these verbs, and its
@@ -17,6 +18,8 @@
 
 static struct ibv_context ctx;
 static struct ibv_qp qps[NPOOL];
+static struct ibv_pd pds[NPOOL];
+static unsigned int npd;
 static struct ibv_mr mrs[NPOOL];
 static unsigned int nqp, nmr;
 
@@ -79,6 +82,67 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	(void)mr;
+	verb_flush();
+	return 0;
+}
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct ibv_pd *pd = &pds[npd++ % NPOOL];
+
+	verb_flush();
+	pd->context = context ? context : &ctx;
+	return pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	(void)pd;
+	verb_flush();
+	return 0;
+}
+
+/*
+ * A device context as libibverbs makes one: extended (verbs_context), every op set (libibverbs fills the
+ * ones a provider leaves out with its own that answer EOPNOTSUPP), so that the interceptor wraps what it
+ * wraps around a real one. The ops are never called.
+ */
+static void no_op(void)
+{
+}
+
+/* void (*)(void) converts to any function pointer type without a warning */
+#define SET_OP(field) ((field) = (__typeof__(field))(void (*)(void))no_op)
+
+static struct verbs_context vctxs[NPOOL];
+static unsigned int nctx;
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct verbs_context *v = &vctxs[nctx++ % NPOOL];
+
+	verb_flush();
+	v->sz = sizeof(*v);
+	v->context.device = device;
+	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	SET_OP(v->create_qp_ex);
+	SET_OP(v->create_cq_ex);
+	SET_OP(v->create_srq_ex);
+	SET_OP(v->open_qp);
+	SET_OP(v->alloc_null_mr);
+	SET_OP(v->reg_dm_mr);
+	SET_OP(v->open_xrcd);
+	SET_OP(v->close_xrcd);
+	SET_OP(v->create_wq);
+	SET_OP(v->destroy_wq);
+	SET_OP(v->context.ops.alloc_mw);
+	SET_OP(v->context.ops.dealloc_mw);
+	return &v->context;
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+	(void)context;
 	verb_flush();
 	return 0;
 }

@@ -170,8 +170,13 @@ int ledger_attach_child(struct ledger *l)
 
 void ledger_open_mark(struct ledger *l)
 {
-	if (l->slot >= 0)
-		AADD(&l->use->slots[l->slot].vseq, 1);
+	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+
+	/* fast_slot: this process's slot since its plan was built (NULL before, and once detached) */
+	if (__builtin_expect(!s, 0))
+		s = l->slot >= 0 ? &l->use->slots[l->slot] : NULL;
+	if (s)
+		AADD(&s->vseq, 1);
 }
 
 bool ledger_attached(const struct ledger *l)
