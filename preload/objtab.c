@@ -46,7 +46,7 @@ static void bucket_mark(struct bucket *b, bool used)
 		atomic_fetch_and_explicit(&obj_bucket_map[i / 64], ~(1ull << (i % 64)), memory_order_relaxed);
 }
 
-COLD_FN bool obj_insert_bucket(const void *key, const struct orec *r)
+COLD_FN bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind)
 {
 	struct bucket *b = &obj_buckets[hash_of(key) % NBUCKET];
 	int saved = errno;
@@ -56,7 +56,9 @@ COLD_FN bool obj_insert_bucket(const void *key, const struct orec *r)
 	if (!o)
 		return false;
 	o->key = key;
-	o->r = *r;
+	o->r.ctx = ctx;
+	o->r.bytes = bytes;
+	o->r.kind = kind;
 	o->r.gen = obj_gen;
 	spin_lock(&b->lock);
 	o->next = b->head;

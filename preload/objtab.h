@@ -57,11 +57,12 @@ static inline unsigned int hash_of(const void *key)
 }
 
 /* The overflow buckets, out of line. obj_insert_bucket: false when no memory. */
-bool obj_insert_bucket(const void *key, const struct orec *r);
+bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind);
 bool obj_take_bucket(const void *key, struct orec *out);
 
-/* Record key (the object) with r, generation set to the current one. False only without memory. */
-static inline ALWAYS_INLINE bool obj_insert(const void *key, const struct orec *r)
+/* Record key (the object): its context, bytes and kind, and the current generation. False only without memory. */
+static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context *ctx, uint64_t bytes,
+					    enum ledger_kind kind)
 {
 	unsigned int h = hash_of(key), i;
 
@@ -74,13 +75,15 @@ static inline ALWAYS_INLINE bool obj_insert(const void *key, const struct orec *
 		    !atomic_compare_exchange_strong_explicit(&e->key, &z, OBJ_BUSY, memory_order_acquire,
 							     memory_order_relaxed))
 			continue;
-		e->r = *r;
+		e->r.ctx = ctx;
+		e->r.bytes = bytes;
+		e->r.kind = kind;
 		e->r.gen = obj_gen;
 		atomic_fetch_or_explicit(&obj_tab_map[j / 64], 1ull << (j % 64), memory_order_relaxed);
 		atomic_store_explicit(&e->key, (uintptr_t)key, memory_order_release);
 		return true;
 	}
-	return obj_insert_bucket(key, r);
+	return obj_insert_bucket(key, ctx, bytes, kind);
 }
 
 /* Take a record of key out of the table into *out (any generation); false if there is none. */

@@ -9,11 +9,11 @@ COLD_FN int pre_create_failed(int ret)
 }
 
 /* The real create failed: give its charge back. */
-COLD_FN void create_failed(const struct track *t)
+COLD_FN void create_failed(enum ledger_kind kind, uint64_t bytes)
 {
 	int saved = errno;
 
-	acct_release(t->kind, t->bytes);
+	acct_release(kind, bytes);
 	errno = saved;
 }
 
@@ -21,12 +21,12 @@ COLD_FN void create_failed(const struct track *t)
  * No slot among the object's probes and no memory for an overflow record: without a record its destroy
  * could not give the charge back, so it goes back now (the object is then not counted: fail open).
  */
-COLD_FN void untracked(const struct track *t)
+COLD_FN void untracked(enum ledger_kind kind, uint64_t bytes)
 {
 	int saved = errno;
 
-	acct_release(t->kind, t->bytes);
-	plog(1, "no memory to track a %s: not counted", ledger_kind_names[t->kind]);
+	acct_release(kind, bytes);
+	plog(1, "no memory to track a %s: not counted", ledger_kind_names[kind]);
 	errno = saved;
 }
 
@@ -35,7 +35,7 @@ COLD_FN void destroy_failed(const void *obj, const struct orec *r)
 {
 	int saved = errno;
 
-	if (!obj_insert(obj, r))
+	if (!obj_insert(obj, r->ctx, r->bytes, r->kind))
 		acct_release(r->kind, r->bytes);
 	errno = saved;
 }

@@ -182,7 +182,7 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		delta = (int64_t)length - (int64_t)rec.bytes;
 		if (delta > 0 && (ret = acct_mr_bytes(delta))) {
 			/* Refused before anything changed: the MR keeps its old translation. */
-			if (!obj_insert(mr, &rec))
+			if (!obj_insert(mr, rec.ctx, rec.bytes, rec.kind))
 				acct_release(rec.kind, rec.bytes);
 			errno = -ret;
 			leave();
@@ -200,7 +200,7 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		if (!ret && delta)
 			rec.bytes = length;
 		/* After a failed command the MR may be gone or still there: keep the record, dereg settles it. */
-		if (!obj_insert(mr, &rec))
+		if (!obj_insert(mr, rec.ctx, rec.bytes, rec.kind))
 			acct_release(rec.kind, rec.bytes);
 		errno = saved;
 	}

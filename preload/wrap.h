@@ -146,24 +146,19 @@ static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind 
 }
 
 /* The unusual ends of a create and a destroy (track.c): errno is preserved. */
-COLD_FN void create_failed(const struct track *t);
-COLD_FN void untracked(const struct track *t);
+COLD_FN void create_failed(enum ledger_kind kind, uint64_t bytes);
+COLD_FN void untracked(enum ledger_kind kind, uint64_t bytes);
 COLD_FN void destroy_failed(const void *obj, const struct orec *r);
 
 /* After the real create: keep the charge with the object, or give it back. errno is preserved. */
 static inline ALWAYS_INLINE void post_create(const struct track *t, const void *obj, struct ibv_context *ctx)
 {
-	struct orec r;
-
 	if (__builtin_expect(!obj, 0)) {
-		create_failed(t);
+		create_failed(t->kind, t->bytes);
 		return;
 	}
-	r.ctx = ctx;
-	r.bytes = t->bytes;
-	r.kind = t->kind;
-	if (__builtin_expect(!obj_insert(obj, &r), 0))
-		untracked(t);
+	if (__builtin_expect(!obj_insert(obj, ctx, t->bytes, t->kind), 0))
+		untracked(t->kind, t->bytes);
 }
 
 /*
