@@ -412,10 +412,40 @@ static inline ALWAYS_INLINE int charge_env(enum ledger_kind kind, uint64_t bytes
 	return 0;
 }
 
-/* ROUTE_LOCAL (preload.h): the RDMACTL_MAX_* counters, no ledger. */
+/* A refusal of acct_charge_local(): logged; an MR refused by its bytes gives its count back. */
+static COLD_FN int charge_local_refused(enum ledger_kind kind, uint64_t bytes, uint64_t cur, bool by_bytes)
+{
+	if (!by_bytes)
+		return local_refused(kind, 1, cur);
+	local_release(LEDGER_MR, 1);
+	return local_refused(LEDGER_MR_BYTES, bytes, cur);
+}
+
+/*
+ * ROUTE_LOCAL (preload.h): the RDMACTL_MAX_* counters, no ledger. charge_env() as a leaf: the refusal's
+ * logging out of line, so that the usual path needs no stack frame.
+ */
 HOT_CREATE int acct_charge_local(enum ledger_kind kind, uint64_t bytes)
 {
-	return charge_env(kind, bytes);
+	uint64_t lim = limit[kind], cur;
+
+	if (lim != UINT64_MAX) {
+		cur = atomic_load_explicit(&used[kind], memory_order_relaxed);
+		do {
+			if (__builtin_expect(cur >= lim, 0))
+				return charge_local_refused(kind, bytes, cur, false);
+		} while (!atomic_compare_exchange_weak_explicit(&used[kind], &cur, cur + 1, memory_order_relaxed,
+							       memory_order_relaxed));
+	}
+	if (kind == LEDGER_MR && (lim = limit[LEDGER_MR_BYTES]) != UINT64_MAX) {
+		cur = atomic_load_explicit(&used[LEDGER_MR_BYTES], memory_order_relaxed);
+		do {
+			if (__builtin_expect(bytes > lim || cur > lim - bytes, 0))
+				return charge_local_refused(kind, bytes, cur, true);
+		} while (!atomic_compare_exchange_weak_explicit(&used[LEDGER_MR_BYTES], &cur, cur + bytes,
+							       memory_order_relaxed, memory_order_relaxed));
+	}
+	return 0;
 }
 
 HOT_DESTROY void acct_release_local(enum ledger_kind kind, uint64_t bytes)

@@ -61,6 +61,12 @@ static void do_init(void)
 		dlclose(h);
 	if (own_process())
 		return;
+#define X(name) &&real.name
+	if (!(1 PRELOAD_REQUIRED(X))) {
+		plog(1, "the libibverbs found lacks verbs of IBVERBS_1.1: every verb passes through uncounted");
+		return;
+	}
+#undef X
 	acct_init();
 	pthread_atfork(NULL, NULL, atfork_child);
 	pl_active = true;

@@ -173,6 +173,30 @@ static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec
 		destroy_failed(obj, r);
 }
 
+/*
+ * The verbs every libibverbs since IBVERBS_1.1 has: the interceptor is active (pl_on) only where all of them
+ * were found (init.c), so that their wrappers need no check of the real pointer on the usual path.
+ */
+#define PRELOAD_REQUIRED(X)                                                                                   \
+	X(open_device) X(close_device) X(alloc_pd) X(dealloc_pd) X(dereg_mr) X(create_cq) X(destroy_cq)       \
+	X(create_srq) X(destroy_srq) X(create_qp) X(destroy_qp) X(create_ah) X(destroy_ah)
+
+/* The start of a wrapper of a required verb: init and the real pointer's check only while not active. */
+#define REQUIRED_NULL(fn)                                                  \
+	do {                                                               \
+		if (__builtin_expect(!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE), 0)) { \
+			need_real();                                       \
+			NOSYS_NULL(fn);                                    \
+		}                                                          \
+	} while (0)
+#define REQUIRED_INT(fn)                                                   \
+	do {                                                               \
+		if (__builtin_expect(!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE), 0)) { \
+			need_real();                                       \
+			NOSYS_INT(fn);                                     \
+		}                                                          \
+	} while (0)
+
 #define NOSYS_NULL(fn)                    \
 	do {                              \
 		if (!(fn)) {              \
