@@ -111,26 +111,20 @@ static void dropped(const struct orec *r, unsigned int *n)
  * at exit, or reclaimed by the gc, which also gives them back once the process holds no uverbs device, open
  * or mapped). Returns how many of them this process had charged.
  */
-/* The records of the table's slots set in word w of the map that belong to ctx: forgotten. */
-static __attribute__((noinline)) void drop_word(struct ibv_context *ctx, unsigned int w, uint64_t m, unsigned int *n)
+/* Slot j holds a record of ctx (key k when looked at): take it, forget it, keep its charge. */
+static __attribute__((noinline)) void drop_slot(struct ibv_context *ctx, unsigned int j, uintptr_t k, unsigned int *n)
 {
-	for (; m; m &= m - 1) {
-		unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
-		struct orec_slot *e = &obj_tab[j];
-		uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+	struct orec_slot *e = &obj_tab[j];
 
-		if (k <= OBJ_BUSY || e->r.ctx != ctx ||
-		    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
-							     memory_order_relaxed))
-			continue;
-		if (e->r.ctx != ctx) { /* taken and reused meanwhile: not ours */
-			atomic_store_explicit(&e->key, k, memory_order_release);
-			continue;
-		}
-		dropped(&e->r, n);
-		atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
-		atomic_store_explicit(&e->key, 0, memory_order_release);
+	if (!atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire, memory_order_relaxed))
+		return;
+	if (e->r.ctx != ctx) { /* taken and reused meanwhile: not ours */
+		atomic_store_explicit(&e->key, k, memory_order_release);
+		return;
 	}
+	dropped(&e->r, n);
+	atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
+	atomic_store_explicit(&e->key, 0, memory_order_release);
 }
 
 /* The overflow buckets' records of ctx (only while there are any). */
@@ -171,7 +165,7 @@ static COLD_FN void drop_buckets(struct ibv_context *ctx, unsigned int *n)
 	errno = saved;
 }
 
-/* The table's records of ctx, where the map says there are any. */
+/* The table's records of ctx, where the map says there are any: each record in use looked at once. */
 static __attribute__((noinline)) void drop_table(struct ibv_context *ctx, unsigned int *n)
 {
 	unsigned int w;
@@ -179,8 +173,15 @@ static __attribute__((noinline)) void drop_table(struct ibv_context *ctx, unsign
 	for (w = 0; w < NREC / 64; w++) {
 		uint64_t m = atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
 
-		if (m)
-			drop_word(ctx, w, m, n);
+		while (m) {
+			unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
+			const struct orec_slot *e = &obj_tab[j];
+			uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+
+			m &= m - 1;
+			if (k > OBJ_BUSY && e->r.ctx == ctx)
+				drop_slot(ctx, j, k, n);
+		}
 	}
 }
 
