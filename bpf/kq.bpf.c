@@ -16,10 +16,13 @@
  *   fentry/rdma_alloc_commit_uobject MRs: their length, as mr_bytes (the same backstop).
  *   fexit/uverbs_destroy_uobject     gives the charge back (destroy, abort of a failed create, the
  *                       cleanup at the last close of the file, wherever that runs).
- * The three LSM programs (the refusals) are attached only while a limit exists (lib/kq.c, count_limits), so
- * that without kernel limits no ioctl and no file open on the host passes them; the others record every
- * object, limits or not (a limit set later counts what its scope already holds), and charge nothing while
- * no limit exists (kq_state.nlimits == 0).
+ *   iter/task_file, iter/task_vma  run once when the first limit attaches the programs: they record the
+ *                       objects that already exist, from the kernel's own lists (population, below).
+ * Every program is attached only while a kernel limit exists (lib/kq.c, count_limits): without kernel limits
+ * nothing on the host passes them. When the first limit comes, the programs are attached and the iterators
+ * record what already exists (each uverbs file as its context, each object on its uobjects list), so that
+ * the limit counts what its scope holds (lib/kq.c rescan); after the last limit they are detached and
+ * kq_objs is emptied (no program would see those objects' destroys).
  * Costs (doc/kq-cost.md): the hooks read kernel structures directly (BTF), not through helper calls; a
  * uverbs ioctl reads its header and first attributes in one copy, so a verb that creates nothing returns
  * after it; only the scope types that have limits (kq_state.types) are looked up.
@@ -42,7 +45,12 @@ struct uverbs_api_object___kq {
 
 struct ib_uobject___kq {
 	void *object;
+	struct list_head list;
 	const struct uverbs_api_object___kq *uapi_object;
+} __attribute__((preserve_access_index));
+
+struct ib_uverbs_file___kq {
+	struct list_head uobjects;
 } __attribute__((preserve_access_index));
 
 struct ib_mr___kq {
@@ -76,6 +84,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct kq_state);
 } kq_state SEC(".maps");
+
+/* Keys destroyed while the population runs (kq_state.populating): the iterator drops its record of them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u64);
+	__type(value, __u8);
+} kq_gone SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -453,6 +469,23 @@ static __always_inline int scan_attrs(unsigned long arg, __u16 num_attrs, bool d
 	return 0;
 }
 
+/*
+ * GET_CONTEXT on a uverbs file without a record: a file whose open was under way when the programs were
+ * attached (kq_opened did not run) and whose fd was installed after the population read its process's
+ * table. Every file that holds objects asks for its context first: recorded and charged here.
+ */
+static __always_inline void late_ctx(struct file *file, __u32 types)
+{
+	__u64 key = (__u64)file;
+	struct kq_obj o = {};
+
+	if (bpf_map_lookup_elem(&kq_objs, &key))
+		return;
+	o.kind = KQ_CTX;
+	charge(types, &o, KQ_CTX, 1);
+	record(key, &o);
+}
+
 SEC("lsm.s/file_ioctl")
 int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 {
@@ -505,6 +538,10 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		}
 		break;
 	case UVERBS_OBJECT_DEVICE:
+		if (r.h.method_id == UVERBS_METHOD_GET_CONTEXT) {
+			late_ctx(file, types);
+			return 0;
+		}
 		if (r.h.method_id != UVERBS_METHOD_INVOKE_WRITE)
 			return 0;
 		/* the write command: first among the attributes as libibverbs sends it, else anywhere */
@@ -513,6 +550,10 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 			if (nattr >= 2 && r.a[1].attr_id == UVERBS_ATTR_CORE_IN)
 				core_in = r.a[1].data;
 		} else if (scan_attrs(arg, r.h.num_attrs, false, &wcmd, &core_in, &dmabuf_len)) {
+			return 0;
+		}
+		if (wcmd == KQ_CMD_GET_CONTEXT) {
+			late_ctx(file, types);
 			return 0;
 		}
 		if (wcmd == KQ_CMD_REREG_MR) {
@@ -554,12 +595,22 @@ int BPF_PROG(kq_open, struct file *file)
 	return 0;
 }
 
-/* An object is gone: give back what it was charged (while no limit exists, nothing was: only forget it). */
+/*
+ * An object is gone: give back what it was charged (while no limit exists, nothing was: only forget it).
+ * While the population runs, the key is marked in kq_gone first, before the delete (see kq_found_obj).
+ */
 static __always_inline void forget(__u64 key)
 {
+	__u32 zero = 0;
+	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
 	struct kq_obj *o;
+	__u8 one = 1;
 
-	if (limited_types()) {
+	if (!st)
+		return;
+	if (st->populating && bpf_map_update_elem(&kq_gone, &key, &one, BPF_ANY))
+		__sync_fetch_and_add(&st->pop_miss, 1);
+	if (st->nlimits) {
 		o = bpf_map_lookup_elem(&kq_objs, &key);
 		if (!o)
 			return;
@@ -612,7 +663,11 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 	return 0;
 }
 
-/* Before the commit (nothing there changes the MR; fentry costs less than fexit). */
+/*
+ * Before the commit (nothing there changes the MR; fentry costs less than fexit). An object without a record
+ * began before the programs were attached and is committed after: the population cannot see it (it goes on
+ * its file's list only now), so it is recorded (and charged) here, as kq_begin would have.
+ */
 SEC("fentry/rdma_alloc_commit_uobject")
 int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 {
@@ -620,12 +675,26 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 	struct kq_obj *o;
 	struct ib_mr___kq *mr;
 	const struct uverbs_api_object___kq *ao = uobj->uapi_object; /* read directly, but a pointer BTF lacks */
-	__u32 id = 0;
+	__u32 id = 0, kind;
 
-	if (bpf_core_read(&id, sizeof(id), &ao->id) || id != UVERBS_OBJECT_MR)
+	if (bpf_core_read(&id, sizeof(id), &ao->id))
 		return 0;
 	o = bpf_map_lookup_elem(&kq_objs, &key);
-	if (!o || o->kind != KQ_MR)
+	if (!o) {
+		struct kq_obj n = {};
+		__u32 types;
+
+		kind = kind_of_object(id);
+		if (kind >= KQ_NK)
+			return 0;
+		n.kind = kind;
+		types = limited_types();
+		if (types && charge(types, &n, kind, 1))
+			bpf_send_signal(SIGKILL);
+		record(key, &n);
+		o = bpf_map_lookup_elem(&kq_objs, &key);
+	}
+	if (id != UVERBS_OBJECT_MR || !o || o->kind != KQ_MR)
 		return 0;
 	mr = BPF_CORE_READ(uobj, object); /* a void * the verifier cannot follow */
 	len = BPF_CORE_READ(mr, length);
@@ -643,6 +712,171 @@ int BPF_PROG(kq_destroy, struct ib_uobject___kq *uobj, int reason, void *attrs, 
 	if (ret)
 		return 0; /* the object is still there */
 	forget((__u64)uobj);
+	return 0;
+}
+
+
+/*
+ * Population: when the first limit attaches the programs, what already exists is recorded from the kernel's
+ * own lists, so that the limit counts it (lib/kq.c populate, then rescan). Every uverbs file a task holds
+ * (an fd: iter/task_file; a mapping whose fd was closed: iter/task_vma) is a context, keyed by its struct
+ * file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
+ * an MR's length, and the tgid and cgroup of the task holding the file. The first task that shows a file
+ * wins (a file shared by several processes, through fork or fd passing, is theirs); later sightings find
+ * its context recorded and skip it. Every insert is BPF_NOEXIST: a record a program made meanwhile wins.
+ *
+ * Races, with the programs attached before the walk starts and kq_state.populating set before they are:
+ * - an object created meanwhile: its kq_begin (or, when it began before the attach, kq_commit) records it;
+ *   the walk's insert then fails, or the program's BPF_ANY update replaces the walk's record: never twice;
+ * - an object destroyed meanwhile: forget() marks its key in kq_gone before it deletes the record. The walk
+ *   inserts its record first, then looks for the mark: if the destroy's delete came before the insert, its
+ *   mark came before too and the walk finds it and drops its record; if the delete came after the insert,
+ *   the delete removed it. The hash map's bucket lock orders the delete and the insert of one key. An
+ *   object's memory is freed with kfree_rcu, and an iterator program runs under rcu_read_lock: the address
+ *   cannot be reused for a new object while the walk holds it. The walk also drops its record when the
+ *   object is off its list already (list_del_init points it to itself);
+ * - a list that changes under the walk: a deleted entry points to itself; the walk then starts again from the
+ *   head (the inserts already made stay, the new ones fail) and counts a miss in kq_state.pop_miss when it
+ *   cannot finish, as forget() does when kq_gone is full: lib/kq.c then drops what the population made and
+ *   walks again.
+ * - a uverbs file whose open was under way at the attach (kq_opened does not run) and whose fd is installed
+ *   after the iterator read its process's table: recorded at its GET_CONTEXT (late_ctx), which every file
+ *   asks before it can create anything; its objects are created after the attach and recorded by the
+ *   programs.
+ * What stays (doc/kq-cost.md): a destroy already under way when the programs were attached (entered before,
+ * so its fexit never runs) whose object leaves the list only after the walk looked at it is counted until
+ * the last limit goes (an over-count, the safe side); such a file that never asks for a context is not
+ * counted as one (it holds nothing, and RDMA netlink shows no context for it either).
+ */
+struct walk {
+	__u64 head;    /* &ufile->uobjects */
+	__u64 cur;     /* the list entry the walk is at */
+	__u32 tgid;
+	__u32 restarts;
+	__u64 cgid;
+	bool done;
+};
+
+#define KQ_WALK_MAX (1 << 20)
+#define KQ_WALK_RESTARTS 8
+
+static __always_inline void pop_miss(void)
+{
+	__u32 zero = 0;
+	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+
+	if (st)
+		__sync_fetch_and_add(&st->pop_miss, 1);
+}
+
+/* One object the walk found: recorded unless a program did, dropped again when it is gone already. */
+static __always_inline void found_obj(struct walk *w, __u64 uobj)
+{
+	struct ib_uobject___kq *u = (void *)uobj;
+	const struct uverbs_api_object___kq *ao = NULL;
+	struct kq_obj o = {};
+	__u64 next = 0, entry = uobj + bpf_core_field_offset(struct ib_uobject___kq, list);
+	__u32 id = 0, kind;
+	void *obj = NULL;
+
+	if (bpf_probe_read_kernel(&ao, sizeof(ao), &u->uapi_object) || !ao ||
+	    bpf_probe_read_kernel(&id, sizeof(id), &ao->id))
+		return;
+	kind = kind_of_object(id);
+	if (kind >= KQ_NK)
+		return;
+	o.kind = kind;
+	o.pad = KQ_OBJ_FOUND;
+	o.tgid = w->tgid;
+	o.cgid = w->cgid;
+	if (kind == KQ_MR && !bpf_probe_read_kernel(&obj, sizeof(obj), &u->object) && obj)
+		bpf_probe_read_kernel(&o.bytes, sizeof(o.bytes), &((struct ib_mr___kq *)obj)->length);
+	if (bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST))
+		return; /* a program recorded it (or kq_objs is full: counted in kq_lost by the programs' way) */
+	if (bpf_map_lookup_elem(&kq_gone, &uobj) ||
+	    (!bpf_probe_read_kernel(&next, sizeof(next), (void *)entry) && next == entry))
+		bpf_map_delete_elem(&kq_objs, &uobj);
+}
+
+static long walk_step(__u32 i, void *arg)
+{
+	struct walk *w = arg;
+	__u64 next = 0;
+
+	if (bpf_probe_read_kernel(&next, sizeof(next), (void *)w->cur) || !next) {
+		w->restarts = KQ_WALK_RESTARTS; /* unreadable: not walked to its end */
+		return 1;
+	}
+	if (next == w->head) {
+		w->done = true;
+		return 1;
+	}
+	if (next == w->cur) {
+		/* the entry the walk is at was deleted (list_del_init): from the head again */
+		if (++w->restarts >= KQ_WALK_RESTARTS)
+			return 1;
+		w->cur = w->head;
+		return 0;
+	}
+	found_obj(w, next - bpf_core_field_offset(struct ib_uobject___kq, list));
+	w->cur = next;
+	return 0;
+}
+
+static __always_inline void found_file(struct task_struct *task, struct file *file)
+{
+	struct ib_uverbs_file___kq *uf;
+	struct walk w = {};
+	struct kq_obj o = {};
+	__u64 key = (__u64)file;
+	long err;
+
+	if (!is_uverbs(file))
+		return;
+	o.kind = KQ_CTX;
+	o.pad = KQ_OBJ_FOUND;
+	o.tgid = BPF_CORE_READ(task, tgid);
+	o.cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	err = bpf_map_update_elem(&kq_objs, &key, &o, BPF_NOEXIST);
+	if (err == -17 /* EEXIST */)
+		return; /* seen through another task already, or opened since the attach: its objects are recorded */
+	uf = BPF_CORE_READ(file, private_data);
+	if (!uf)
+		return;
+	w.head = (__u64)uf + bpf_core_field_offset(struct ib_uverbs_file___kq, uobjects);
+	w.cur = w.head;
+	w.tgid = o.tgid;
+	w.cgid = o.cgid;
+	bpf_loop(KQ_WALK_MAX, walk_step, &w, 0);
+	if (!w.done)
+		pop_miss();
+}
+
+SEC("iter/task_file")
+int kq_iter_file(struct bpf_iter__task_file *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct file *file = ctx->file;
+
+	if (!task || !file)
+		return 0;
+	found_file(task, file);
+	return 0;
+}
+
+/* A uverbs file a process still maps after it closed the fd (rxe maps its queues through it). */
+SEC("iter/task_vma")
+int kq_iter_vma(struct bpf_iter__task_vma *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct vm_area_struct *vma = ctx->vma;
+	struct file *file;
+
+	if (!task || !vma)
+		return 0;
+	file = vma->vm_file;
+	if (file)
+		found_file(task, file);
 	return 0;
 }
 

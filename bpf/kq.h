@@ -80,10 +80,15 @@ struct kq_event {
 
 /* Global state (map kq_state, one entry). */
 struct kq_state {
-	__u32 nlimits; /* limited scopes: 0 means every hook returns at once */
-	__u32 types;   /* KQ_TYPE_* of the scope types among them: the programs look up only those */
-	__u64 evseq;   /* the last event's seq */
+	__u32 nlimits;    /* limited scopes: 0 means every hook returns at once */
+	__u32 types;      /* KQ_TYPE_* of the scope types among them: the programs look up only those */
+	__u64 evseq;      /* the last event's seq */
+	__u32 populating; /* the iterators are recording what exists (lib/kq.c populate): destroys mark kq_gone */
+	__u32 pop_miss;   /* during it: a destroy not marked (kq_gone full), a list not walked to its end */
 };
+
+/* kq_obj.pad of a record the population made (not a program): not yet charged to anything. */
+#define KQ_OBJ_FOUND 1
 #define KQ_TYPE_VALID 1u
 #define KQ_TYPE(scope_type) (1u << (scope_type))
 #define KQ_TYPE_GLOBAL KQ_TYPE(KQ_SCOPE_GLOBAL)
@@ -95,6 +100,7 @@ struct kq_state {
 #define KQ_UVERBS_MAJOR 231
 #define KQ_UVERBS_MINOR_BASE 192
 #define KQ_UVERBS_MINORS 32
+#define KQ_CMD_GET_CONTEXT 0
 #define KQ_CMD_ALLOC_PD 3
 #define KQ_CMD_CREATE_AH 5
 #define KQ_CMD_REG_MR 9

@@ -23,10 +23,10 @@
 
 #define PIN_ROOT "/sys/fs/bpf/rdmactl"
 
-enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_NR };
-static const char *const map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events" };
+enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_GONE, M_NR };
+static const char *const map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone" };
 static const size_t map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
-					sizeof(struct kq_state), sizeof(struct kq_event) };
+					sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8) };
 
 struct kq {
 	int fd[M_NR];
@@ -118,30 +118,21 @@ static int open_pinned(struct kq *q, bool ro)
 }
 
 /*
- * The LSM programs that matter only while a limit exists (the refusals): pinned as programs, attached by
- * count_limits() at the first limit and detached after the last, so that without kernel limits no ioctl
- * and no file open on the host passes them. The others (the records) are always attached.
+ * Every program is pinned as a program (prog_NAME) and attached by count_limits() at the first limit, detached
+ * after the last (link_NAME while attached), so that without kernel limits nothing on the host passes them.
+ * The iterators (kq_iter_*) are not attached: populate() runs them once at the first limit. A set pinned by
+ * an older rdmactl (links without prog_ pins) stays attached as it is.
  */
-static const char *const ondemand[] = { "kq_ioctl", "kq_ioctl_compat", "kq_open" };
+static const char *const ondemand[] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
+					"kq_begin", "kq_commit", "kq_destroy" };
 
-static bool is_ondemand(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(ondemand) / sizeof(ondemand[0]); i++)
-		if (!strcmp(name, ondemand[i]))
-			return true;
-	return false;
-}
-
-/* Load, attach and pin; called with the pin root locked and nothing pinned. */
+/* Load and pin (programs, then maps); called with the pin root locked and nothing pinned. */
 static int load_and_pin(void)
 {
 	struct kq_bpf *skel;
-	struct bpf_link *links[16];
 	struct bpf_program *prog;
 	char path[256];
-	int err, n = 0, i;
+	int err, i;
 
 	libbpf_set_print(libbpf_quiet);
 	skel = kq_bpf__open_and_load();
@@ -152,33 +143,10 @@ static int load_and_pin(void)
 		err = fail(-errno, "cannot create %s: %s", KQ_PIN_DIR, strerror(errno));
 		goto out;
 	}
-	/* programs and links first, maps last: a map set pinned means the programs behind it are in place */
+	/* programs first, maps last: a map set pinned means the programs behind it are in place */
 	bpf_object__for_each_program(prog, skel->obj) {
-		const char *name = bpf_program__name(prog);
-		struct bpf_link *link;
-
-		if (is_ondemand(name)) {
-			snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, name);
-			err = bpf_program__pin(prog, path);
-			if (err) {
-				fail(err, "cannot pin %s: %s", path, strerror(-err));
-				goto out;
-			}
-			continue;
-		}
-		if (n == (int)(sizeof(links) / sizeof(links[0]))) {
-			err = fail(-E2BIG, "too many kernel quota programs");
-			goto out;
-		}
-		link = bpf_program__attach(prog);
-		if (!link) {
-			err = -errno;
-			fail(err, "cannot attach %s: %s", name, strerror(-err));
-			goto out;
-		}
-		links[n++] = link;
-		snprintf(path, sizeof(path), "%s/link_%s", KQ_PIN_DIR, name);
-		err = bpf_link__pin(link, path);
+		snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, bpf_program__name(prog));
+		err = bpf_program__pin(prog, path);
 		if (err) {
 			fail(err, "cannot pin %s: %s", path, strerror(-err));
 			goto out;
@@ -196,9 +164,7 @@ static int load_and_pin(void)
 	}
 	err = 0;
 out:
-	for (i = 0; i < n; i++)
-		bpf_link__destroy(links[i]); /* the pins hold what must stay */
-	kq_bpf__destroy(skel);
+	kq_bpf__destroy(skel); /* the pins hold what must stay */
 	return err;
 }
 
@@ -428,8 +394,11 @@ out:
 	return err;
 }
 
-/* Attach (want) or detach the on-demand programs; a set pinned by an older rdmactl stays as it is. */
-static int sync_ondemand(bool want)
+/*
+ * Attach (want) or detach the on-demand programs; a set pinned by an older rdmactl stays as it is. *attached:
+ * set when this call attached the record keepers (kq_begin): the population is due.
+ */
+static int sync_ondemand(bool want, bool *attached)
 {
 	char prog[256], link[256];
 	size_t i;
@@ -443,8 +412,24 @@ static int sync_ondemand(bool want)
 		if (access(prog, F_OK))
 			continue; /* always attached (an older layout) */
 		have = !access(link, F_OK);
-		if (!want && have && unlink(link) && errno != ENOENT)
-			return fail(-errno, "cannot detach %s: %s", link, strerror(errno));
+		if (!want && have) {
+			/*
+			 * The last reference goes with a close, not with the unlink: the kernel releases a link
+			 * whose pin is removed later, from a work queue (6.12; seconds later in the lab), and the
+			 * program would record objects after kq_objs was emptied. A close detaches it before it
+			 * returns.
+			 */
+			lfd = bpf_obj_get(link);
+			if (unlink(link) && errno != ENOENT) {
+				int err = -errno;
+
+				if (lfd >= 0)
+					close(lfd);
+				return fail(err, "cannot detach %s: %s", link, strerror(-err));
+			}
+			if (lfd >= 0)
+				close(lfd);
+		}
 		if (!want || have)
 			continue;
 		pfd = bpf_obj_get(prog);
@@ -461,13 +446,132 @@ static int sync_ondemand(bool want)
 		}
 		close(lfd);
 		close(pfd);
+		if (attached && !strcmp(ondemand[i], "kq_begin"))
+			*attached = true;
 	}
 	return 0;
 }
 
+/* Empty a hash map keyed by __u64 (kq_objs, kq_gone). */
+static void empty_map(int fd)
+{
+	__u64 key;
+
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key) && errno != ENOENT)
+			break;
+}
+
+/* Run one pinned iterator to its end; -ENOENT when it is not pinned (an older layout). */
+static int run_iter(const char *name)
+{
+	char path[256], buf[256];
+	int pfd, lfd, ifd, err = 0;
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, name);
+	pfd = bpf_obj_get(path);
+	if (pfd < 0)
+		return -errno;
+	lfd = bpf_link_create(pfd, 0, BPF_TRACE_ITER, NULL);
+	if (lfd < 0) {
+		err = fail(-errno, "cannot attach %s: %s", path, strerror(errno));
+		close(pfd);
+		return err;
+	}
+	ifd = bpf_iter_create(lfd);
+	if (ifd < 0)
+		err = fail(-errno, "cannot run %s: %s", path, strerror(errno));
+	while (ifd >= 0 && (r = read(ifd, buf, sizeof(buf))) != 0) {
+		if (r < 0 && errno != EINTR && errno != EAGAIN) {
+			err = fail(-errno, "cannot run %s: %s", path, strerror(errno));
+			break;
+		}
+	}
+	if (ifd >= 0)
+		close(ifd);
+	close(lfd);
+	close(pfd);
+	return err;
+}
+
+static int set_populating(struct kq *q, bool on, __u32 *miss)
+{
+	struct kq_state st = {};
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
+	if (miss)
+		*miss = st.pop_miss;
+	st.populating = on;
+	st.pop_miss = 0;
+	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY))
+		return fail(-errno, "cannot update kq_state: %s", strerror(errno));
+	return 0;
+}
+
+/* Drop the records the population made (a walk to be done again). */
+static void drop_found(struct kq *q)
+{
+	__u64 key, next, *prev = NULL;
+	struct kq_obj o;
+
+	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
+		key = next;
+		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) && o.pad == KQ_OBJ_FOUND && !o.n &&
+		    !bpf_map_delete_elem(q->fd[M_OBJS], &key))
+			continue; /* from the same prev again */
+		prev = &key;
+	}
+}
+
 /*
- * Count the limited scopes and their types for the programs, and attach the refusing programs while there
- * is one (under the pin root's lock: a set and an unset at once must not leave a limit without them).
+ * The first limit: the programs are about to be attached (attach), no limit is in kq_state yet. Records
+ * left from before are stale (kq_objs is emptied at the detach too: this is for a program that was still
+ * running then); kq_state.populating is set before the programs run, so that every destroy they see while
+ * the iterators walk is marked in kq_gone (the argument: bpf/kq.bpf.c, "Population"). A walk that missed
+ * something (kq_gone full, a list that kept changing) is done again, at most three times.
+ */
+static int populate(struct kq *q, int (*attach)(void *), void *arg)
+{
+	__u32 miss = 0;
+	int err, round;
+
+	empty_map(q->fd[M_OBJS]);
+	for (round = 0;; round++) {
+		empty_map(q->fd[M_GONE]);
+		err = set_populating(q, true, NULL);
+		if (!err && round == 0)
+			err = attach(arg);
+		if (!err)
+			err = run_iter("kq_iter_file");
+		if (!err)
+			err = run_iter("kq_iter_vma");
+		if (err == -ENOENT)
+			err = 0; /* an older layout without iterators */
+		if (!err)
+			err = set_populating(q, false, &miss);
+		if (err || !miss)
+			break;
+		if (round == 2) {
+			err = fail(-EAGAIN, "cannot count the RDMA objects that exist: they kept changing (%u misses)", miss);
+			break;
+		}
+		drop_found(q);
+	}
+	empty_map(q->fd[M_GONE]);
+	return err;
+}
+
+static int attach_all(void *arg)
+{
+	return sync_ondemand(true, arg);
+}
+
+/*
+ * Count the limited scopes and their types for the programs, and attach every program while there is one
+ * (under the pin root's lock: a set and an unset at once must not leave a limit without them); the first
+ * limit records what already exists (populate), after the last kq_objs is emptied.
  */
 static int count_limits(struct kq *q)
 {
@@ -488,9 +592,22 @@ static int count_limits(struct kq *q)
 		if (key.type < 32)
 			types |= KQ_TYPE(key.type);
 	}
-	/* attached before the programs look for limits, detached after they stopped */
+	/*
+	 * attached before the programs look for limits, detached after they stopped; when this attaches them
+	 * (the first limit), the objects that exist are recorded before any limit is in kq_state
+	 */
+	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
 	if (n) {
-		err = sync_ondemand(true);
+		bool attached = false;
+		char begin[256], prog[256];
+
+		snprintf(begin, sizeof(begin), "%s/link_kq_begin", KQ_PIN_DIR);
+		snprintf(prog, sizeof(prog), "%s/prog_kq_begin", KQ_PIN_DIR);
+		/* (links taken away while limits exist, as bench/kqprobe does: attached again, nothing emptied) */
+		if (!st.nlimits && access(begin, F_OK) && !access(prog, F_OK))
+			err = populate(q, attach_all, &attached);
+		else
+			err = sync_ondemand(true, NULL);
 		if (err)
 			goto out;
 	}
@@ -502,7 +619,15 @@ static int count_limits(struct kq *q)
 		err = fail(-errno, "cannot update kq_state: %s", strerror(errno));
 		goto out;
 	}
-	err = n ? 0 : sync_ondemand(false);
+	err = n ? 0 : sync_ondemand(false, NULL);
+	/* no program sees a destroy any more: the records would be stale when the next limit comes */
+	if (!err && !n) {
+		char begin[256];
+
+		snprintf(begin, sizeof(begin), "%s/prog_kq_begin", KQ_PIN_DIR);
+		if (!access(begin, F_OK))
+			empty_map(q->fd[M_OBJS]);
+	}
 out:
 	if (lock >= 0)
 		close(lock);
@@ -519,10 +644,18 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 		return fail(-EINVAL, "kind %u is not counted by the kernel quota programs", kind);
 	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim)) {
 		lim.max[kind] = max;
+		for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
+			;
+		/* its last limit lifted: the scope goes (the last scope takes the programs with it) */
+		if (i == KQ_NK)
+			return kq_remove(q, sc);
 		if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_EXIST))
 			return fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
 		return 0;
 	}
+	/* a scope without any limit is not made: a limit set later counts what it holds then (populate, rescan) */
+	if (max == KQ_UNLIMITED)
+		return 0;
 	/*
 	 * A new scope: once its entries exist, the programs charge its new objects; then the rescan counts
 	 * what it held before. The limit goes in last, so nothing is refused against a usage not yet known.

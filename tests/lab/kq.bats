@@ -180,6 +180,68 @@ nl_count() {
 	run -0 jq -e '[.scopes[0].kinds[] | .kernel_usage // 0] | add == 0' <<<"$output"
 }
 
+# No kq program attached: no link pinned, no link of a kq program in the kernel, kq_objs empty.
+assert_kq_detached() {
+	run -0 bash -c 'ls "$1" | grep "^link_" || true' _ "$PIN"
+	assert_output ""
+	run -0 bpftool -j link show
+	run -0 jq -e '[.[] | select((.prog_name // "") | startswith("kq_"))] | length == 0' <<<"$output"
+	run -0 bpftool -j map dump pinned "$PIN/kq_objs"
+	run -0 jq -e 'length == 0' <<<"$output"
+}
+
+@test "without any kernel limit nothing is attached; the first limit counts what exists from the kernel's lists" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h j k want
+	# a clean start (the limits of other tests' cgroups go too); one limit set and lifted: loaded, detached
+	rm -rf "$PIN"
+	run -0 "$RDMACTL" quota set qp 1 --global --kernel
+	[ -e "$PIN/link_kq_begin" ]
+	run -0 "$RDMACTL" quota unset qp --global --kernel
+	assert_kq_detached
+	# a tenant makes its objects while nothing is attached: 3 QPs (with a CQ and a PD) in one process,
+	# 2 MRs (with a PD) in another, a context each
+	in_cg "$KQV" -k qp -n 3 -H "$hold" >"$out.qp" 2>&1 3>&- &
+	PIDS+=($!)
+	in_cg "$KQV" -k mr -n 2 -s 65536 -H "$hold" >"$out.mr" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q holding "$out.qp"
+	wait_for 60 grep -q holding "$out.mr"
+	assert_kq_detached
+	# the first limit: usage is what RDMA netlink says the tenant holds
+	run -0 "$RDMACTL" quota set qp 4 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set mr 2 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set mr_bytes 1M --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	j=$output
+	for k in qp cq pd mr ctx; do
+		want=$(nl_count kqverbs "$k")
+		run -0 jq -e --arg k "$k" --argjson w "$want" '.scopes[0].kinds[$k].kernel_usage == $w' <<<"$j" ||
+			{ echo "$k: netlink $want" >&2; jq -c '.scopes[0].kinds' <<<"$j" >&2; false; }
+	done
+	run -0 jq -e '.scopes[0].kinds | .qp.kernel_usage == 3 and .mr.kernel_usage == 2 and
+		.mr_bytes.kernel_usage == 131072 and .ctx.kernel_usage == 2' <<<"$j"
+	# one more QP fits, the next is refused; no MR fits
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 2
+	assert_line "qp created=1 errno=EDQUOT"
+	run -3 in_cg timeout 60 "$KQS" -k mr -n 1
+	assert_line "mr created=0 errno=EDQUOT"
+	# the destroys of what existed before the limit give it back
+	touch "$hold"
+	wait "${PIDS[0]}"
+	wait "${PIDS[1]}"
+	PIDS=()
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '[.scopes[0].kinds[] | .kernel_usage // 0] | add == 0' <<<"$output"
+	run -0 in_cg timeout 60 "$KQS" -k qp -n 4
+	assert_line "qp created=4 errno=0"
+	# the last limit lifted: nothing attached, nothing recorded
+	run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota unset mr --cgroup "$CG" --kernel
+	[ -e "$PIN/link_kq_begin" ]
+	run -0 "$RDMACTL" quota unset mr_bytes --cgroup "$CG" --kernel
+	assert_kq_detached
+}
+
 @test "quota unset --kernel lifts the limit; quota show says who enforces each limit" {
 	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
 	run -0 "$RDMACTL" quota show --cgroup "$CG"
