@@ -5,15 +5,17 @@
  * stay). Meant for the lab with LAB_ICOUNT=0, where the clock counts instructions, the kernel's included:
  * bench/kqprobe.sh runs it.
  *
- * It loads and pins the programs (as `rdmactl quota set --kernel` does), takes their pinned links away and
- * attaches the same programs itself (BPF_RAW_TRACEPOINT_OPEN of each program), so that it can detach them
- * between windows; at the end it attaches and pins them again. The refusing programs (LSM) are attached by
- * lib/kq.c only while a limit exists: it takes them too once the first limit is set. Three configurations,
- * in this order:
- *   none    no limit anywhere: the recording hooks record objects and return
+ * It loads and pins the programs (as `rdmactl quota set --kernel` does). lib/kq.c attaches them only while a
+ * kernel limit exists: once the first limit is set, this takes their pinned links away and attaches the same
+ * programs itself (BPF_RAW_TRACEPOINT_OPEN of each program), so that it can detach them between windows; at
+ * the end it attaches and pins them again, and lifts its limits (which detaches them). Configurations, in
+ * this order:
+ *   control windows alternate exactly the same way but nothing is attached in either (the noise floor)
+ *   empty   programs that return at once (bpf/kqempty.bpf.c) at the hooks a pair passes while a limit
+ *           exists: the trampolines alone, the floor of any BPF design
+ *   none    no limit anywhere: what lib/kq.c leaves attached then (nothing)
  *   other   a limit on another scope: every create looks up this process's scopes and finds no limit
  *   self    a limit on every kind on this process's own scope: checked, charged and credited
- * and a control: windows alternate exactly the same way but nothing is attached in either (the noise floor).
  * Per configuration and kind it prints the 10th percentile of a pair's instructions detached and attached,
  * the difference and its share of the detached pair.
  *   kqprobe [-d DEV] [-n PAIRS] [-r ROUNDS] [-k KIND[,KIND...]] [-p PROGRAM]
@@ -41,6 +43,7 @@
 
 #include "bench.h"
 #include "kq.h"
+#include "kqempty.skel.h"
 
 #define MAXPROGS 16
 
@@ -51,6 +54,7 @@ static struct {
 } progs[MAXPROGS];
 static int nprogs;
 static const char *only; /* -p: attach only the programs whose pin name contains this */
+static int first;        /* attach() starts there (the empty programs' windows) */
 
 static struct ibv_device *dev;
 static struct ibv_context *ctx;
@@ -97,7 +101,7 @@ static void unpin_links(void)
 		fd = bpf_obj_get(path);
 		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
 			die(path, errno);
-		if (known(e->d_name)) { /* attached again by lib/kq.c (a new limit): ours already */
+		if (known(e->d_name)) { /* attached again by lib/kq.c: ours already */
 			if (unlink(path))
 				die(path, errno);
 			close(fd);
@@ -114,13 +118,11 @@ static void unpin_links(void)
 		close(fd); /* the last reference: detached */
 	}
 	closedir(d);
-	if (!nprogs)
-		die("no pinned programs", ENOENT);
 }
 
 static void attach(void)
 {
-	for (int i = 0; i < nprogs; i++) {
+	for (int i = first; i < nprogs; i++) {
 		if (only && !strstr(progs[i].name, only))
 			continue;
 		progs[i].link = bpf_raw_tracepoint_open(NULL, progs[i].prog);
@@ -318,6 +320,31 @@ static void report(const char *config, struct verb *kinds, int nk)
 	fflush(stdout);
 }
 
+/* The floor: empty programs at the hooks a pair passes while a limit exists (-p picks among them too). */
+static void empty(struct verb *kinds, int nk, int pairs, int rounds)
+{
+	struct kqempty_bpf *e = kqempty_bpf__open_and_load();
+	struct bpf_program *prog;
+	int saved = nprogs;
+
+	if (!e)
+		die("kqempty", errno);
+	first = nprogs; /* the kq programs (none without limits) stay out of these windows */
+	bpf_object__for_each_program(prog, e->obj) {
+		if (nprogs == MAXPROGS)
+			die("too many programs", E2BIG);
+		snprintf(progs[nprogs].name, sizeof(progs[nprogs].name), "%s", bpf_program__name(prog));
+		progs[nprogs].prog = bpf_program__fd(prog);
+		progs[nprogs].link = -1;
+		nprogs++;
+	}
+	measure(kinds, nk, pairs, rounds, true);
+	report("empty", kinds, nk);
+	nprogs = saved;
+	first = 0;
+	kqempty_bpf__destroy(e);
+}
+
 static void set_limits(struct kq *q, const struct kq_scope *sc, uint64_t max)
 {
 	for (unsigned int k = 0; k < KQ_NK; k++) {
@@ -392,7 +419,7 @@ int main(int argc, char **argv)
 	}
 
 	unpin_links();
-	printf("kernel quota programs: %d attached without limits (the refusing ones come with the first limit), "
+	printf("kernel quota programs: %d attached without limits (lib/kq.c attaches them with the first limit), "
 	       "attached and detached in alternating windows of %d pairs per kind, %d rounds\n", nprogs, pairs, rounds);
 	printf("instructions per pair (10th percentiles): detached, attached, added and its share\n");
 	printf("%-8s %-13s %10s %10s %8s %9s\n", "config", "verb", "detached", "attached", "added", "share");
@@ -402,10 +429,11 @@ int main(int argc, char **argv)
 
 	measure(kinds, nk, pairs, rounds, false);
 	report("control", kinds, nk);
+	empty(kinds, nk, pairs, rounds);
 	measure(kinds, nk, pairs, rounds, true);
 	report("none", kinds, nk);
 	set_limits(q, &other, 1000000);
-	unpin_links(); /* the refusing programs, attached by the first limit */
+	unpin_links(); /* every program, attached by the first limit */
 	measure(kinds, nk, pairs, rounds, true);
 	report("other", kinds, nk);
 	set_limits(q, &self, 1ull << 40);
@@ -414,7 +442,7 @@ int main(int argc, char **argv)
 	report("self", kinds, nk);
 	repin();
 	kq_remove(q, &self);
-	kq_remove(q, &other); /* the last limit: the refusing programs go again */
+	kq_remove(q, &other); /* the last limit: every program is detached again */
 	ibv_destroy_qp(mqp);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);

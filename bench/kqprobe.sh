@@ -6,6 +6,9 @@
 # each cost buys and where the goal is not met: doc/kq-cost.md.
 #   bench/kqprobe.sh [PAIRS [ROUNDS [KINDS [PROGRAM]]]]    (build first: make bench)
 # PROGRAM: attach only the programs whose name contains it (one program's share, e.g. kq_ioctl).
+# Configurations: control (nothing attached on either side), empty (programs that return at once at the hooks
+# a pair passes while a limit exists: the trampolines alone), none (no kernel limit: nothing is attached),
+# other (a limit on another process), self (a limit on every kind of the benchmark's own process).
 # The lab's clock counts instructions (LAB_ICOUNT=0, one vCPU: see tests/lab/run), the kernel's included:
 # every figure is guest instructions, the same on a busy host as on an idle one.
 set -euo pipefail
