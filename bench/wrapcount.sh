@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# The instructions the interceptor adds to a QP create+destroy and an MR reg+dereg pair, counted exactly by
+# The instructions the interceptor adds to a QP create+destroy, an MR reg+dereg, a PD alloc+dealloc and a
+# device open+close pair, counted exactly by
 # callgrind around the stand-in libibverbs of bench/stub (no device, no lab: the figure bench/kinds.sh
 # measures in the lab, tracked on any machine). bench/wrap -c makes PAIRS pairs through the wrappers and
 # PAIRS through the stub's own entry points, each in a function of its own; the difference of their
 # inclusive counts, per pair, is what the interceptor adds (user-space instructions: it makes no system call).
 #   bench/wrapcount.sh [PAIRS]      (make bench first; needs valgrind)
-# Ways: control (no preload: must be 0), env (LD_PRELOAD, RDMACTL_MAX_* on QPs and MRs, no ledger), run
-# (rdmactl run with QP and MR limits: ledger and job; LD_AUDIT left out, valgrind does not load audit modules;
+# Ways: control (no preload: must be 0), env (LD_PRELOAD, RDMACTL_MAX_* on those four kinds, no ledger), run
+# (rdmactl run with limits on them: ledger and job; LD_AUDIT left out, valgrind does not load audit modules;
 # the lab shows it adds nothing per call).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -47,7 +47,7 @@
  * handle caches the limits that apply to the process (pid and global values, cgroup entries by index) and,
  * per kind, a plan: the counters to charge with their limits; every limit change bumps a generation counter
  * that sits on the usage file's first page, next to the freeze flag, and the next operation refreshes the
- * cache (slow path, under a process-local mutex; also every 1024 operations, whatever the counter says). So
+ * cache (slow path, under a process-local mutex; also every 4096 operations, whatever the counter says). So
  * an operation reads no policy; it touches the usage file's first page, its slot, and the pages of the
  * totals it charges (a job's on one page). A frozen ledger (recount in progress, normally microseconds)
  * makes reserve/release spin-yield; a freeze left by a dead gc is finished by the waiter after 0.5 s, and one
