@@ -604,10 +604,16 @@ static int count_limits(struct kq *q)
 		snprintf(begin, sizeof(begin), "%s/link_kq_begin", KQ_PIN_DIR);
 		snprintf(prog, sizeof(prog), "%s/prog_kq_begin", KQ_PIN_DIR);
 		/* (links taken away while limits exist, as bench/kqprobe does: attached again, nothing emptied) */
-		if (!st.nlimits && access(begin, F_OK) && !access(prog, F_OK))
+		if (!st.nlimits && access(begin, F_OK) && !access(prog, F_OK)) {
 			err = populate(q, attach_all, &attached);
-		else
+			if (err) {
+				/* no limit was in force: back to nothing attached, nothing recorded */
+				sync_ondemand(false, NULL);
+				empty_map(q->fd[M_OBJS]);
+			}
+		} else {
 			err = sync_ondemand(true, NULL);
+		}
 		if (err)
 			goto out;
 	}
@@ -670,8 +676,12 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_NOEXIST))
 		return fail(-errno, "cannot add the kernel limit: %s", strerror(errno));
 	err = count_limits(q);
-	if (err)
+	if (err) {
+		/* not set: the scope goes again */
+		bpf_map_delete_elem(q->fd[M_LIMITS], sc);
+		bpf_map_delete_elem(q->fd[M_USAGE], sc);
 		return err;
+	}
 	err = rescan(q, sc, dir, lim.base);
 	if (err)
 		return fail(err, "cannot count what the scope holds: %s", strerror(-err));
