@@ -927,22 +927,35 @@ static COLD_FN int fast_leave(struct ledger *l, enum ledger_kind kind, uint64_t 
 	return reserve_obj_plan(l, kind, extra, why);
 }
 
+/*
+ * The start of a fast operation on a valid kind: FAST_GO with the slot entered (op_try_enter()) and the
+ * kind's slot counter (&s->usage[kind]: the cold paths find it there again); FAST_PLAN when it could not
+ * enter (nothing to undo), FAST_LEAVE when the kind has no fast shape (the mark to take back first).
+ */
+enum fast_start { FAST_GO, FAST_PLAN, FAST_LEAVE };
+
+static inline ALWAYS_INLINE enum fast_start fast_start(struct ledger *l, enum ledger_kind kind, struct slot **s,
+							uint64_t **c0)
+{
+	*s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+	if (__builtin_expect(!*s || !op_try_enter(l, *s), 0))
+		return FAST_PLAN;
+	*c0 = __atomic_load_n(&l->fast[kind].c0, __ATOMIC_ACQUIRE);
+	return __builtin_expect(!*c0, 0) ? FAST_LEAVE : FAST_GO;
+}
+
 HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
 {
-	const struct fast_ent *f;
-	uint64_t *c0, *c1, *b0, *b1;
+	const struct fast_ent *f = &l->fast[kind];
+	uint64_t *c0 = NULL, *c1, *b0, *b1;
 	struct slot *s;
+	enum fast_start st;
 
 	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
 		return -EINVAL;
-	s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
-	if (__builtin_expect(!s || !op_try_enter(l, s), 0))
-		return reserve_obj_plan(l, kind, extra, why);
-	f = &l->fast[kind];
-	/* c0 is &s->usage[kind] (the cold paths find it there again) */
-	c0 = __atomic_load_n(&f->c0, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(!c0, 0))
-		return fast_leave(l, kind, extra, why);
+	st = fast_start(l, kind, &s, &c0);
+	if (__builtin_expect(st != FAST_GO, 0))
+		return st == FAST_PLAN ? reserve_obj_plan(l, kind, extra, why) : fast_leave(l, kind, extra, why);
 	if (kind == LEDGER_MR && extra) {
 		b0 = __atomic_load_n(&l->fast_bytes.c0, __ATOMIC_ACQUIRE);
 		if (__builtin_expect(!b0, 0))
@@ -993,19 +1006,16 @@ static COLD_FN int release_leave(struct ledger *l, enum ledger_kind kind, uint64
 
 HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
 {
-	const struct fast_ent *f;
-	uint64_t *c0, *c1, *b0, *b1;
+	const struct fast_ent *f = &l->fast[kind];
+	uint64_t *c0 = NULL, *c1, *b0, *b1;
 	struct slot *s;
+	enum fast_start st;
 
 	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
 		return -EINVAL;
-	s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
-	if (__builtin_expect(!s || !op_try_enter(l, s), 0))
-		return release_obj_plan(l, kind, bytes);
-	f = &l->fast[kind];
-	c0 = __atomic_load_n(&f->c0, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(!c0, 0))
-		return release_leave(l, kind, bytes);
+	st = fast_start(l, kind, &s, &c0);
+	if (__builtin_expect(st != FAST_GO, 0))
+		return st == FAST_PLAN ? release_obj_plan(l, kind, bytes) : release_leave(l, kind, bytes);
 	c1 = ALOADR(&f->c1);
 	if (kind == LEDGER_MR && bytes) {
 		b0 = __atomic_load_n(&l->fast_bytes.c0, __ATOMIC_ACQUIRE);
