@@ -946,13 +946,14 @@ static inline ALWAYS_INLINE enum fast_start fast_start(struct ledger *l, enum le
 
 HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
 {
-	const struct fast_ent *f = &l->fast[kind];
+	const struct fast_ent *f;
 	uint64_t *c0 = NULL, *c1, *b0, *b1;
 	struct slot *s;
 	enum fast_start st;
 
 	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
 		return -EINVAL;
+	f = &l->fast[kind];
 	st = fast_start(l, kind, &s, &c0);
 	if (__builtin_expect(st != FAST_GO, 0))
 		return st == FAST_PLAN ? reserve_obj_plan(l, kind, extra, why) : fast_leave(l, kind, extra, why);
@@ -1006,13 +1007,14 @@ static COLD_FN int release_leave(struct ledger *l, enum ledger_kind kind, uint64
 
 HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
 {
-	const struct fast_ent *f = &l->fast[kind];
+	const struct fast_ent *f;
 	uint64_t *c0 = NULL, *c1, *b0, *b1;
 	struct slot *s;
 	enum fast_start st;
 
 	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
 		return -EINVAL;
+	f = &l->fast[kind];
 	st = fast_start(l, kind, &s, &c0);
 	if (__builtin_expect(st != FAST_GO, 0))
 		return st == FAST_PLAN ? release_obj_plan(l, kind, bytes) : release_leave(l, kind, bytes);
