@@ -388,9 +388,10 @@ int slurm_spank_exit(spank_t s, int ac, char **av)
 	(void)av;
 	if (spank_context() != S_CTX_REMOTE || !sp.l)
 		return 0;
+	/* the job first (a write to the ledger); taking the kernel limits off may detach the programs (slower) */
+	ledger_job_release(sp.l, sp.job);
 	if (sp.cgdir[0] && cgquota_remove(sp.rdmactl, sp.ledger_path, sp.cgdir, sp.klimit, err, sizeof(err)))
 		slurm_error(P "step %s: %s", sp.job, err);
-	ledger_job_release(sp.l, sp.job);
 	ledger_close(sp.l);
 	sp.l = NULL;
 	return 0;

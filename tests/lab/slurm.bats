@@ -67,7 +67,9 @@ teardown() {
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 
-# No rdmactl job of a step, no cgroup scope and no kernel scope left in the ledger.
+# No rdmactl job of a step, no cgroup scope and no kernel scope left in the ledger. srun and sbatch -W return
+# when the tasks are gone; slurmstepd's exit (the job released, the kernel limits taken off, which detaches the
+# kernel quota programs after the last one: about a second in the lab) runs after that: callers wait for it.
 assert_nothing_left() {
 	run -0 "$RDMACTL" quota show -j
 	local show=$output
@@ -99,14 +101,14 @@ assert_nothing_left() {
 		wait "${PIDS[-1]}" 2>/dev/null || true
 		port=$((port + 1))
 	done
-	assert_nothing_left
+	wait_for 30 assert_nothing_left
 }
 
 @test "the kernel enforces the step's limit on its cgroup: a static program (no interceptor) gets 2 QPs of 4" {
 	run timeout 120 srun --rdma-max-qp=2 "$KQS" -k qp -n 4
 	assert_output --partial 'qp created=2 errno=EDQUOT'
 	assert_output --partial 'alive'
-	assert_nothing_left
+	wait_for 30 assert_nothing_left
 }
 
 @test "a request above the site ceiling is refused before anything runs" {
@@ -130,7 +132,7 @@ assert_nothing_left() {
 	run -3 timeout 300 sbatch -W -o "$out" "$script"
 	run cat "$out"
 	assert_output --partial 'qp created=2 errno=EDQUOT'
-	assert_nothing_left
+	wait_for 30 assert_nothing_left
 }
 
 @test "a running step is named in quota show and top; scancel leaves nothing behind" {
