@@ -393,25 +393,6 @@ static COLD_FN int charge_slow(enum ledger_kind kind, uint64_t extra, bool queue
 	return ret;
 }
 
-/* An MR's bytes refused after its count was taken: the count goes back. */
-static COLD_FN int mr_bytes_refused(int ret)
-{
-	local_release(LEDGER_MR, 1);
-	return ret;
-}
-
-/* Without a ledger (the environment-variable mode): the RDMACTL_MAX_* counters alone, inline. */
-static inline ALWAYS_INLINE int charge_env(enum ledger_kind kind, uint64_t bytes)
-{
-	int ret = local_charge(kind, 1);
-
-	if (__builtin_expect(ret, 0))
-		return ret;
-	if (kind == LEDGER_MR && __builtin_expect((ret = local_charge(LEDGER_MR_BYTES, bytes)), 0))
-		return mr_bytes_refused(ret);
-	return 0;
-}
-
 /* A refusal of acct_charge_local(): logged; an MR refused by its bytes gives its count back. */
 static COLD_FN int charge_local_refused(enum ledger_kind kind, uint64_t bytes, uint64_t cur, bool by_bytes)
 {
@@ -422,8 +403,8 @@ static COLD_FN int charge_local_refused(enum ledger_kind kind, uint64_t bytes, u
 }
 
 /*
- * ROUTE_LOCAL (preload.h): the RDMACTL_MAX_* counters, no ledger. charge_env() as a leaf: the refusal's
- * logging out of line, so that the usual path needs no stack frame.
+ * Without a ledger (the environment-variable mode, ROUTE_LOCAL in preload.h): the RDMACTL_MAX_* counters
+ * alone, as a leaf: the refusal's logging out of line, so that the usual path needs no stack frame.
  */
 HOT_CREATE int acct_charge_local(enum ledger_kind kind, uint64_t bytes)
 {
@@ -493,7 +474,7 @@ HOT_CREATE_FIRST int acct_charge(enum ledger_kind kind, uint64_t bytes)
 	if (!local_on[kind])
 		return l ? ledger_reserve_obj(l, kind, bytes, NULL) : 0;
 	if (!l)
-		return charge_env(kind, bytes);
+		return acct_charge_local(kind, bytes);
 	return charge_local(kind, bytes, false);
 }
 

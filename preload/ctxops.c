@@ -74,19 +74,17 @@ static bool vctx_has(const struct verbs_context *v, size_t off)
 			WRAP_OP(v, e, name);                                  \
 	} while (0)
 
+/* The verbs_context ops wrapped, each with its wrapper w_NAME. */
+#define VCTX_WRAPPED(X)                                                                              \
+	X(create_qp_ex) X(create_cq_ex) X(create_srq_ex) X(open_qp) X(alloc_null_mr) X(reg_dm_mr) X(open_xrcd) \
+	X(close_xrcd) X(create_wq) X(destroy_wq)
+
 /* A verbs_context older than the newest field wrapped (alloc_null_mr): each field looked at on its own. */
 static COLD_FN void wrap_older(struct verbs_context *v, struct ctx_ent *e)
 {
-	WRAP_VOP(v, e, create_qp_ex);
-	WRAP_VOP(v, e, create_cq_ex);
-	WRAP_VOP(v, e, create_srq_ex);
-	WRAP_VOP(v, e, open_qp);
-	WRAP_VOP(v, e, alloc_null_mr);
-	WRAP_VOP(v, e, reg_dm_mr);
-	WRAP_VOP(v, e, open_xrcd);
-	WRAP_VOP(v, e, close_xrcd);
-	WRAP_VOP(v, e, create_wq);
-	WRAP_VOP(v, e, destroy_wq);
+#define X(name) WRAP_VOP(v, e, name);
+	VCTX_WRAPPED(X)
+#undef X
 }
 
 /*
@@ -114,24 +112,14 @@ void ctx_wrap(struct ibv_context *ctx, bool imported)
 	}
 	e->imported = imported;
 #define NEWER(a, b) (offsetof(struct verbs_context, a) <= offsetof(struct verbs_context, b))
-	_Static_assert(NEWER(alloc_null_mr, create_qp_ex) && NEWER(alloc_null_mr, create_cq_ex) &&
-			       NEWER(alloc_null_mr, create_srq_ex) && NEWER(alloc_null_mr, open_qp) &&
-			       NEWER(alloc_null_mr, reg_dm_mr) && NEWER(alloc_null_mr, open_xrcd) &&
-			       NEWER(alloc_null_mr, close_xrcd) && NEWER(alloc_null_mr, create_wq) &&
-			       NEWER(alloc_null_mr, destroy_wq),
-		       "alloc_null_mr is the newest of the fields wrapped");
+#define X(name) &&NEWER(alloc_null_mr, name)
+	_Static_assert(1 VCTX_WRAPPED(X), "alloc_null_mr is the newest of the fields wrapped");
+#undef X
 #undef NEWER
 	if (v && __builtin_expect(vctx_has(v, offsetof(struct verbs_context, alloc_null_mr)), 1)) {
-		WRAP_OP(v, e, create_qp_ex);
-		WRAP_OP(v, e, create_cq_ex);
-		WRAP_OP(v, e, create_srq_ex);
-		WRAP_OP(v, e, open_qp);
-		WRAP_OP(v, e, alloc_null_mr);
-		WRAP_OP(v, e, reg_dm_mr);
-		WRAP_OP(v, e, open_xrcd);
-		WRAP_OP(v, e, close_xrcd);
-		WRAP_OP(v, e, create_wq);
-		WRAP_OP(v, e, destroy_wq);
+#define X(name) WRAP_OP(v, e, name);
+		VCTX_WRAPPED(X)
+#undef X
 	} else {
 		memset(&e->ops, 0, sizeof(e->ops));
 		if (v)

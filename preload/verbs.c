@@ -14,7 +14,7 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct ibv_context *ctx;
 	struct track t;
 
-	REQUIRED_NULL(real.open_device);
+	REQUIRED(NOSYS_NULL, real.open_device);
 	if (!enter()) {
 		ctx = real.open_device(device);
 		leave();
@@ -62,7 +62,7 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 	bool had;
 	int ret;
 
-	REQUIRED_INT(real.close_device);
+	REQUIRED(NOSYS_INT, real.close_device);
 	if (!enter()) {
 		ret = real.close_device(ctx);
 		leave();
@@ -84,13 +84,13 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 
 PRELOAD_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-	REQUIRED_NULL(real.alloc_pd);
+	REQUIRED(NOSYS_NULL, real.alloc_pd);
 	CREATE(struct ibv_pd *, LEDGER_PD, 0, real.alloc_pd(context), r->context);
 }
 
 PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	REQUIRED_INT(real.dealloc_pd);
+	REQUIRED(NOSYS_INT, real.dealloc_pd);
 	DESTROY(pd, real.dealloc_pd(pd));
 }
 
@@ -206,52 +206,52 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 
 PRELOAD_API HOT_DESTROY int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	REQUIRED_INT(real.dereg_mr);
+	REQUIRED(NOSYS_INT, real.dereg_mr);
 	DESTROY(mr, real.dereg_mr(mr));
 }
 
 PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					 struct ibv_comp_channel *channel, int comp_vector)
 {
-	REQUIRED_NULL(real.create_cq);
+	REQUIRED(NOSYS_NULL, real.create_cq);
 	CREATE(struct ibv_cq *, LEDGER_CQ, 0, real.create_cq(context, cqe, cq_context, channel, comp_vector),
 	       r->context);
 }
 
 PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	REQUIRED_INT(real.destroy_cq);
+	REQUIRED(NOSYS_INT, real.destroy_cq);
 	DESTROY(cq, real.destroy_cq(cq));
 }
 
 PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	REQUIRED_NULL(real.create_srq);
+	REQUIRED(NOSYS_NULL, real.create_srq);
 	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq(pd, attr), r->context);
 }
 
 PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
 {
-	REQUIRED_INT(real.destroy_srq);
+	REQUIRED(NOSYS_INT, real.destroy_srq);
 	DESTROY(srq, real.destroy_srq(srq));
 }
 
 PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	REQUIRED_NULL(real.create_qp);
+	REQUIRED(NOSYS_NULL, real.create_qp);
 	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
 		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp(pd, attr), r->context);
 }
 
 PRELOAD_API HOT_DESTROY int ibv_destroy_qp(struct ibv_qp *qp)
 {
-	REQUIRED_INT(real.destroy_qp);
+	REQUIRED(NOSYS_INT, real.destroy_qp);
 	DESTROY(qp, real.destroy_qp(qp));
 }
 
 PRELOAD_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	REQUIRED_NULL(real.create_ah);
+	REQUIRED(NOSYS_NULL, real.create_ah);
 	CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah(pd, attr), r->context);
 }
 
@@ -265,7 +265,7 @@ PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_w
 
 PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	REQUIRED_INT(real.destroy_ah);
+	REQUIRED(NOSYS_INT, real.destroy_ah);
 	DESTROY(ah, real.destroy_ah(ah));
 }
 

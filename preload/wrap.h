@@ -181,20 +181,16 @@ static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec
 	X(open_device) X(close_device) X(alloc_pd) X(dealloc_pd) X(dereg_mr) X(create_cq) X(destroy_cq)       \
 	X(create_srq) X(destroy_srq) X(create_qp) X(destroy_qp) X(create_ah) X(destroy_ah)
 
-/* The start of a wrapper of a required verb: init and the real pointer's check only while not active. */
-#define REQUIRED_NULL(fn)                                                  \
-	do {                                                               \
-		if (__builtin_expect(!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE), 0)) { \
-			need_real();                                       \
-			NOSYS_NULL(fn);                                    \
-		}                                                          \
-	} while (0)
-#define REQUIRED_INT(fn)                                                   \
-	do {                                                               \
-		if (__builtin_expect(!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE), 0)) { \
-			need_real();                                       \
-			NOSYS_INT(fn);                                     \
-		}                                                          \
+/*
+ * The start of a wrapper of a required verb: init and the real pointer's check (NOSYS: NOSYS_NULL or
+ * NOSYS_INT) only while not active.
+ */
+#define REQUIRED(NOSYS, fn)                                                                 \
+	do {                                                                                \
+		if (__builtin_expect(!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE), 0)) {      \
+			need_real();                                                        \
+			NOSYS(fn);                                                          \
+		}                                                                           \
 	} while (0)
 
 #define NOSYS_NULL(fn)                    \
