@@ -20,10 +20,10 @@
 struct pcfg pcfg HOT_DATA = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
 
 /* Process-local usage and the RDMACTL_MAX_* limits that apply to this process alone. */
-static _Atomic uint64_t used[LEDGER_NKINDS] HOT_DATA;
-/* UINT64_MAX: no such limit, and used[] is not kept (set once, before the first charge) */
-static uint64_t limit[LEDGER_NKINDS] HOT_DATA;
-/* An object of this kind has a local counter (its limit, or for an MR its bytes' limit): set with limit[]. */
+_Atomic uint64_t acct_used[LEDGER_NKINDS] HOT_DATA;
+/* UINT64_MAX: no such limit, and acct_used[] is not kept (set once, before the first charge) */
+uint64_t acct_limit[LEDGER_NKINDS] HOT_DATA;
+/* An object of this kind has a local counter (its limit, or for an MR its bytes' limit): set with acct_limit[]. */
 static bool local_on[LEDGER_NKINDS] HOT_DATA;
 static const char *const limit_env[LEDGER_NKINDS] = {
 #define X(name, NAME, led, ...) KINDS_IF(led, "RDMACTL_MAX_" #NAME, )
@@ -148,7 +148,7 @@ static void read_env(void)
 	s = getenv(LEDGER_ENV_FAIL);
 	pcfg.fail_closed = s && !strcasecmp(s, "closed");
 	for (i = 0; i < LEDGER_NKINDS; i++) {
-		limit[i] = UINT64_MAX;
+		acct_limit[i] = UINT64_MAX;
 		s = getenv(limit_env[i]);
 		if (!s || !*s)
 			continue;
@@ -157,10 +157,10 @@ static void read_env(void)
 		if ((i == LEDGER_MR_BYTES ? parse_size(s, UINT64_MAX, &v) : parse_u64(s, 0, UINT64_MAX, &v)))
 			plog(1, "ignoring %s=%s: not a number", limit_env[i], s);
 		else
-			limit[i] = v;
+			acct_limit[i] = v;
 	}
 	for (i = 0; i < LEDGER_NKINDS; i++)
-		local_on[i] = limit[i] != UINT64_MAX || (i == LEDGER_MR && limit[LEDGER_MR_BYTES] != UINT64_MAX);
+		local_on[i] = acct_limit[i] != UINT64_MAX || (i == LEDGER_MR && acct_limit[LEDGER_MR_BYTES] != UINT64_MAX);
 }
 
 static void open_ledger(void)
@@ -209,7 +209,7 @@ void acct_atfork_child(void)
 
 	my_pid = getpid();
 	for (i = 0; i < LEDGER_NKINDS; i++)
-		atomic_store_explicit(&used[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&acct_used[i], 0, memory_order_relaxed);
 	atomic_store(&reattach, true);
 	update_slow();
 }
@@ -246,7 +246,7 @@ static const char *job_part(char *buf, size_t len)
 static COLD_FN void note_local_denial(int i, uint64_t n, uint64_t cur)
 {
 	if (ledger && ledger_attached(ledger))
-		ledger_note_denial(ledger, (enum ledger_kind)i, n, cur, limit[i], limit_env[i], NULL);
+		ledger_note_denial(ledger, (enum ledger_kind)i, n, cur, acct_limit[i], limit_env[i], NULL);
 }
 
 static COLD_FN int local_refused(int i, uint64_t n, uint64_t cur)
@@ -254,7 +254,7 @@ static COLD_FN int local_refused(int i, uint64_t n, uint64_t cur)
 	char jb[LEDGER_NAME_MAX + 8];
 
 	log_refusal("refused %s for pid %d%s: %" PRIu64 "/%" PRIu64 " in use, limit set by %s", ledger_kind_names[i],
-		    (int)my_pid, job_part(jb, sizeof(jb)), cur, limit[i], limit_env[i]);
+		    (int)my_pid, job_part(jb, sizeof(jb)), cur, acct_limit[i], limit_env[i]);
 	note_local_denial(i, n, cur);
 	return -pcfg.err;
 }
@@ -264,21 +264,21 @@ static inline int local_charge(int i, uint64_t n)
 {
 	uint64_t cur;
 
-	if (limit[i] == UINT64_MAX)
+	if (acct_limit[i] == UINT64_MAX)
 		return 0;
-	cur = atomic_load_explicit(&used[i], memory_order_relaxed);
+	cur = atomic_load_explicit(&acct_used[i], memory_order_relaxed);
 	do {
-		if (cur + n < cur || cur + n > limit[i])
+		if (cur + n < cur || cur + n > acct_limit[i])
 			return local_refused(i, n, cur);
-	} while (!atomic_compare_exchange_weak_explicit(&used[i], &cur, cur + n, memory_order_relaxed,
+	} while (!atomic_compare_exchange_weak_explicit(&acct_used[i], &cur, cur + n, memory_order_relaxed,
 						       memory_order_relaxed));
 	return 0;
 }
 
 static inline void local_release(int i, uint64_t n)
 {
-	if (limit[i] != UINT64_MAX)
-		atomic_fetch_sub_explicit(&used[i], n, memory_order_relaxed);
+	if (acct_limit[i] != UINT64_MAX)
+		atomic_fetch_sub_explicit(&acct_used[i], n, memory_order_relaxed);
 }
 
 /* One object's RDMACTL_MAX_* counters given back: its count, and an MR's bytes. */
@@ -336,7 +336,7 @@ static COLD_FN int local_wr_refused(enum ledger_kind kind, uint64_t depth)
 	char jb[LEDGER_NAME_MAX + 8];
 
 	log_refusal("refused %s for pid %d%s: %" PRIu64 " work requests asked, cap %" PRIu64 " set by RDMACTL_MAX_WR",
-		    ledger_kind_names[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, limit[LEDGER_WR]);
+		    ledger_kind_names[kind], (int)my_pid, job_part(jb, sizeof(jb)), depth, acct_limit[LEDGER_WR]);
 	note_local_denial(LEDGER_WR, depth, 0);
 	return -pcfg.err;
 }
@@ -357,7 +357,7 @@ static inline ALWAYS_INLINE int charge(enum ledger_kind kind, uint64_t extra, bo
 	struct ledger *l;
 	int ret;
 
-	if (queue && __builtin_expect(extra > limit[LEDGER_WR], 0))
+	if (queue && __builtin_expect(extra > acct_limit[LEDGER_WR], 0))
 		return local_wr_refused(kind, extra);
 	ret = local_charge(kind, 1);
 	if (ret)
@@ -408,22 +408,22 @@ static COLD_FN int charge_local_refused(enum ledger_kind kind, uint64_t bytes, u
  */
 HOT_CREATE int acct_charge_local(enum ledger_kind kind, uint64_t bytes)
 {
-	uint64_t lim = limit[kind], cur;
+	uint64_t lim = acct_limit[kind], cur;
 
 	if (lim != UINT64_MAX) {
-		cur = atomic_load_explicit(&used[kind], memory_order_relaxed);
+		cur = atomic_load_explicit(&acct_used[kind], memory_order_relaxed);
 		do {
 			if (__builtin_expect(cur >= lim, 0))
 				return charge_local_refused(kind, bytes, cur, false);
-		} while (!atomic_compare_exchange_weak_explicit(&used[kind], &cur, cur + 1, memory_order_relaxed,
+		} while (!atomic_compare_exchange_weak_explicit(&acct_used[kind], &cur, cur + 1, memory_order_relaxed,
 							       memory_order_relaxed));
 	}
-	if (kind == LEDGER_MR && (lim = limit[LEDGER_MR_BYTES]) != UINT64_MAX) {
-		cur = atomic_load_explicit(&used[LEDGER_MR_BYTES], memory_order_relaxed);
+	if (kind == LEDGER_MR && (lim = acct_limit[LEDGER_MR_BYTES]) != UINT64_MAX) {
+		cur = atomic_load_explicit(&acct_used[LEDGER_MR_BYTES], memory_order_relaxed);
 		do {
 			if (__builtin_expect(bytes > lim || cur > lim - bytes, 0))
 				return charge_local_refused(kind, bytes, cur, true);
-		} while (!atomic_compare_exchange_weak_explicit(&used[LEDGER_MR_BYTES], &cur, cur + bytes,
+		} while (!atomic_compare_exchange_weak_explicit(&acct_used[LEDGER_MR_BYTES], &cur, cur + bytes,
 							       memory_order_relaxed, memory_order_relaxed));
 	}
 	return 0;
@@ -456,7 +456,7 @@ static void update_slow(void)
 
 		__atomic_store_n(&acct_route[i], r, __ATOMIC_RELAXED);
 		/* a queue's route: a WR cap from the environment takes the long way, unless nothing is counted */
-		if (limit[LEDGER_WR] != UINT64_MAX && r != ROUTE_SLOW)
+		if (acct_limit[LEDGER_WR] != UINT64_MAX && r != ROUTE_SLOW)
 			r = ROUTE_SLOW;
 		__atomic_store_n(&acct_route_wr[i], r, __ATOMIC_RELAXED);
 	}
@@ -485,10 +485,10 @@ HOT_CREATE int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t 
 
 	if (__builtin_expect(atomic_load_explicit(&slow, memory_order_relaxed), 0))
 		return charge_slow(kind, depth, true);
-	if (!local_on[kind] && limit[LEDGER_WR] == UINT64_MAX)
+	if (!local_on[kind] && acct_limit[LEDGER_WR] == UINT64_MAX)
 		return l ? ledger_reserve_obj(l, kind, depth, NULL) : 0;
 	if (!l) {
-		if (__builtin_expect(depth > limit[LEDGER_WR], 0))
+		if (__builtin_expect(depth > acct_limit[LEDGER_WR], 0))
 			return local_wr_refused(kind, depth);
 		return local_charge(kind, 1);
 	}

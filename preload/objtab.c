@@ -95,6 +95,14 @@ COLD_FN bool obj_take_bucket(const void *key, struct orec *out)
 	return true;
 }
 
+COLD_FN int obj_claim_bucket(const void *key, struct orec *out)
+{
+	while (obj_take_bucket(key, out))
+		if (out->gen == obj_gen)
+			return OBJ_BUCKET;
+	return OBJ_NONE;
+}
+
 static void dropped(const struct orec *r, unsigned int *n)
 {
 	if (r->gen == obj_gen) {
@@ -165,37 +173,35 @@ static COLD_FN void drop_buckets(struct ibv_context *ctx, unsigned int *n)
 	errno = saved;
 }
 
-/* The table's records of ctx, where the map says there are any: each record in use looked at once. */
-static __attribute__((noinline)) void drop_table(struct ibv_context *ctx, unsigned int *n)
+/* The records of ctx in map word w (m: its bits when looked at). */
+static __attribute__((noinline)) void drop_word(struct ibv_context *ctx, unsigned int w, uint64_t m, unsigned int *n)
 {
-	unsigned int w;
+	while (m) {
+		unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
+		const struct orec_slot *e = &obj_tab[j];
+		uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
 
-	for (w = 0; w < NREC / 64; w++) {
-		uint64_t m = atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
-
-		while (m) {
-			unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
-			const struct orec_slot *e = &obj_tab[j];
-			uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
-
-			m &= m - 1;
-			if (k > OBJ_BUSY && e->r.ctx == ctx)
-				drop_slot(ctx, j, k, n);
-		}
+		m &= m - 1;
+		if (k > OBJ_BUSY && e->r.ctx == ctx)
+			drop_slot(ctx, j, k, n);
 	}
 }
 
+/*
+ * The map is read once, word by word (unrolled: a word without records costs a load, a test and a branch),
+ * and each record in use is looked at once: a context closed with few records in the table pays little more.
+ */
 unsigned int obj_drop_ctx(struct ibv_context *ctx)
 {
-	uint64_t any = 0;
 	unsigned int w, n = 0;
 
-	/* one look at the whole map first: a context closed with no record in the table pays only that */
 #pragma GCC unroll 16
-	for (w = 0; w < NREC / 64; w++)
-		any |= atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
-	if (any)
-		drop_table(ctx, &n);
+	for (w = 0; w < NREC / 64; w++) {
+		uint64_t m = atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
+
+		if (__builtin_expect(m != 0, 0))
+			drop_word(ctx, w, m, &n);
+	}
 	if (atomic_load_explicit(&obj_nbucketed, memory_order_relaxed))
 		drop_buckets(ctx, &n);
 	return n;

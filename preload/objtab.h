@@ -122,6 +122,47 @@ static inline ALWAYS_INLINE bool obj_take(const void *key, struct orec *out)
 	return false;
 }
 
+/* Give table slot j back (its record read or dropped): its bit in the map, then the key. */
+static inline ALWAYS_INLINE void obj_free_slot(unsigned int j)
+{
+	atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
+	atomic_store_explicit(&obj_tab[j].key, 0, memory_order_release);
+}
+
+/* obj_claim()'s answers other than a slot: no record of this process's; a record taken from the buckets. */
+#define OBJ_NONE (-1)
+#define OBJ_BUCKET (-2)
+/* obj_take() for a record in the overflow buckets, out of line: OBJ_BUCKET with *out, or OBJ_NONE. */
+int obj_claim_bucket(const void *key, struct orec *out);
+
+/*
+ * A destroy's record: the table slot of key claimed in place (its key set to OBJ_BUSY: the address cannot
+ * be reused meanwhile, and a context's close passes it by) and its index returned, for destroy_done(); a
+ * record of the parent's (seen in a forked child) is dropped on the way. A record in the overflow buckets
+ * is taken out into *out (OBJ_BUCKET); OBJ_NONE when this process charged no such object.
+ */
+static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
+{
+	unsigned int h = hash_of(key), i;
+
+	for (i = 0; i < NPROBE; i++) {
+		unsigned int j = (h + i) % NREC;
+		struct orec_slot *e = &obj_tab[j];
+		uintptr_t k = (uintptr_t)key;
+
+		if (atomic_load_explicit(&e->key, memory_order_relaxed) != k ||
+		    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		if (__builtin_expect(e->r.gen == obj_gen, 1))
+			return (int)j;
+		obj_free_slot(j);
+	}
+	if (__builtin_expect(!atomic_load_explicit(&obj_nbucketed, memory_order_relaxed), 1))
+		return OBJ_NONE;
+	return obj_claim_bucket(key, out);
+}
+
 /* A context closes: forget the records of what it still holds, keep their charges; how many there were. */
 unsigned int obj_drop_ctx(struct ibv_context *ctx);
 /* In a forked child: slots and locks another thread held are released, the parent's records ignored by generation. */

@@ -42,6 +42,25 @@ extern unsigned char acct_route_wr[LEDGER_NKINDS];
 extern struct ledger *acct_ledger;
 int acct_charge_local(enum ledger_kind kind, uint64_t bytes);
 void acct_release_local(enum ledger_kind kind, uint64_t bytes);
+/* The RDMACTL_MAX_* counters and their limits (UINT64_MAX: none, the counter is not kept), acct.c. */
+extern _Atomic uint64_t acct_used[LEDGER_NKINDS] __attribute__((visibility("hidden")));
+extern uint64_t acct_limit[LEDGER_NKINDS] __attribute__((visibility("hidden")));
+
+/*
+ * A count without bytes on ROUTE_LOCAL (its limit is set): one compare-and-swap inline; at the limit,
+ * acct_charge_local() decides again and logs the refusal.
+ */
+static inline __attribute__((always_inline)) int acct_charge_count_local(enum ledger_kind kind)
+{
+	uint64_t cur = __atomic_load_n(&acct_used[kind], __ATOMIC_RELAXED);
+
+	do {
+		if (__builtin_expect(cur >= acct_limit[kind], 0))
+			return acct_charge_local(kind, 0);
+	} while (!__atomic_compare_exchange_n(&acct_used[kind], &cur, cur + 1, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return 0;
+}
 
 static inline __attribute__((always_inline)) int acct_charge_obj(enum ledger_kind kind, uint64_t bytes)
 {
@@ -50,7 +69,7 @@ static inline __attribute__((always_inline)) int acct_charge_obj(enum ledger_kin
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
 		return ledger_reserve_obj(acct_ledger, kind, bytes, NULL);
 	if (r == ROUTE_LOCAL)
-		return acct_charge_local(kind, bytes);
+		return kind == LEDGER_MR ? acct_charge_local(kind, bytes) : acct_charge_count_local(kind);
 	if (r == ROUTE_NONE)
 		return 0;
 	return acct_charge(kind, bytes);
@@ -62,6 +81,8 @@ static inline __attribute__((always_inline)) void acct_release_obj(enum ledger_k
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
 		ledger_release_obj(acct_ledger, kind, bytes);
+	else if (r == ROUTE_LOCAL && kind != LEDGER_MR)
+		__atomic_fetch_sub(&acct_used[kind], 1, __ATOMIC_RELAXED);
 	else if (r == ROUTE_LOCAL)
 		acct_release_local(kind, bytes);
 	else if (r != ROUTE_NONE)

@@ -14,17 +14,11 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct ibv_context *ctx;
 	struct track t;
 
-	REQUIRED(NOSYS_NULL, real.open_device);
-	if (!enter()) {
-		ctx = real.open_device(device);
-		leave();
-		return ctx;
-	}
+	REQUIRED(NOSYS_NULL, real.open_device, real.open_device(device));
 	/* an open in progress: a charged context whose uverbs fd is not there yet (see ledger_open_mark) */
 	acct_open_mark_obj();
 	if (pre_create(&t, LEDGER_CTX, 0)) {
 		acct_open_mark_obj();
-		leave();
 		return NULL;
 	}
 	ctx = real.open_device(device);
@@ -32,7 +26,6 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 		ctx_wrap(ctx, false);
 	post_create(&t, ctx, ctx);
 	acct_open_mark_obj();
-	leave();
 	return ctx;
 }
 
@@ -43,15 +36,9 @@ PRELOAD_API struct ibv_context *ibv_import_device(int cmd_fd)
 	need_real();
 	NOSYS_NULL(real.import_device);
 	/* An import shares the exporter's kernel context: nothing new to charge, but its ops are wrapped. */
-	if (!enter()) {
-		ctx = real.import_device(cmd_fd);
-		leave();
-		return ctx;
-	}
 	ctx = real.import_device(cmd_fd);
-	if (ctx)
+	if (ctx && __atomic_load_n(&pl_on, __ATOMIC_ACQUIRE))
 		ctx_wrap(ctx, true);
-	leave();
 	return ctx;
 }
 
@@ -62,12 +49,7 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 	bool had;
 	int ret;
 
-	REQUIRED(NOSYS_INT, real.close_device);
-	if (!enter()) {
-		ret = real.close_device(ctx);
-		leave();
-		return ret;
-	}
+	REQUIRED(NOSYS_INT, real.close_device, real.close_device(ctx));
 	had = obj_take(ctx, &rec);
 	left = ctx_unwrap(ctx) ? 0 : obj_drop_ctx(ctx);
 	ret = real.close_device(ctx);
@@ -78,27 +60,25 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 	 */
 	if (had && !left)
 		post_destroy(ctx, &rec, 0);
-	leave();
 	return ret;
 }
 
 PRELOAD_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-	REQUIRED(NOSYS_NULL, real.alloc_pd);
+	REQUIRED(NOSYS_NULL, real.alloc_pd, real.alloc_pd(context));
 	CREATE(struct ibv_pd *, LEDGER_PD, 0, real.alloc_pd(context), r->context);
 }
 
 PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	REQUIRED(NOSYS_INT, real.dealloc_pd);
-	DESTROY(pd, real.dealloc_pd(pd));
+	DESTROY_REQUIRED(pd, real.dealloc_pd, real.dealloc_pd(pd));
 }
 
 /* Where libibverbs has it (IBVERBS_1.8, rdma-core 29 on), every MR registration below ends up here. */
 static HOT_CREATE struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 					      unsigned int access)
 {
-	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
+	GUARDED_CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova2(pd, addr, length, iova, access), r->context);
 }
 
 /*
@@ -109,7 +89,7 @@ static HOT_CREATE struct ibv_mr *reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
 static COLD_FN struct ibv_mr *reg_mr_old(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	NOSYS_NULL(real.reg_mr);
-	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr(pd, addr, length, access), r->context);
+	GUARDED_CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr(pd, addr, length, access), r->context);
 }
 
 /* The first call (init) or a libibverbs without iova2, out of line: the usual path is a tail call. */
@@ -135,7 +115,7 @@ PRELOAD_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t
 	if (real.reg_mr_iova2)
 		return reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 	NOSYS_NULL(real.reg_mr_iova);
-	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
+	GUARDED_CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_mr_iova(pd, addr, length, iova, access), r->context);
 }
 
 PRELOAD_API HOT_CREATE struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
@@ -151,7 +131,7 @@ PRELOAD_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 {
 	need_real();
 	NOSYS_NULL(real.reg_dmabuf_mr);
-	CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_dmabuf_mr(pd, offset, length, iova, fd, access),
+	GUARDED_CREATE(struct ibv_mr *, LEDGER_MR, length, real.reg_dmabuf_mr(pd, offset, length, iova, fd, access),
 	       r->context);
 }
 
@@ -206,53 +186,50 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 
 PRELOAD_API HOT_DESTROY int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	REQUIRED(NOSYS_INT, real.dereg_mr);
-	DESTROY(mr, real.dereg_mr(mr));
+	DESTROY_REQUIRED(mr, real.dereg_mr, real.dereg_mr(mr));
 }
 
 PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					 struct ibv_comp_channel *channel, int comp_vector)
 {
-	REQUIRED(NOSYS_NULL, real.create_cq);
+	REQUIRED(NOSYS_NULL, real.create_cq, real.create_cq(context, cqe, cq_context, channel, comp_vector));
 	CREATE(struct ibv_cq *, LEDGER_CQ, 0, real.create_cq(context, cqe, cq_context, channel, comp_vector),
 	       r->context);
 }
 
 PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	REQUIRED(NOSYS_INT, real.destroy_cq);
-	DESTROY(cq, real.destroy_cq(cq));
+	DESTROY_REQUIRED(cq, real.destroy_cq, real.destroy_cq(cq));
 }
 
 PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	REQUIRED(NOSYS_NULL, real.create_srq);
+	REQUIRED(NOSYS_NULL, real.create_srq, real.create_srq(pd, attr));
 	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq(pd, attr), r->context);
 }
 
 PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
 {
-	REQUIRED(NOSYS_INT, real.destroy_srq);
-	DESTROY(srq, real.destroy_srq(srq));
+	DESTROY_REQUIRED(srq, real.destroy_srq, real.destroy_srq(srq));
 }
 
 PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	REQUIRED(NOSYS_NULL, real.create_qp);
+	REQUIRED(NOSYS_NULL, real.create_qp, real.create_qp(pd, attr));
 	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
 		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp(pd, attr), r->context);
 }
 
 PRELOAD_API HOT_DESTROY int ibv_destroy_qp(struct ibv_qp *qp)
 {
-	REQUIRED(NOSYS_INT, real.destroy_qp);
-	DESTROY(qp, real.destroy_qp(qp));
+	DESTROY_REQUIRED(qp, real.destroy_qp, real.destroy_qp(qp));
 }
 
 PRELOAD_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	REQUIRED(NOSYS_NULL, real.create_ah);
-	CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah(pd, attr), r->context);
+	REQUIRED(NOSYS_NULL, real.create_ah, real.create_ah(pd, attr));
+	/* also called by libibverbs' ibv_create_ah_from_wc, which charged the AH */
+	NESTED_CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah(pd, attr), r->context);
 }
 
 PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
@@ -260,13 +237,12 @@ PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_w
 {
 	need_real();
 	NOSYS_NULL(real.create_ah_from_wc);
-	CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah_from_wc(pd, wc, grh, port_num), r->context);
+	GUARDED_CREATE(struct ibv_ah *, LEDGER_AH, 0, real.create_ah_from_wc(pd, wc, grh, port_num), r->context);
 }
 
 PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	REQUIRED(NOSYS_INT, real.destroy_ah);
-	DESTROY(ah, real.destroy_ah(ah));
+	DESTROY_REQUIRED(ah, real.destroy_ah, real.destroy_ah(ah));
 }
 
 /* ---- the table the audit redirection uses --------------------------------------------------------- */

@@ -174,6 +174,25 @@ static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec
 }
 
 /*
+ * After the real destroy of obj, whose table slot j obj_claim() holds: on success the slot and the charge
+ * are given back; on failure the record is put back as it was (the object may still be there).
+ */
+static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
+{
+	struct orec_slot *e = &obj_tab[j];
+
+	if (__builtin_expect(!ret, 1)) {
+		enum ledger_kind kind = e->r.kind;
+		uint64_t bytes = e->r.bytes;
+
+		obj_free_slot((unsigned int)j);
+		acct_release_obj(kind, bytes);
+	} else {
+		atomic_store_explicit(&e->key, (uintptr_t)obj, memory_order_release);
+	}
+}
+
+/*
  * The verbs every libibverbs since IBVERBS_1.1 has: the interceptor is active (pl_on) only where all of them
  * were found (init.c), so that their wrappers need no check of the real pointer on the usual path.
  */
@@ -182,14 +201,16 @@ static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec
 	X(create_srq) X(destroy_srq) X(create_qp) X(destroy_qp) X(create_ah) X(destroy_ah)
 
 /*
- * The start of a wrapper of a required verb: init and the real pointer's check (NOSYS: NOSYS_NULL or
- * NOSYS_INT) only while not active.
+ * The start of a wrapper of a required verb: the active flag, read once. Only while it is off: init, the real
+ * pointer's check (NOSYS: NOSYS_NULL or NOSYS_INT), and PASS (the real call) when rdmactl is inactive.
  */
-#define REQUIRED(NOSYS, fn)                                                                 \
+#define REQUIRED(NOSYS, fn, PASS)                                                           \
 	do {                                                                                \
 		if (__builtin_expect(!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE), 0)) {      \
 			need_real();                                                        \
 			NOSYS(fn);                                                          \
+			if (!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE))                     \
+				return (PASS);                                              \
 		}                                                                           \
 	} while (0)
 
@@ -208,20 +229,43 @@ static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec
 	} while (0)
 
 /*
- * One create wrapper: charge, call, track. CALL is the real call expression, CTX the owning context
- * expression (evaluated on the result r).
+ * A create wrapper once active (REQUIRED, or an op wrapped only while active): charge with PRE (which sees t),
+ * create with CALL, track with CTX, the owning context (evaluated on the result r). No nesting guard: libibverbs
+ * calls none of these verbs from within another wrapped verb (its compat versions keep their own entry points,
+ * which call the default version as a program would). The verbs it does call nested (ibv_create_ah from
+ * ibv_create_ah_from_wc, ibv_reg_mr_iova2 from ibv_reg_mr and ibv_reg_mr_iova) use GUARDED_CREATE.
  */
-/* A create wrapper: pass through when nested or inactive, else charge with PRE (which sees t), create, track. */
 #define CREATE_WITH(type, PRE, CALL, CTX)                         \
 	do {                                                      \
 		struct track t;                                   \
 		type r;                                           \
-		if (!enter()) {                                   \
+		if (PRE)                                          \
+			return NULL;                              \
+		r = (CALL);                                       \
+		post_create(&t, r, r ? (CTX) : NULL);             \
+		return r;                                         \
+	} while (0)
+
+#define CREATE(type, kind, bytes, CALL, CTX) CREATE_WITH(type, pre_create(&t, kind, bytes), CALL, CTX)
+/* A queue: its depth (the larger of s and rq) against the WR caps, and its count, in one charge. */
+#define CREATE_QUEUE(type, kind, s, rq, CALL, CTX) CREATE_WITH(type, pre_create_wr(&t, kind, s, rq), CALL, CTX)
+
+/*
+ * A create that libibverbs also calls nested, or that calls such a verb: only the outermost call charges
+ * (enter() also reads the active flag; NESTED_CREATE, after REQUIRED, the guard alone).
+ */
+#define GUARDED_CREATE(type, kind, bytes, CALL, CTX) GUARDED_CREATE_AT(enter(), type, kind, bytes, CALL, CTX)
+#define NESTED_CREATE(type, kind, bytes, CALL, CTX) GUARDED_CREATE_AT(!pl_guard++, type, kind, bytes, CALL, CTX)
+#define GUARDED_CREATE_AT(ENTER, type, kind, bytes, CALL, CTX)    \
+	do {                                                      \
+		struct track t;                                   \
+		type r;                                           \
+		if (!(ENTER)) {                                   \
 			r = (CALL);                               \
 			leave();                                  \
 			return r;                                 \
 		}                                                 \
-		if (PRE) {                                        \
+		if (pre_create(&t, kind, bytes)) {                \
 			leave();                                  \
 			return NULL;                              \
 		}                                                 \
@@ -231,25 +275,40 @@ static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec
 		return r;                                         \
 	} while (0)
 
-#define CREATE(type, kind, bytes, CALL, CTX) CREATE_WITH(type, pre_create(&t, kind, bytes), CALL, CTX)
-/* A queue: its depth (the larger of s and rq) against the WR caps, and its count, in one charge. */
-#define CREATE_QUEUE(type, kind, s, rq, CALL, CTX) CREATE_WITH(type, pre_create_wr(&t, kind, s, rq), CALL, CTX)
+/*
+ * A destroy wrapper once active: the record of x is claimed in place (obj_claim()) across the real destroy,
+ * which CALL makes; then given back with its charge, or, when the destroy failed, put back as it was. An
+ * object with no record of this process's (not charged, the parent's after fork()) passes through.
+ */
+#define DESTROY_CLAIMED(x, CALL)                                  \
+	do {                                                      \
+		struct orec rec;                                  \
+		int j, ret;                                       \
+		j = obj_claim(x, &rec);                           \
+		if (j == OBJ_NONE)                                \
+			return (CALL);                            \
+		ret = (CALL);                                     \
+		if (__builtin_expect(j >= 0, 1))                  \
+			destroy_done(x, j, ret);                  \
+		else                                              \
+			post_destroy(x, &rec, ret);               \
+		return ret;                                       \
+	} while (0)
 
 #define DESTROY(x, CALL)                                          \
 	do {                                                      \
-		struct orec rec;                                  \
-		int ret;                                          \
 		if (!(x))                                         \
 			return EINVAL;                            \
-		if (!enter() || !obj_take(x, &rec)) {             \
-			ret = (CALL);                             \
-			leave();                                  \
-			return ret;                               \
-		}                                                 \
-		ret = (CALL);                                     \
-		post_destroy(x, &rec, ret);                       \
-		leave();                                          \
-		return ret;                                       \
+		DESTROY_CLAIMED(x, CALL);                         \
+	} while (0)
+
+/* The destroy wrapper of a required verb fn (NULL refused before anything else, as always). */
+#define DESTROY_REQUIRED(x, fn, CALL)                             \
+	do {                                                      \
+		if (!(x))                                         \
+			return EINVAL;                            \
+		REQUIRED(NOSYS_INT, fn, CALL);                    \
+		DESTROY_CLAIMED(x, CALL);                         \
 	} while (0)
 
 #pragma GCC visibility pop
