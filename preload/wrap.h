@@ -65,9 +65,10 @@ extern bool pl_active;
 /* pl_inited && pl_active: the one flag a wrapper's usual path reads. */
 extern bool pl_on;
 /*
- * Set while this thread is inside an intercepted verb: libibverbs calls some of its own exported verbs
- * through the PLT (ibv_reg_mr -> ibv_reg_mr_iova2, create_qp@1.0 -> @@1.1, create_ah_from_wc ->
- * create_ah), and those land here again. Only the outermost call charges.
+ * Set while this thread is inside a guarded verb: libibverbs calls some of its own exported verbs through
+ * the PLT (ibv_reg_mr and ibv_reg_mr_iova -> ibv_reg_mr_iova2, create_ah_from_wc -> create_ah), and those
+ * land here again. Only the outermost call charges (GUARDED_CREATE, NESTED_CREATE). Its compat versions
+ * (create_qp@1.0 -> @@1.1) are not wrapped: the inner call is the only one seen.
  */
 extern __thread int pl_guard __attribute__((tls_model("initial-exec")));
 
