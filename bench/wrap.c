@@ -8,8 +8,11 @@
  * Run it under `rdmactl run`, without LD_AUDIT, with the stub first in the library path:
  *   rdmactl run --job J -- env -u LD_AUDIT LD_LIBRARY_PATH=BUILD/bench/stub wrap [-n ITERS]
  * -c: count instead of time, for callgrind (bench/wrapcount.sh): after one untimed pair of each, N pairs
- * through each of the functions count_{wrapped,direct}_{qp,mr,pd,ctx}, whose inclusive instruction counts,
- * less one another, are what the interceptor adds to N pairs.
+ * through each of the functions count_{wrapped,direct}_{qp,mr,pd,ctx,cq,srq,ah,mw}, whose inclusive
+ * instruction counts, less one another, are what the interceptor adds to N pairs. The CQ, SRQ, AH and MW
+ * pairs are made on a context and a PD opened after the context pairs: the wrapped side's through the
+ * wrappers, the direct side's through libibverbs' own entry points (whose context's ops no wrapper replaced:
+ * the inline ibv_alloc_mw and ibv_dealloc_mw call them).
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -44,6 +47,18 @@ static struct ibv_pd *(*alloc_pd)(struct ibv_context *), *(*w_alloc_pd)(struct i
 static int (*dealloc_pd)(struct ibv_pd *), (*w_dealloc_pd)(struct ibv_pd *);
 static struct ibv_context *(*open_device)(struct ibv_device *), *(*w_open_device)(struct ibv_device *);
 static int (*close_device)(struct ibv_context *), (*w_close_device)(struct ibv_context *);
+static struct ibv_cq *(*create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int),
+	*(*w_create_cq)(struct ibv_context *, int, void *, struct ibv_comp_channel *, int);
+static int (*destroy_cq)(struct ibv_cq *), (*w_destroy_cq)(struct ibv_cq *);
+static struct ibv_srq *(*create_srq)(struct ibv_pd *, struct ibv_srq_init_attr *),
+	*(*w_create_srq)(struct ibv_pd *, struct ibv_srq_init_attr *);
+static int (*destroy_srq)(struct ibv_srq *), (*w_destroy_srq)(struct ibv_srq *);
+static struct ibv_ah *(*create_ah)(struct ibv_pd *, struct ibv_ah_attr *), *(*w_create_ah)(struct ibv_pd *,
+											 struct ibv_ah_attr *);
+static int (*destroy_ah)(struct ibv_ah *), (*w_destroy_ah)(struct ibv_ah *);
+/* The context and PD of each side's CQ, SRQ, AH and MW pairs. */
+static struct ibv_context *wctx, *dctx;
+static struct ibv_pd *wpd, *dpd;
 static char buf[65536];
 
 /* The counted loops (-c): the same calls as the timed ones, through the same pointers. */
@@ -140,6 +155,47 @@ static __attribute__((noinline)) int count_direct_ctx(int n)
 	return 0;
 }
 
+/* A kind whose pair is create(a PD or the context) and destroy: one wrapped and one direct counted loop. */
+#define COUNT_PAIR(kind, type, CREATE, DESTROY)                                        \
+	static __attribute__((noinline)) int count_wrapped_##kind(int n)               \
+	{                                                                              \
+		const bool w = true;                                                   \
+		while (n--) {                                                          \
+			type *o = CREATE;                                              \
+			if (!o || DESTROY)                                             \
+				return 1;                                              \
+		}                                                                      \
+		return 0;                                                              \
+	}                                                                              \
+	static __attribute__((noinline)) int count_direct_##kind(int n)                \
+	{                                                                              \
+		const bool w = false;                                                  \
+		while (n--) {                                                          \
+			type *o = CREATE;                                              \
+			if (!o || DESTROY)                                             \
+				return 1;                                              \
+		}                                                                      \
+		return 0;                                                              \
+	}
+
+static struct ibv_srq_init_attr srq_attr = { .attr = { .max_wr = 16, .max_sge = 1 } };
+static struct ibv_ah_attr ah_attr = { .port_num = 1 };
+
+COUNT_PAIR(cq, struct ibv_cq, w ? w_create_cq(wctx, 16, NULL, NULL, 0) : create_cq(dctx, 16, NULL, NULL, 0),
+	   w ? w_destroy_cq(o) : destroy_cq(o))
+COUNT_PAIR(srq, struct ibv_srq, w ? w_create_srq(wpd, &srq_attr) : create_srq(dpd, &srq_attr),
+	   w ? w_destroy_srq(o) : destroy_srq(o))
+COUNT_PAIR(ah, struct ibv_ah, w ? w_create_ah(wpd, &ah_attr) : create_ah(dpd, &ah_attr),
+	   w ? w_destroy_ah(o) : destroy_ah(o))
+/* the inline verbs: each side's context ops */
+COUNT_PAIR(mw, struct ibv_mw, ibv_alloc_mw(w ? wpd : dpd, IBV_MW_TYPE_1), ibv_dealloc_mw(o))
+
+static int count_more(int n)
+{
+	return count_wrapped_cq(n) || count_direct_cq(n) || count_wrapped_srq(n) || count_direct_srq(n) ||
+	       count_wrapped_ah(n) || count_direct_ah(n) || count_wrapped_mw(n) || count_direct_mw(n);
+}
+
 static int count(int n)
 {
 	/* one of each first: the interceptor's start, lazy binding and first touches are not counted */
@@ -148,6 +204,13 @@ static int count(int n)
 		return 1;
 	if (count_wrapped_qp(n) || count_direct_qp(n) || count_wrapped_mr(n) || count_direct_mr(n) ||
 	    count_wrapped_pd(n) || count_direct_pd(n) || count_wrapped_ctx(n) || count_direct_ctx(n))
+		return 1;
+	/* opened after the context pairs, whose closes then look at no record */
+	wctx = w_open_device(NULL);
+	dctx = open_device(NULL);
+	wpd = wctx ? w_alloc_pd(wctx) : NULL;
+	dpd = dctx ? alloc_pd(dctx) : NULL;
+	if (!wpd || !dpd || count_more(1) || count_more(n))
 		return 1;
 	printf("counted %d pairs\n", n);
 	return 0;
@@ -198,12 +261,26 @@ int main(int argc, char **argv)
 	*(void **)&w_dealloc_pd = dlvsym(RTLD_DEFAULT, "ibv_dealloc_pd", "IBVERBS_1.1");
 	*(void **)&w_open_device = dlvsym(RTLD_DEFAULT, "ibv_open_device", "IBVERBS_1.1");
 	*(void **)&w_close_device = dlvsym(RTLD_DEFAULT, "ibv_close_device", "IBVERBS_1.1");
+#define BOTH(name)                                                                       \
+	do {                                                                             \
+		*(void **)&name = own_dlvsym(h, "ibv_" #name, "IBVERBS_1.1");            \
+		*(void **)&w_##name = dlvsym(RTLD_DEFAULT, "ibv_" #name, "IBVERBS_1.1"); \
+	} while (0)
+	BOTH(create_cq);
+	BOTH(destroy_cq);
+	BOTH(create_srq);
+	BOTH(destroy_srq);
+	BOTH(create_ah);
+	BOTH(destroy_ah);
+#undef BOTH
 	if (!create_qp || !destroy_qp || !reg_mr_iova2 || !dereg_mr || !w_create_qp || !w_destroy_qp || !w_reg_mr ||
 	    !w_dereg_mr)
 		return 1;
 	if (counting && (!alloc_pd || !dealloc_pd || !open_device || !close_device || !w_alloc_pd || !w_dealloc_pd ||
-			 !w_open_device || !w_close_device)) {
-		fprintf(stderr, "wrap: -c needs the stub's PD and device verbs (make bench)\n");
+			 !w_open_device || !w_close_device || !create_cq || !w_create_cq || !destroy_cq || !w_destroy_cq ||
+			 !create_srq || !w_create_srq || !destroy_srq || !w_destroy_srq || !create_ah || !w_create_ah ||
+			 !destroy_ah || !w_destroy_ah)) {
+		fprintf(stderr, "wrap: -c needs the stub's PD, device, CQ, SRQ and AH verbs (make bench)\n");
 		return 1;
 	}
 	if (!dladdr((void *)create_qp, &info) || !strstr(info.dli_fname, "stub"))

@@ -31,14 +31,32 @@ static struct ctx_ent {
 	struct ctx_ops ops;
 } ctxs[NCTX];
 
-static const struct ctx_ops *ctx_ops_of(struct ibv_context *ctx)
+/* Where ctx_ops_of() last found a context: a program with one context finds it at the first look. */
+static const struct ctx_ent ctx_none = { .ctx = CTX_BUSY };
+static const struct ctx_ent *_Atomic ctx_last = &ctx_none;
+
+static COLD_FN const struct ctx_ops *ctx_ops_find(struct ibv_context *ctx)
 {
 	unsigned int i;
 
+	if (!ctx)
+		return NULL;
 	for (i = 0; i < NCTX; i++)
-		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_acquire) == ctx)
+		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_acquire) == ctx) {
+			atomic_store_explicit(&ctx_last, &ctxs[i], memory_order_relaxed);
 			return &ctxs[i].ops;
+		}
 	return NULL;
+}
+
+/* The ops saved for ctx (a context being filled or emptied is CTX_BUSY: never found), or NULL. */
+static inline const struct ctx_ops *ctx_ops_of(struct ibv_context *ctx)
+{
+	const struct ctx_ent *e = atomic_load_explicit(&ctx_last, memory_order_relaxed);
+
+	if (__builtin_expect(atomic_load_explicit(&e->ctx, memory_order_acquire) == ctx, 1))
+		return &e->ops;
+	return ctx_ops_find(ctx);
 }
 
 /* Save the op (NULL where the context has none) and put the wrapper in its place where there is one. */

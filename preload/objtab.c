@@ -103,9 +103,10 @@ COLD_FN int obj_claim_bucket(const void *key, struct orec *out)
 	return OBJ_NONE;
 }
 
-static void dropped(const struct orec *r, unsigned int *n)
+/* r was a record of a closing context's (a table record: this process's; a bucket's: if its gen is). */
+static void dropped(const struct orec *r, bool table, unsigned int *n)
 {
-	if (r->gen == obj_gen) {
+	if (table || r->gen == obj_gen) {
 		(*n)++;
 		plog(2, "kept %s of a closed context for pid %d", ledger_kind_names[r->kind], (int)getpid());
 	}
@@ -130,7 +131,7 @@ static __attribute__((noinline)) void drop_slot(struct ibv_context *ctx, unsigne
 		atomic_store_explicit(&e->key, k, memory_order_release);
 		return;
 	}
-	dropped(&e->r, n);
+	dropped(&e->r, true, n);
 	atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
 	atomic_store_explicit(&e->key, 0, memory_order_release);
 }
@@ -167,7 +168,7 @@ static COLD_FN void drop_buckets(struct ibv_context *ctx, unsigned int *n)
 	}
 	while ((o = gone)) {
 		gone = o->next;
-		dropped(&o->r, n);
+		dropped(&o->r, false, n);
 		free(o);
 	}
 	errno = saved;
@@ -211,12 +212,14 @@ void obj_atfork_child(void)
 {
 	unsigned int i;
 
-	/* a slot another thread was writing or reading: that thread is not in the child */
+	/*
+	 * The parent's records are not the child's to release: the table is emptied (a slot another thread was
+	 * writing or reading included), the buckets' records ignored by generation.
+	 */
 	for (i = 0; i < NREC; i++)
-		if (atomic_load_explicit(&obj_tab[i].key, memory_order_relaxed) == OBJ_BUSY) {
-			atomic_store_explicit(&obj_tab[i].key, 0, memory_order_relaxed);
-			atomic_fetch_and_explicit(&obj_tab_map[i / 64], ~(1ull << (i % 64)), memory_order_relaxed);
-		}
+		atomic_store_explicit(&obj_tab[i].key, 0, memory_order_relaxed);
+	for (i = 0; i < NREC / 64; i++)
+		atomic_store_explicit(&obj_tab_map[i], 0, memory_order_relaxed);
 	for (i = 0; i < NBUCKET; i++)
 		atomic_flag_clear_explicit(&obj_buckets[i].lock, memory_order_relaxed);
 	obj_gen++;

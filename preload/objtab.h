@@ -25,7 +25,10 @@
 /* Internal to the preload (built -fvisibility=hidden): direct PC-relative access, no GOT. */
 #pragma GCC visibility push(hidden)
 
-/* What a destroy gives back, and whose it is. */
+/*
+ * What a destroy gives back, and whose it is. gen is kept in the overflow buckets only: a forked child
+ * empties the table (obj_atfork_child()), so that the table's records are always this process's.
+ */
 struct orec {
 	struct ibv_context *ctx;
 	uint64_t bytes;
@@ -60,7 +63,7 @@ static inline unsigned int hash_of(const void *key)
 bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind);
 bool obj_take_bucket(const void *key, struct orec *out);
 
-/* Record key (the object): its context, bytes and kind, and the current generation. False only without memory. */
+/* Record key (the object): its context, bytes and kind. False only without memory. */
 static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context *ctx, uint64_t bytes,
 					    enum ledger_kind kind)
 {
@@ -78,7 +81,6 @@ static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context 
 		e->r.ctx = ctx;
 		e->r.bytes = bytes;
 		e->r.kind = kind;
-		e->r.gen = obj_gen;
 		atomic_fetch_or_explicit(&obj_tab_map[j / 64], 1ull << (j % 64), memory_order_relaxed);
 		atomic_store_explicit(&e->key, (uintptr_t)key, memory_order_release);
 		return true;
@@ -86,7 +88,7 @@ static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context 
 	return obj_insert_bucket(key, ctx, bytes, kind);
 }
 
-/* Take a record of key out of the table into *out (any generation); false if there is none. */
+/* Take a record of key out of the table into *out (a bucket's of any generation); false if there is none. */
 static inline ALWAYS_INLINE bool obj_unlink(const void *key, struct orec *out)
 {
 	unsigned int h = hash_of(key), i;
@@ -101,6 +103,7 @@ static inline ALWAYS_INLINE bool obj_unlink(const void *key, struct orec *out)
 							     memory_order_relaxed))
 			continue;
 		*out = e->r;
+		out->gen = obj_gen; /* the table holds this process's records only (obj_atfork_child) */
 		atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
 		atomic_store_explicit(&e->key, 0, memory_order_release);
 		return true;
@@ -137,9 +140,9 @@ int obj_claim_bucket(const void *key, struct orec *out);
 
 /*
  * A destroy's record: the table slot of key claimed in place (its key set to OBJ_BUSY: the address cannot
- * be reused meanwhile, and a context's close passes it by) and its index returned, for destroy_done(); a
- * record of the parent's (seen in a forked child) is dropped on the way. A record in the overflow buckets
- * is taken out into *out (OBJ_BUCKET); OBJ_NONE when this process charged no such object.
+ * be reused meanwhile, and a context's close passes it by) and its index returned, for destroy_done(). A
+ * record in the overflow buckets is taken out into *out (OBJ_BUCKET; the parent's, seen in a forked child,
+ * are dropped on the way); OBJ_NONE when this process charged no such object.
  */
 static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
 {
@@ -154,9 +157,7 @@ static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
 		    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
 							     memory_order_relaxed))
 			continue;
-		if (__builtin_expect(e->r.gen == obj_gen, 1))
-			return (int)j;
-		obj_free_slot(j);
+		return (int)j;
 	}
 	if (__builtin_expect(!atomic_load_explicit(&obj_nbucketed, memory_order_relaxed), 1))
 		return OBJ_NONE;
@@ -165,7 +166,7 @@ static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
 
 /* A context closes: forget the records of what it still holds, keep their charges; how many there were. */
 unsigned int obj_drop_ctx(struct ibv_context *ctx);
-/* In a forked child: slots and locks another thread held are released, the parent's records ignored by generation. */
+/* In a forked child: the table emptied, the buckets' locks released, the buckets' records of the parent ignored by generation. */
 void obj_atfork_child(void);
 
 #pragma GCC visibility pop
