@@ -578,6 +578,26 @@ charges() {
 	assert_line "qp created=0 refused=1 errno=ENOMEM"
 }
 
+@test "an AH made by ibv_create_ah_from_wc (libibverbs makes it through its exported ibv_create_ah) is charged once" {
+	local udwc=$BUILD/lab-progs/udwc
+	# under a limit of 2 the AH from the completion is the second: charged twice, it would be refused
+	run -0 timeout 60 "$RDMACTL" run --job zwc --max-ah 2 -- "$udwc" -g 1
+	assert_line "ah created=1 refused=0 errno=0"
+	assert_line "from_wc created=1 refused=0 errno=0"
+	run --separate-stderr -0 timeout 60 "$RDMACTL" run --job zwc1 --max-ah 1 -- "$udwc" -g 1
+	assert_line "from_wc created=0 refused=1 errno=ENOMEM"
+	run grep -E '^rdmactl: refused ah for pid [0-9]+ \(job zwc1\): 1/1 in use, limit set by job zwc1$' <<<"$stderr"
+	assert_success
+	# the same with LD_PRELOAD alone
+	run -0 timeout 60 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_AH=2 "$udwc" -g 1
+	assert_line "from_wc created=1 refused=0 errno=0"
+	run -0 timeout 60 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_AH=1 "$udwc" -g 1
+	assert_line "from_wc created=0 refused=1 errno=ENOMEM"
+	# and without the interceptor the program makes both (the control: the datagram goes through)
+	run -0 timeout 60 "$udwc" -g 1
+	assert_line "from_wc created=1 refused=0 errno=0"
+}
+
 @test "an unusable ledger: RDMACTL_FAIL=closed refuses every creation, open lets them through" {
 	local env=(env LD_PRELOAD="$PRELOAD" RDMACTL_LEDGER="$BATS_TEST_TMPDIR/no/such/ledger" RDMACTL_JOB=gone)
 	# closed: already the context is refused, with the verbs' usual errno
