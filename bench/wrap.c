@@ -162,7 +162,7 @@ static __attribute__((noinline)) int count_direct_ctx(int n)
 		const bool w = true;                                                   \
 		while (n--) {                                                          \
 			type *o = CREATE;                                              \
-			if (!o || DESTROY)                                             \
+			if (!o || (DESTROY))                                           \
 				return 1;                                              \
 		}                                                                      \
 		return 0;                                                              \
@@ -172,7 +172,7 @@ static __attribute__((noinline)) int count_direct_ctx(int n)
 		const bool w = false;                                                  \
 		while (n--) {                                                          \
 			type *o = CREATE;                                              \
-			if (!o || DESTROY)                                             \
+			if (!o || (DESTROY))                                           \
 				return 1;                                              \
 		}                                                                      \
 		return 0;                                                              \

@@ -95,8 +95,33 @@ COLD_FN bool obj_take_bucket(const void *key, struct orec *out)
 	return true;
 }
 
-COLD_FN int obj_claim_bucket(const void *key, struct orec *out)
+COLD_FN bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind)
 {
+	unsigned int h = hash_of(key), i;
+
+	for (i = 1; i < NPROBE; i++) {
+		unsigned int j = (h + i) % NREC;
+
+		if (obj_try_slot(j)) {
+			obj_fill(j, key, ctx, bytes, kind);
+			return true;
+		}
+	}
+	return obj_insert_bucket(key, ctx, bytes, kind);
+}
+
+COLD_FN int obj_claim_more(const void *key, struct orec *out)
+{
+	unsigned int h = hash_of(key), i;
+
+	for (i = 1; i < NPROBE; i++) {
+		unsigned int j = (h + i) % NREC;
+
+		if (obj_claim_slot(j, key))
+			return (int)j;
+	}
+	if (!atomic_load_explicit(&obj_nbucketed, memory_order_relaxed))
+		return OBJ_NONE;
 	while (obj_take_bucket(key, out))
 		if (out->gen == obj_gen)
 			return OBJ_BUCKET;

@@ -63,29 +63,45 @@ static inline unsigned int hash_of(const void *key)
 bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind);
 bool obj_take_bucket(const void *key, struct orec *out);
 
-/* Record key (the object): its context, bytes and kind. False only without memory. */
+/* Slot j, claimed (busy): its record written, its bit in the map set, then key published. */
+static inline ALWAYS_INLINE void obj_fill(unsigned int j, const void *key, struct ibv_context *ctx, uint64_t bytes,
+					  enum ledger_kind kind)
+{
+	struct orec_slot *e = &obj_tab[j];
+
+	e->r.ctx = ctx;
+	e->r.bytes = bytes;
+	e->r.kind = kind;
+	atomic_fetch_or_explicit(&obj_tab_map[j / 64], 1ull << (j % 64), memory_order_relaxed);
+	atomic_store_explicit(&e->key, (uintptr_t)key, memory_order_release);
+}
+
+/* Claim slot j for a new record if it is free. */
+static inline ALWAYS_INLINE bool obj_try_slot(unsigned int j)
+{
+	uintptr_t z = 0;
+
+	return !atomic_load_explicit(&obj_tab[j].key, memory_order_relaxed) &&
+	       atomic_compare_exchange_strong_explicit(&obj_tab[j].key, &z, OBJ_BUSY, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+/* obj_insert() past the first probe: the other probes, then the buckets (out of line). */
+bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind);
+
+/*
+ * Record key (the object): its context, bytes and kind. False only without memory. The first probe inline:
+ * while the table holds a small share of its 1,024 slots, it is nearly always free.
+ */
 static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context *ctx, uint64_t bytes,
 					    enum ledger_kind kind)
 {
-	unsigned int h = hash_of(key), i;
+	unsigned int j = hash_of(key) % NREC;
 
-	for (i = 0; i < NPROBE; i++) {
-		unsigned int j = (h + i) % NREC;
-		struct orec_slot *e = &obj_tab[j];
-		uintptr_t z = 0;
-
-		if (atomic_load_explicit(&e->key, memory_order_relaxed) ||
-		    !atomic_compare_exchange_strong_explicit(&e->key, &z, OBJ_BUSY, memory_order_acquire,
-							     memory_order_relaxed))
-			continue;
-		e->r.ctx = ctx;
-		e->r.bytes = bytes;
-		e->r.kind = kind;
-		atomic_fetch_or_explicit(&obj_tab_map[j / 64], 1ull << (j % 64), memory_order_relaxed);
-		atomic_store_explicit(&e->key, (uintptr_t)key, memory_order_release);
-		return true;
-	}
-	return obj_insert_bucket(key, ctx, bytes, kind);
+	if (__builtin_expect(!obj_try_slot(j), 0))
+		return obj_insert_more(key, ctx, bytes, kind);
+	obj_fill(j, key, ctx, bytes, kind);
+	return true;
 }
 
 /* Take a record of key out of the table into *out (a bucket's of any generation); false if there is none. */
@@ -135,33 +151,32 @@ static inline ALWAYS_INLINE void obj_free_slot(unsigned int j)
 /* obj_claim()'s answers other than a slot: no record of this process's; a record taken from the buckets. */
 #define OBJ_NONE (-1)
 #define OBJ_BUCKET (-2)
-/* obj_take() for a record in the overflow buckets, out of line: OBJ_BUCKET with *out, or OBJ_NONE. */
-int obj_claim_bucket(const void *key, struct orec *out);
+/* Claim slot j if it holds key's record (busy across the destroy). */
+static inline ALWAYS_INLINE bool obj_claim_slot(unsigned int j, const void *key)
+{
+	uintptr_t k = (uintptr_t)key;
+
+	return atomic_load_explicit(&obj_tab[j].key, memory_order_relaxed) == k &&
+	       atomic_compare_exchange_strong_explicit(&obj_tab[j].key, &k, OBJ_BUSY, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+/* obj_claim() past the first probe: the other probes, then the buckets (out of line). */
+int obj_claim_more(const void *key, struct orec *out);
 
 /*
  * A destroy's record: the table slot of key claimed in place (its key set to OBJ_BUSY: the address cannot
  * be reused meanwhile, and a context's close passes it by) and its index returned, for destroy_done(). A
  * record in the overflow buckets is taken out into *out (OBJ_BUCKET; the parent's, seen in a forked child,
- * are dropped on the way); OBJ_NONE when this process charged no such object.
+ * are dropped on the way); OBJ_NONE when this process charged no such object. The first probe inline.
  */
 static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
 {
-	unsigned int h = hash_of(key), i;
+	unsigned int j = hash_of(key) % NREC;
 
-	for (i = 0; i < NPROBE; i++) {
-		unsigned int j = (h + i) % NREC;
-		struct orec_slot *e = &obj_tab[j];
-		uintptr_t k = (uintptr_t)key;
-
-		if (atomic_load_explicit(&e->key, memory_order_relaxed) != k ||
-		    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
-							     memory_order_relaxed))
-			continue;
+	if (__builtin_expect(obj_claim_slot(j, key), 1))
 		return (int)j;
-	}
-	if (__builtin_expect(!atomic_load_explicit(&obj_nbucketed, memory_order_relaxed), 1))
-		return OBJ_NONE;
-	return obj_claim_bucket(key, out);
+	return obj_claim_more(key, out);
 }
 
 /* A context closes: forget the records of what it still holds, keep their charges; how many there were. */

@@ -598,6 +598,24 @@ charges() {
 	assert_line "from_wc created=1 refused=0 errno=0"
 }
 
+@test "more objects than the table of records has slots: every create charged, every destroy credited, exactly" {
+	local many=$BUILD/lab-progs/manyobj
+	# 2000 PDs held (records past the table's first probes and in the overflow buckets), 300 pairs meanwhile,
+	# all given back and taken again: under a limit of 2001 exactly one more fits
+	run -0 timeout 120 "$RDMACTL" run --job zmany --max-pd 2001 -- "$many" -n 2000 -l 300
+	assert_line "held created=2000 refused=0 errno=0"
+	assert_line "loops ok=300 refused=0 errno=0"
+	assert_line "again created=2000 refused=0 errno=0"
+	assert_line "extra created=1 refused=1 errno=ENOMEM"
+	run -0 timeout 120 env LD_PRELOAD="$PRELOAD" RDMACTL_MAX_PD=2001 "$many" -n 2000 -l 300
+	assert_line "loops ok=300 refused=0 errno=0"
+	assert_line "again created=2000 refused=0 errno=0"
+	assert_line "extra created=1 refused=1 errno=ENOMEM"
+	# the control: without the interceptor both extra PDs are made
+	run -0 timeout 120 "$many" -n 2000 -l 300
+	assert_line "extra created=2 refused=0 errno=0"
+}
+
 @test "an unusable ledger: RDMACTL_FAIL=closed refuses every creation, open lets them through" {
 	local env=(env LD_PRELOAD="$PRELOAD" RDMACTL_LEDGER="$BATS_TEST_TMPDIR/no/such/ledger" RDMACTL_JOB=gone)
 	# closed: already the context is refused, with the verbs' usual errno
