@@ -205,45 +205,46 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 {
 	OPS_OR_FAIL(ops, ctx, create_qp_ex);
 	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
-		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, ops->create_qp_ex(ctx, attr), r->context);
+		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, ops->create_qp_ex, ops->create_qp_ex(ctx, attr),
+		     r->context);
 }
 
 static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_cq_ex);
-	CREATE(struct ibv_cq_ex *, LEDGER_CQ, 0, ops->create_cq_ex(ctx, attr), r->context);
+	CREATE(struct ibv_cq_ex *, LEDGER_CQ, 0, ops->create_cq_ex, ops->create_cq_ex(ctx, attr), r->context);
 }
 
 static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_srq_ex);
-	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, ops->create_srq_ex(ctx, attr),
-		     r->context);
+	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, ops->create_srq_ex,
+		     ops->create_srq_ex(ctx, attr), r->context);
 }
 
 static struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, open_qp);
-	CREATE(struct ibv_qp *, LEDGER_QP, 0, ops->open_qp(ctx, attr), r->context);
+	CREATE(struct ibv_qp *, LEDGER_QP, 0, ops->open_qp, ops->open_qp(ctx, attr), r->context);
 }
 
 static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_null_mr);
-	CREATE(struct ibv_mr *, LEDGER_MR, 0, ops->alloc_null_mr(pd), r->context);
+	CREATE(struct ibv_mr *, LEDGER_MR, 0, ops->alloc_null_mr, ops->alloc_null_mr(pd), r->context);
 }
 
 static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
 				  unsigned int access)
 {
 	OPS_OR_FAIL(ops, pd->context, reg_dm_mr);
-	CREATE(struct ibv_mr *, LEDGER_MR, len, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
+	CREATE(struct ibv_mr *, LEDGER_MR, len, ops->reg_dm_mr, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
 }
 
 static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	OPS_OR_FAIL(ops, pd->context, alloc_mw);
-	CREATE(struct ibv_mw *, LEDGER_MW, 0, ops->alloc_mw(pd, type), r->context);
+	CREATE(struct ibv_mw *, LEDGER_MW, 0, ops->alloc_mw, ops->alloc_mw(pd, type), r->context);
 }
 
 static int w_dealloc_mw(struct ibv_mw *mw)
@@ -254,7 +255,7 @@ static int w_dealloc_mw(struct ibv_mw *mw)
 static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, open_xrcd);
-	CREATE(struct ibv_xrcd *, LEDGER_XRCD, 0, ops->open_xrcd(ctx, attr), r->context);
+	CREATE(struct ibv_xrcd *, LEDGER_XRCD, 0, ops->open_xrcd, ops->open_xrcd(ctx, attr), r->context);
 }
 
 static int w_close_xrcd(struct ibv_xrcd *xrcd)
@@ -265,7 +266,8 @@ static int w_close_xrcd(struct ibv_xrcd *xrcd)
 static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
 {
 	OPS_OR_FAIL(ops, ctx, create_wq);
-	CREATE_QUEUE(struct ibv_wq *, LEDGER_WQ, 0, attr ? attr->max_wr : 0, ops->create_wq(ctx, attr), r->context);
+	CREATE_QUEUE(struct ibv_wq *, LEDGER_WQ, 0, attr ? attr->max_wr : 0, ops->create_wq,
+		     ops->create_wq(ctx, attr), r->context);
 }
 
 static int w_destroy_wq(struct ibv_wq *wq)

@@ -181,7 +181,10 @@ static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
 
 /* A context closes: forget the records of what it still holds, keep their charges; how many there were. */
 unsigned int obj_drop_ctx(struct ibv_context *ctx);
-/* In a forked child: the table emptied, the buckets' locks released, the buckets' records of the parent ignored by generation. */
+/*
+ * In a forked child: the table emptied, the buckets' locks released, the buckets' records of the parent
+ * ignored by generation.
+ */
 void obj_atfork_child(void);
 
 #pragma GCC visibility pop

@@ -34,14 +34,21 @@ void acct_release(enum ledger_kind kind, uint64_t bytes);
  * ROUTE_LEDGER straight to the ledger's operation (attached, no RDMACTL_MAX_* counter for the kind: the
  * ledger's refusal hook logs); ROUTE_LOCAL the RDMACTL_MAX_* counters alone (no ledger); ROUTE_NONE nothing
  * to count; ROUTE_SLOW through acct_charge() (both, a fork not reattached yet, a fail mode, debug logging).
- * acct_route_wr: the same for a queue, ROUTE_SLOW where an RDMACTL_MAX_WR cap applies.
+ * ROUTE_OFF (0, as the table starts): not initialised yet, or rdmactl inactive in this process, so that a
+ * wrapper reads no flag of its own before its route (acct_charge_other() inits, and says ACCT_PASS when
+ * inactive). acct_route_wr: the same for a queue, ROUTE_SLOW where an RDMACTL_MAX_WR cap applies.
  */
-enum { ROUTE_SLOW, ROUTE_LEDGER, ROUTE_LOCAL, ROUTE_NONE };
+enum { ROUTE_OFF, ROUTE_SLOW, ROUTE_LEDGER, ROUTE_LOCAL, ROUTE_NONE };
+/* A charge's answer besides 0 and -errno: rdmactl is inactive, the create passes through uncounted. */
+#define ACCT_PASS 1
 extern unsigned char acct_route[LEDGER_NKINDS];
 extern unsigned char acct_route_wr[LEDGER_NKINDS];
 extern struct ledger *acct_ledger;
 int acct_charge_local(enum ledger_kind kind, uint64_t bytes);
 void acct_release_local(enum ledger_kind kind, uint64_t bytes);
+/* ROUTE_SLOW and ROUTE_OFF, out of line (track.c): acct_charge(), or, before init, init first; ACCT_PASS. */
+int acct_charge_other(enum ledger_kind kind, uint64_t bytes);
+int acct_charge_wr_other(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr);
 /* The RDMACTL_MAX_* counters and their limits (UINT64_MAX: none, the counter is not kept), acct.c. */
 extern _Atomic uint64_t acct_used[LEDGER_NKINDS] __attribute__((visibility("hidden")));
 extern uint64_t acct_limit[LEDGER_NKINDS] __attribute__((visibility("hidden")));
@@ -72,7 +79,7 @@ static inline __attribute__((always_inline)) int acct_charge_obj(enum ledger_kin
 		return kind == LEDGER_MR ? acct_charge_local(kind, bytes) : acct_charge_count_local(kind);
 	if (r == ROUTE_NONE)
 		return 0;
-	return acct_charge(kind, bytes);
+	return acct_charge_other(kind, bytes);
 }
 
 static inline __attribute__((always_inline)) void acct_release_obj(enum ledger_kind kind, uint64_t bytes)

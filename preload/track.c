@@ -2,6 +2,26 @@
 /* The charge/track protocol's out-of-line steps: the failure paths of a create and a destroy. */
 #include "wrap.h"
 
+COLD_FN int acct_charge_other(enum ledger_kind kind, uint64_t bytes)
+{
+	if (__atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED) == ROUTE_OFF) {
+		need_real();
+		if (!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE))
+			return ACCT_PASS;
+	}
+	return acct_charge(kind, bytes);
+}
+
+COLD_FN int acct_charge_wr_other(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
+{
+	if (__atomic_load_n(&acct_route_wr[kind], __ATOMIC_RELAXED) == ROUTE_OFF) {
+		need_real();
+		if (!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE))
+			return ACCT_PASS;
+	}
+	return acct_charge_wr(kind, send_wr, recv_wr);
+}
+
 COLD_FN int pre_create_failed(int ret)
 {
 	errno = -ret;

@@ -65,8 +65,7 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 
 PRELOAD_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-	REQUIRED(NOSYS_NULL, real.alloc_pd, real.alloc_pd(context));
-	CREATE(struct ibv_pd *, LEDGER_PD, 0, real.alloc_pd(context), r->context);
+	CREATE(struct ibv_pd *, LEDGER_PD, 0, real.alloc_pd, real.alloc_pd(context), r->context);
 }
 
 PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
@@ -192,9 +191,8 @@ PRELOAD_API HOT_DESTROY int ibv_dereg_mr(struct ibv_mr *mr)
 PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					 struct ibv_comp_channel *channel, int comp_vector)
 {
-	REQUIRED(NOSYS_NULL, real.create_cq, real.create_cq(context, cqe, cq_context, channel, comp_vector));
-	CREATE(struct ibv_cq *, LEDGER_CQ, 0, real.create_cq(context, cqe, cq_context, channel, comp_vector),
-	       r->context);
+	CREATE(struct ibv_cq *, LEDGER_CQ, 0, real.create_cq,
+	       real.create_cq(context, cqe, cq_context, channel, comp_vector), r->context);
 }
 
 PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
@@ -204,8 +202,8 @@ PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 
 PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	REQUIRED(NOSYS_NULL, real.create_srq, real.create_srq(pd, attr));
-	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq(pd, attr), r->context);
+	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, real.create_srq,
+		     real.create_srq(pd, attr), r->context);
 }
 
 PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
@@ -215,9 +213,8 @@ PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
 
 PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	REQUIRED(NOSYS_NULL, real.create_qp, real.create_qp(pd, attr));
 	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
-		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp(pd, attr), r->context);
+		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, real.create_qp, real.create_qp(pd, attr), r->context);
 }
 
 PRELOAD_API HOT_DESTROY int ibv_destroy_qp(struct ibv_qp *qp)

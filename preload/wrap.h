@@ -116,14 +116,19 @@ static inline void leave(void)
 /* errno = -ret; -1. */
 COLD_FN int pre_create_failed(int ret);
 
-/* Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure. */
+/*
+ * Charge before the real create. 0: go on; -1: refused, errno set, caller returns failure; ACCT_PASS:
+ * rdmactl inactive, the caller passes the call through.
+ */
 static inline ALWAYS_INLINE int pre_create(struct track *t, enum ledger_kind kind, uint64_t bytes)
 {
 	int ret = acct_charge_obj(kind, bytes);
 
 	t->kind = kind;
 	t->bytes = bytes;
-	return __builtin_expect(ret, 0) ? pre_create_failed(ret) : 0;
+	if (__builtin_expect(ret, 0))
+		return ret > 0 ? ACCT_PASS : pre_create_failed(ret);
+	return 0;
 }
 
 /* Same for a queue: its depth against the WR caps, and its count, in one charge. */
@@ -139,11 +144,13 @@ static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind 
 	else if (route == ROUTE_NONE)
 		ret = 0;
 	else
-		ret = acct_charge_wr(kind, send_wr, recv_wr);
+		ret = acct_charge_wr_other(kind, send_wr, recv_wr);
 
 	t->kind = kind;
 	t->bytes = 0;
-	return __builtin_expect(ret, 0) ? pre_create_failed(ret) : 0;
+	if (__builtin_expect(ret, 0))
+		return ret > 0 ? ACCT_PASS : pre_create_failed(ret);
+	return 0;
 }
 
 /* The unusual ends of a create and a destroy (track.c): errno is preserved. */
@@ -236,20 +243,30 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
  * which call the default version as a program would). The verbs it does call nested (ibv_create_ah from
  * ibv_create_ah_from_wc, ibv_reg_mr_iova2 from ibv_reg_mr and ibv_reg_mr_iova) use GUARDED_CREATE.
  */
-#define CREATE_WITH(type, PRE, CALL, CTX)                         \
+#define CREATE_WITH(type, PRE, FN, CALL, CTX)                     \
 	do {                                                      \
 		struct track t;                                   \
 		type r;                                           \
-		if (PRE)                                          \
-			return NULL;                              \
+		int c_ = (PRE);                                   \
+		if (__builtin_expect(c_ != 0, 0)) {               \
+			if (c_ < 0)                               \
+				return NULL;                      \
+			NOSYS_NULL(FN);                           \
+			return (CALL);                            \
+		}                                                 \
 		r = (CALL);                                       \
 		post_create(&t, r, r ? (CTX) : NULL);             \
 		return r;                                         \
 	} while (0)
 
-#define CREATE(type, kind, bytes, CALL, CTX) CREATE_WITH(type, pre_create(&t, kind, bytes), CALL, CTX)
+/*
+ * FN, the real entry point CALL calls, is checked only when rdmactl is inactive (ACCT_PASS): the active
+ * flag is then in the kind's route (ROUTE_OFF), read with it.
+ */
+#define CREATE(type, kind, bytes, FN, CALL, CTX) CREATE_WITH(type, pre_create(&t, kind, bytes), FN, CALL, CTX)
 /* A queue: its depth (the larger of s and rq) against the WR caps, and its count, in one charge. */
-#define CREATE_QUEUE(type, kind, s, rq, CALL, CTX) CREATE_WITH(type, pre_create_wr(&t, kind, s, rq), CALL, CTX)
+#define CREATE_QUEUE(type, kind, s, rq, FN, CALL, CTX) \
+	CREATE_WITH(type, pre_create_wr(&t, kind, s, rq), FN, CALL, CTX)
 
 /*
  * A create that libibverbs also calls nested, or that calls such a verb: only the outermost call charges
@@ -261,14 +278,17 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
 	do {                                                      \
 		struct track t;                                   \
 		type r;                                           \
+		int c_;                                           \
 		if (!(ENTER)) {                                   \
 			r = (CALL);                               \
 			leave();                                  \
 			return r;                                 \
 		}                                                 \
-		if (pre_create(&t, kind, bytes)) {                \
+		c_ = pre_create(&t, kind, bytes);                 \
+		if (c_) {                                         \
+			r = c_ > 0 ? (CALL) : NULL;               \
 			leave();                                  \
-			return NULL;                              \
+			return r;                                 \
 		}                                                 \
 		r = (CALL);                                       \
 		post_create(&t, r, r ? (CTX) : NULL);             \
@@ -281,13 +301,15 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
  * which CALL makes; then given back with its charge, or, when the destroy failed, put back as it was. An
  * object with no record of this process's (not charged, the parent's after fork()) passes through.
  */
-#define DESTROY_CLAIMED(x, CALL)                                  \
+#define DESTROY_CLAIMED(x, ON_NONE, CALL)                         \
 	do {                                                      \
 		struct orec rec;                                  \
 		int j, ret;                                       \
 		j = obj_claim(x, &rec);                           \
-		if (j == OBJ_NONE)                                \
+		if (j == OBJ_NONE) {                              \
+			ON_NONE;                                  \
 			return (CALL);                            \
+		}                                                 \
 		ret = (CALL);                                     \
 		if (__builtin_expect(j >= 0, 1))                  \
 			destroy_done(x, j, ret);                  \
@@ -300,16 +322,19 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
 	do {                                                      \
 		if (!(x))                                         \
 			return EINVAL;                            \
-		DESTROY_CLAIMED(x, CALL);                         \
+		DESTROY_CLAIMED(x, (void)0, CALL);                \
 	} while (0)
 
-/* The destroy wrapper of a required verb fn (NULL refused before anything else, as always). */
+/*
+ * The destroy wrapper of a required verb fn (NULL refused before anything else, as always). No flag read
+ * before the record: an object with one was charged, so rdmactl is active; one without passes through,
+ * init and the real pointer's check first.
+ */
 #define DESTROY_REQUIRED(x, fn, CALL)                             \
 	do {                                                      \
 		if (!(x))                                         \
 			return EINVAL;                            \
-		REQUIRED(NOSYS_INT, fn, CALL);                    \
-		DESTROY_CLAIMED(x, CALL);                         \
+		DESTROY_CLAIMED(x, need_real(); NOSYS_INT(fn), CALL); \
 	} while (0)
 
 #pragma GCC visibility pop
