@@ -452,7 +452,8 @@ static void update_slow(void)
 	for (i = 0; i < LEDGER_NKINDS; i++) {
 		unsigned char r = sl ? ROUTE_SLOW
 			       : ledger ? (local_on[i] ? ROUTE_SLOW : ROUTE_LEDGER)
-					: (local_on[i] ? ROUTE_LOCAL : ROUTE_NONE);
+					: !local_on[i] ? ROUTE_NONE
+					: i == LEDGER_MR ? ROUTE_LOCAL_MR : ROUTE_LOCAL;
 
 		__atomic_store_n(&acct_route[i], r, __ATOMIC_RELAXED);
 		/* a queue's route: a WR cap from the environment takes the long way, unless nothing is counted */

@@ -32,13 +32,14 @@ void acct_release(enum ledger_kind kind, uint64_t bytes);
  * The route of a kind's charge, decided when the settings or the attachment change (update_slow() in acct.c),
  * never per call, so that a wrapper goes where acct_charge() would, with its result, in fewer steps:
  * ROUTE_LEDGER straight to the ledger's operation (attached, no RDMACTL_MAX_* counter for the kind: the
- * ledger's refusal hook logs); ROUTE_LOCAL the RDMACTL_MAX_* counters alone (no ledger); ROUTE_NONE nothing
+ * ledger's refusal hook logs); ROUTE_LOCAL the RDMACTL_MAX_* counters alone (no ledger; ROUTE_LOCAL_MR for an MR,
+ * whose bytes have a counter too, so that a destroy tells the two apart by its route alone); ROUTE_NONE nothing
  * to count; ROUTE_SLOW through acct_charge() (both, a fork not reattached yet, a fail mode, debug logging).
  * ROUTE_OFF (0, as the table starts): not initialised yet, or rdmactl inactive in this process, so that a
  * wrapper reads no flag of its own before its route (acct_charge_other() inits, and says ACCT_PASS when
  * inactive). acct_route_wr: the same for a queue, ROUTE_SLOW where an RDMACTL_MAX_WR cap applies.
  */
-enum { ROUTE_OFF, ROUTE_SLOW, ROUTE_LEDGER, ROUTE_LOCAL, ROUTE_NONE };
+enum { ROUTE_OFF, ROUTE_SLOW, ROUTE_LEDGER, ROUTE_LOCAL, ROUTE_LOCAL_MR, ROUTE_NONE };
 /* A charge's answer besides 0 and -errno: rdmactl is inactive, the create passes through uncounted. */
 #define ACCT_PASS 1
 extern unsigned char acct_route[LEDGER_NKINDS];
@@ -75,8 +76,10 @@ static inline __attribute__((always_inline)) int acct_charge_obj(enum ledger_kin
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
 		return ledger_reserve_obj(acct_ledger, kind, bytes, NULL);
-	if (r == ROUTE_LOCAL)
-		return kind == LEDGER_MR ? acct_charge_local(kind, bytes) : acct_charge_count_local(kind);
+	if (kind != LEDGER_MR && r == ROUTE_LOCAL)
+		return acct_charge_count_local(kind);
+	if (kind == LEDGER_MR && r == ROUTE_LOCAL_MR)
+		return acct_charge_local(kind, bytes);
 	if (r == ROUTE_NONE)
 		return 0;
 	return acct_charge_other(kind, bytes);
@@ -88,9 +91,9 @@ static inline __attribute__((always_inline)) void acct_release_obj(enum ledger_k
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
 		ledger_release_obj(acct_ledger, kind, bytes);
-	else if (r == ROUTE_LOCAL && kind != LEDGER_MR)
-		__atomic_fetch_sub(&acct_used[kind], 1, __ATOMIC_RELAXED);
 	else if (r == ROUTE_LOCAL)
+		__atomic_fetch_sub(&acct_used[kind], 1, __ATOMIC_RELAXED);
+	else if (r == ROUTE_LOCAL_MR)
 		acct_release_local(kind, bytes);
 	else if (r != ROUTE_NONE)
 		acct_release(kind, bytes);
