@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -42,6 +43,26 @@ static uint32_t gnu_hash(const char *s)
 static uintptr_t dyn_addr(ElfW(Addr) base, ElfW(Addr) a)
 {
 	return a < base ? a + base : a;
+}
+
+/*
+ * The string helpers of the lookup, our own: it can run inside another library's start (a sanitizer's
+ * runtime looks its real functions up with dlsym before anything else is initialised), when libc's strcmp
+ * may be an interceptor that is not ready yet.
+ */
+static bool str_eq(const char *a, const char *b)
+{
+	for (; *a && *a == *b; a++, b++)
+		;
+	return *a == *b;
+}
+
+static bool str_prefix(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (*s != *prefix)
+			return false;
+	return true;
 }
 
 /* name's address in one loaded object, by its GNU hash table; NULL when it has none or no such symbol. */
@@ -80,7 +101,7 @@ static void *gnu_lookup(const struct dl_phdr_info *info, const char *name)
 	for (;; idx++) {
 		uint32_t ch = chain[idx - symoffset];
 
-		if ((ch | 1) == (h | 1) && symtab[idx].st_shndx != SHN_UNDEF && !strcmp(strtab + symtab[idx].st_name, name))
+		if ((ch | 1) == (h | 1) && symtab[idx].st_shndx != SHN_UNDEF && str_eq(strtab + symtab[idx].st_name, name))
 			return (void *)(info->dlpi_addr + symtab[idx].st_value);
 		if (ch & 1)
 			return NULL;
@@ -89,11 +110,14 @@ static void *gnu_lookup(const struct dl_phdr_info *info, const char *name)
 
 static int find_in_libc(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	const char *base = NULL, *p;
 
 	(void)size;
 	(void)arg;
-	if (!base || strncmp(base + 1, "libc.so.", 8))
+	for (p = info->dlpi_name; p && *p; p++)
+		if (*p == '/')
+			base = p;
+	if (!base || !str_prefix(base + 1, "libc.so."))
 		return 0;
 	__atomic_store_n(&rdmactl_real_dlsym, gnu_lookup(info, "dlsym"), __ATOMIC_RELEASE);
 	__atomic_store_n(&rdmactl_real_dlvsym, gnu_lookup(info, "dlvsym"), __ATOMIC_RELEASE);
