@@ -237,8 +237,9 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
 	} while (0)
 
 /*
- * A create wrapper once active (REQUIRED, or an op wrapped only while active): charge with PRE (which sees t),
- * create with CALL, track with CTX, the owning context (evaluated on the result r). No nesting guard: libibverbs
+ * A create wrapper: charge with PRE (which sees t), create with CALL, track with CTX, the owning context
+ * (evaluated on the result r). Whether rdmactl is active is in the kind's route: while it is not (ROUTE_OFF),
+ * PRE says ACCT_PASS and the call passes through, FN (the real entry point) checked. No nesting guard: libibverbs
  * calls none of these verbs from within another wrapped verb (its compat versions keep their own entry points,
  * which call the default version as a program would). The verbs it does call nested (ibv_create_ah from
  * ibv_create_ah_from_wc, ibv_reg_mr_iova2 from ibv_reg_mr and ibv_reg_mr_iova) use GUARDED_CREATE.
