@@ -155,21 +155,11 @@ static __attribute__((noinline)) int count_direct_ctx(int n)
 	return 0;
 }
 
-/* A kind whose pair is create(a PD or the context) and destroy: one wrapped and one direct counted loop. */
-#define COUNT_PAIR(kind, type, CREATE, DESTROY)                                        \
-	static __attribute__((noinline)) int count_wrapped_##kind(int n)               \
+/* One counted loop of a kind whose pair is create (on a PD or the context) and destroy; w: the wrapped side. */
+#define COUNT_LOOP(side, wside, kind, type, CREATE, DESTROY)                           \
+	static __attribute__((noinline)) int count_##side##_##kind(int n)              \
 	{                                                                              \
-		const bool w = true;                                                   \
-		while (n--) {                                                          \
-			type *o = CREATE;                                              \
-			if (!o || (DESTROY))                                           \
-				return 1;                                              \
-		}                                                                      \
-		return 0;                                                              \
-	}                                                                              \
-	static __attribute__((noinline)) int count_direct_##kind(int n)                \
-	{                                                                              \
-		const bool w = false;                                                  \
+		const bool w = wside;                                                  \
 		while (n--) {                                                          \
 			type *o = CREATE;                                              \
 			if (!o || (DESTROY))                                           \
@@ -177,6 +167,10 @@ static __attribute__((noinline)) int count_direct_ctx(int n)
 		}                                                                      \
 		return 0;                                                              \
 	}
+/* Its wrapped and its direct loop. */
+#define COUNT_PAIR(kind, type, CREATE, DESTROY)                        \
+	COUNT_LOOP(wrapped, true, kind, type, CREATE, DESTROY)         \
+	COUNT_LOOP(direct, false, kind, type, CREATE, DESTROY)
 
 static struct ibv_srq_init_attr srq_attr = { .attr = { .max_wr = 16, .max_sge = 1 } };
 static struct ibv_ah_attr ah_attr = { .port_num = 1 };

@@ -157,8 +157,7 @@ static __attribute__((noinline)) void drop_slot(struct ibv_context *ctx, unsigne
 		return;
 	}
 	dropped(&e->r, true, n);
-	atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
-	atomic_store_explicit(&e->key, 0, memory_order_release);
+	obj_free_slot(j);
 }
 
 /* The overflow buckets' records of ctx (only while there are any). */

@@ -104,43 +104,6 @@ static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context 
 	return true;
 }
 
-/* Take a record of key out of the table into *out (a bucket's of any generation); false if there is none. */
-static inline ALWAYS_INLINE bool obj_unlink(const void *key, struct orec *out)
-{
-	unsigned int h = hash_of(key), i;
-
-	for (i = 0; i < NPROBE; i++) {
-		unsigned int j = (h + i) % NREC;
-		struct orec_slot *e = &obj_tab[j];
-		uintptr_t k = (uintptr_t)key;
-
-		if (atomic_load_explicit(&e->key, memory_order_relaxed) != k ||
-		    !atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire,
-							     memory_order_relaxed))
-			continue;
-		*out = e->r;
-		out->gen = obj_gen; /* the table holds this process's records only (obj_atfork_child) */
-		atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
-		atomic_store_explicit(&e->key, 0, memory_order_release);
-		return true;
-	}
-	if (__builtin_expect(!atomic_load_explicit(&obj_nbucketed, memory_order_relaxed), 1))
-		return false;
-	return obj_take_bucket(key, out);
-}
-
-/*
- * Take the record of key before the real destroy (the address cannot be reused meanwhile): true and *out
- * when this process charged the object. The parent's records, seen in a forked child, are dropped.
- */
-static inline ALWAYS_INLINE bool obj_take(const void *key, struct orec *out)
-{
-	while (obj_unlink(key, out))
-		if (__builtin_expect(out->gen == obj_gen, 1))
-			return true;
-	return false;
-}
-
 /* Give table slot j back (its record read or dropped): its bit in the map, then the key. */
 static inline ALWAYS_INLINE void obj_free_slot(unsigned int j)
 {
@@ -177,6 +140,24 @@ static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
 	if (__builtin_expect(obj_claim_slot(j, key), 1))
 		return (int)j;
 	return obj_claim_more(key, out);
+}
+
+/*
+ * Take the record of key out (a context's close, a re-registration): obj_claim(), then the slot's record
+ * copied to *out and the slot given back. True and *out when this process charged the object.
+ */
+static inline bool obj_take(const void *key, struct orec *out)
+{
+	int j = obj_claim(key, out);
+
+	if (j == OBJ_NONE)
+		return false;
+	if (j >= 0) {
+		*out = obj_tab[j].r;
+		out->gen = obj_gen; /* the table holds this process's records only (obj_atfork_child) */
+		obj_free_slot((unsigned int)j);
+	}
+	return true;
 }
 
 /* A context closes: forget the records of what it still holds, keep their charges; how many there were. */

@@ -2,24 +2,23 @@
 /* The charge/track protocol's out-of-line steps: the failure paths of a create and a destroy. */
 #include "wrap.h"
 
+/* A charge on ROUTE_OFF: init first; true when rdmactl is then inactive (the create passes through). */
+static bool inactive_after_init(const unsigned char *route)
+{
+	if (__atomic_load_n(route, __ATOMIC_RELAXED) != ROUTE_OFF)
+		return false;
+	need_real();
+	return !__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE);
+}
+
 COLD_FN int acct_charge_other(enum ledger_kind kind, uint64_t bytes)
 {
-	if (__atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED) == ROUTE_OFF) {
-		need_real();
-		if (!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE))
-			return ACCT_PASS;
-	}
-	return acct_charge(kind, bytes);
+	return inactive_after_init(&acct_route[kind]) ? ACCT_PASS : acct_charge(kind, bytes);
 }
 
 COLD_FN int acct_charge_wr_other(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr)
 {
-	if (__atomic_load_n(&acct_route_wr[kind], __ATOMIC_RELAXED) == ROUTE_OFF) {
-		need_real();
-		if (!__atomic_load_n(&pl_on, __ATOMIC_ACQUIRE))
-			return ACCT_PASS;
-	}
-	return acct_charge_wr(kind, send_wr, recv_wr);
+	return inactive_after_init(&acct_route_wr[kind]) ? ACCT_PASS : acct_charge_wr(kind, send_wr, recv_wr);
 }
 
 COLD_FN int pre_create_failed(int ret)

@@ -62,7 +62,10 @@ extern pthread_once_t pl_init_once;
 extern bool pl_inited;
 /* False in rdmactl's own processes and when libibverbs could not be found: then everything passes through. */
 extern bool pl_active;
-/* pl_inited && pl_active: the one flag a wrapper's usual path reads. */
+/*
+ * pl_inited && pl_active: read by the context, AH and MR wrappers (REQUIRED, enter()); the other creates
+ * find it in their route (ROUTE_OFF), the destroys in their record.
+ */
 extern bool pl_on;
 /*
  * Set while this thread is inside a guarded verb: libibverbs calls some of its own exported verbs through
