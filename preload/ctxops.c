@@ -193,12 +193,12 @@ void ctx_atfork_child(void)
 	}
 
 /* A destroy through the op saved for x's context. */
-#define DESTROY_OP(x, name)                                                         \
+#define DESTROY_OP(x, kind, name)                                                   \
 	do {                                                                        \
 		const struct ctx_ops *ops_ = (x) ? ctx_ops_of((x)->context) : NULL; \
 		if (!ops_ || !ops_->name)                                           \
 			return EOPNOTSUPP;                                          \
-		DESTROY(x, ops_->name(x));                                          \
+		DESTROY(x, kind, ops_->name(x));                                    \
 	} while (0)
 
 static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
@@ -249,7 +249,7 @@ static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static int w_dealloc_mw(struct ibv_mw *mw)
 {
-	DESTROY_OP(mw, dealloc_mw);
+	DESTROY_OP(mw, LEDGER_MW, dealloc_mw);
 }
 
 static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
@@ -260,7 +260,7 @@ static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_ini
 
 static int w_close_xrcd(struct ibv_xrcd *xrcd)
 {
-	DESTROY_OP(xrcd, close_xrcd);
+	DESTROY_OP(xrcd, LEDGER_XRCD, close_xrcd);
 }
 
 static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
@@ -272,5 +272,5 @@ static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_at
 
 static int w_destroy_wq(struct ibv_wq *wq)
 {
-	DESTROY_OP(wq, destroy_wq);
+	DESTROY_OP(wq, LEDGER_WQ, destroy_wq);
 }

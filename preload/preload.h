@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ledger.h"
+#include "ledger/obj.h"
 
 #define PRELOAD_API __attribute__((visibility("default")))
 
@@ -75,7 +76,7 @@ static inline __attribute__((always_inline)) int acct_charge_obj(enum ledger_kin
 	unsigned char r = __atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED);
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
-		return ledger_reserve_obj(acct_ledger, kind, bytes, NULL);
+		return ledger_take_obj(acct_ledger, kind, bytes);
 	if (kind != LEDGER_MR && r == ROUTE_LOCAL)
 		return acct_charge_count_local(kind);
 	if (kind == LEDGER_MR && r == ROUTE_LOCAL_MR)
@@ -90,7 +91,7 @@ static inline __attribute__((always_inline)) void acct_release_obj(enum ledger_k
 	unsigned char r = __atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED);
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
-		ledger_release_obj(acct_ledger, kind, bytes);
+		ledger_give_obj(acct_ledger, kind, bytes);
 	else if (r == ROUTE_LOCAL)
 		__atomic_fetch_sub(&acct_used[kind], 1, __ATOMIC_RELAXED);
 	else if (r == ROUTE_LOCAL_MR)

@@ -58,3 +58,13 @@ COLD_FN void destroy_failed(const void *obj, const struct orec *r)
 		acct_release(r->kind, r->bytes);
 	errno = saved;
 }
+
+COLD_FN void destroy_done_other(unsigned int j)
+{
+	enum ledger_kind kind = obj_tab[j].r.kind;
+	uint64_t bytes = obj_tab[j].r.bytes;
+
+	obj_free_slot(j);
+	if ((unsigned int)kind < LEDGER_NKINDS)
+		acct_release(kind, bytes);
+}

@@ -70,7 +70,7 @@ PRELOAD_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 
 PRELOAD_API int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	DESTROY_REQUIRED(pd, real.dealloc_pd, real.dealloc_pd(pd));
+	DESTROY_REQUIRED(pd, LEDGER_PD, real.dealloc_pd, real.dealloc_pd(pd));
 }
 
 /* Where libibverbs has it (IBVERBS_1.8, rdma-core 29 on), every MR registration below ends up here. */
@@ -185,7 +185,7 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 
 PRELOAD_API HOT_DESTROY int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	DESTROY_REQUIRED(mr, real.dereg_mr, real.dereg_mr(mr));
+	DESTROY_REQUIRED(mr, LEDGER_MR, real.dereg_mr, real.dereg_mr(mr));
 }
 
 PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
@@ -197,7 +197,7 @@ PRELOAD_API struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, v
 
 PRELOAD_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	DESTROY_REQUIRED(cq, real.destroy_cq, real.destroy_cq(cq));
+	DESTROY_REQUIRED(cq, LEDGER_CQ, real.destroy_cq, real.destroy_cq(cq));
 }
 
 PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
@@ -208,7 +208,7 @@ PRELOAD_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 
 PRELOAD_API int ibv_destroy_srq(struct ibv_srq *srq)
 {
-	DESTROY_REQUIRED(srq, real.destroy_srq, real.destroy_srq(srq));
+	DESTROY_REQUIRED(srq, LEDGER_SRQ, real.destroy_srq, real.destroy_srq(srq));
 }
 
 PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
@@ -219,7 +219,7 @@ PRELOAD_API HOT_CREATE struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ib
 
 PRELOAD_API HOT_DESTROY int ibv_destroy_qp(struct ibv_qp *qp)
 {
-	DESTROY_REQUIRED(qp, real.destroy_qp, real.destroy_qp(qp));
+	DESTROY_REQUIRED(qp, LEDGER_QP, real.destroy_qp, real.destroy_qp(qp));
 }
 
 PRELOAD_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
@@ -239,7 +239,7 @@ PRELOAD_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_w
 
 PRELOAD_API int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	DESTROY_REQUIRED(ah, real.destroy_ah, real.destroy_ah(ah));
+	DESTROY_REQUIRED(ah, LEDGER_AH, real.destroy_ah, real.destroy_ah(ah));
 }
 
 /* ---- the table the audit redirection uses --------------------------------------------------------- */

@@ -141,7 +141,7 @@ static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind 
 	int ret;
 
 	if (__builtin_expect(route == ROUTE_LEDGER, 1))
-		ret = ledger_reserve_obj(acct_ledger, kind, send_wr > recv_wr ? send_wr : recv_wr, NULL);
+		ret = ledger_take_obj(acct_ledger, kind, send_wr > recv_wr ? send_wr : recv_wr);
 	else if (route == ROUTE_LOCAL)
 		ret = acct_charge_local(kind, 0);
 	else if (route == ROUTE_NONE)
@@ -157,6 +157,8 @@ static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind 
 }
 
 /* The unusual ends of a create and a destroy (track.c): errno is preserved. */
+/* A destroy whose record (table slot j, claimed) is of another kind than its wrapper's: given back as it says. */
+COLD_FN void destroy_done_other(unsigned int j);
 COLD_FN void create_failed(enum ledger_kind kind, uint64_t bytes);
 COLD_FN void untracked(enum ledger_kind kind, uint64_t bytes);
 COLD_FN void destroy_failed(const void *obj, const struct orec *r);
@@ -188,16 +190,20 @@ static inline ALWAYS_INLINE void post_destroy(const void *obj, const struct orec
  * After the real destroy of obj, whose table slot j obj_claim() holds: on success the slot and the charge
  * are given back; on failure the record is put back as it was (the object may still be there).
  */
-static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
+static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret, enum ledger_kind kind)
 {
 	struct orec_slot *e = &obj_tab[j];
 
 	if (__builtin_expect(!ret, 1)) {
-		enum ledger_kind kind = e->r.kind;
-		uint64_t bytes = e->r.bytes;
+		/* kind: the wrapper's, a constant; a record of another (a caller's mix-up) goes out of line */
+		if (__builtin_expect(e->r.kind == kind, 1)) {
+			uint64_t bytes = kind == LEDGER_MR ? e->r.bytes : 0;
 
-		obj_free_slot((unsigned int)j);
-		acct_release_obj(kind, bytes);
+			obj_free_slot((unsigned int)j);
+			acct_release_obj(kind, bytes);
+		} else {
+			destroy_done_other((unsigned int)j);
+		}
 	} else {
 		atomic_store_explicit(&e->key, (uintptr_t)obj, memory_order_release);
 	}
@@ -305,7 +311,7 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
  * which CALL makes; then given back with its charge, or, when the destroy failed, put back as it was. An
  * object with no record of this process's (not charged, the parent's after fork()) passes through.
  */
-#define DESTROY_CLAIMED(x, ON_NONE, CALL)                         \
+#define DESTROY_CLAIMED(x, kind, ON_NONE, CALL)                   \
 	do {                                                      \
 		struct orec rec;                                  \
 		int j, ret;                                       \
@@ -316,17 +322,17 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
 		}                                                 \
 		ret = (CALL);                                     \
 		if (__builtin_expect(j >= 0, 1))                  \
-			destroy_done(x, j, ret);                  \
+			destroy_done(x, j, ret, kind);            \
 		else                                              \
 			post_destroy(x, &rec, ret);               \
 		return ret;                                       \
 	} while (0)
 
-#define DESTROY(x, CALL)                                          \
+#define DESTROY(x, kind, CALL)                                    \
 	do {                                                      \
 		if (!(x))                                         \
 			return EINVAL;                            \
-		DESTROY_CLAIMED(x, (void)0, CALL);                \
+		DESTROY_CLAIMED(x, kind, (void)0, CALL);          \
 	} while (0)
 
 /*
@@ -334,11 +340,11 @@ static inline ALWAYS_INLINE void destroy_done(const void *obj, int j, int ret)
  * before the record: an object with one was charged, so rdmactl is active; one without passes through,
  * init and the real pointer's check first.
  */
-#define DESTROY_REQUIRED(x, fn, CALL)                             \
-	do {                                                      \
-		if (!(x))                                         \
-			return EINVAL;                            \
-		DESTROY_CLAIMED(x, need_real(); NOSYS_INT(fn), CALL); \
+#define DESTROY_REQUIRED(x, kind, fn, CALL)                             \
+	do {                                                            \
+		if (!(x))                                               \
+			return EINVAL;                                  \
+		DESTROY_CLAIMED(x, kind, need_real(); NOSYS_INT(fn), CALL); \
 	} while (0)
 
 #pragma GCC visibility pop

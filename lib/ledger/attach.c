@@ -133,6 +133,8 @@ static int do_attach(struct ledger *l, const char *job)
 	__atomic_store_n(&s->vseq, 0, __ATOMIC_SEQ_CST);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		ASTORE(&s->usage[k], 0);
+		ASTORE(&s->grant[k], 0);
+		ASTORE(&s->trim_below[k], 0);
 		ASTORE(&s->refused[k], 0);
 	}
 	self_cgroup(l->cgroup, sizeof(l->cgroup));
@@ -202,6 +204,7 @@ int ledger_detach(struct ledger *l)
 				err = r;
 		}
 	}
+	grants_return(l);
 	s->job = -1;
 	ASTORE(&s->state, ENT_FREE);
 	ASTORE(&s->owner, 0);

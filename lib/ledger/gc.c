@@ -119,8 +119,31 @@ static void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uin
 }
 
 /*
+ * A live slot's allowances taken back while operations are frozen: each grant lowered to the usage, never
+ * raised. Only the slot's fast operations run (they move usage, never the grant): a create that read the
+ * grant before it went to 0 is in the usage read after, so the new grant covers it; one that failed and is
+ * about to take its add back may be in it too (an allowance of one left, carried by the totals).
+ */
+static void revoke_slot(struct slot *s)
+{
+	int k;
+
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		uint64_t g, u;
+
+		if (k == LEDGER_WR)
+			continue;
+		g = __atomic_exchange_n(&s->grant[k], 0, __ATOMIC_SEQ_CST);
+		u = __atomic_load_n(&s->usage[k], __ATOMIC_SEQ_CST);
+		__atomic_store_n(&s->grant[k], u < g ? u : g, __ATOMIC_SEQ_CST);
+		ASTORE(&s->trim_below[k], u < g ? u : g);
+	}
+}
+
+/*
  * Freeze operations, wait until no live slot has one in flight (slots that turn out dead are marked
- * RECLAIMING), then set every total to the sum of live slot usage. Caller holds the gc lock.
+ * RECLAIMING), take back every allowance, then set every total to the sum of live slot grants. Caller holds
+ * the gc lock.
  */
 int recount(struct ledger *l)
 {
@@ -160,6 +183,8 @@ int recount(struct ledger *l)
 
 		if (st == ENT_RECLAIMING) {
 			memset((void *)s->usage, 0, sizeof(s->usage));
+			memset((void *)s->grant, 0, sizeof(s->grant));
+			memset((void *)s->trim_below, 0, sizeof(s->trim_below));
 			s->job = -1;
 			s->inflight = 0;
 			ASTORE(&s->state, ENT_FREE);
@@ -168,9 +193,10 @@ int recount(struct ledger *l)
 		}
 		if (st != ENT_LIVE)
 			continue;
+		revoke_slot(s);
 		slot_scopes(l, s, &sc);
 		for (k = 0; k < LEDGER_NKINDS; k++) {
-			uint64_t v = ALOADR(&s->usage[k]);
+			uint64_t v = k == LEDGER_WR ? 0 : ALOADR(&s->grant[k]);
 
 			sums_g[k] += v;
 			if (sc.job >= 0)
@@ -191,7 +217,7 @@ int recount(struct ledger *l)
 	return 0;
 }
 
-/* Give a dead slot's usage back to its scopes and free it. Caller holds the gc lock; slot is RECLAIMING. */
+/* Give a dead slot's grants back to its scopes and free it. Caller holds the gc lock; slot is RECLAIMING. */
 void reclaim_slot(struct ledger *l, struct slot *s)
 {
 	struct slot_scopes sc;
@@ -199,11 +225,11 @@ void reclaim_slot(struct ledger *l, struct slot *s)
 
 	slot_scopes(l, s, &sc);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
-		uint64_t v = ALOADR(&s->usage[k]);
+		uint64_t v = ALOADR(&s->grant[k]);
 
-		if (!v)
-			continue;
-		scopes_sub(l->use, &sc, k, v);
+		if (v && v != GRANT_UNLIMITED && k != LEDGER_WR)
+			scopes_sub(l->use, &sc, k, v);
+		ASTORE(&s->grant[k], 0);
 		ASTORE(&s->usage[k], 0);
 	}
 	s->job = -1;
@@ -319,13 +345,22 @@ static int take_back_execd(struct ledger *l, struct slot *s)
 		return 0;
 	slot_scopes(l, s, &sc);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
-		uint64_t cur = snap[k] ? ALOADR(&s->usage[k]) : 0, take;
+		uint64_t cur = snap[k] ? ALOADR(&s->usage[k]) : 0, take, g, left;
 
 		do {
 			take = cur < snap[k] ? cur : snap[k];
 		} while (take && !ACAS(&s->usage[k], &cur, cur - take));
-		if (take)
-			scopes_sub(l->use, &sc, k, take);
+		if (!take)
+			continue;
+		/* and the grant down to what is left in use: the totals carry grants */
+		g = ALOADR(&s->grant[k]);
+		do {
+			left = ALOAD(&s->usage[k]);
+			if (g == GRANT_UNLIMITED || g <= left)
+				break;
+		} while (!ACAS(&s->grant[k], &g, left));
+		if (g != GRANT_UNLIMITED && g > left)
+			scopes_sub(l->use, &sc, k, g - left);
 	}
 	return 1;
 }

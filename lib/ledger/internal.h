@@ -21,8 +21,9 @@
  * 3: every limit change bumps the usage file's generation (processes cache their limits by it); job and slot
  *    entries never straddle a page.
  * 4: refusals counted per scope (global, cgroup entry, job, process slot), exactly, not only in the ring.
+ * 5: slots hold grants (what the scope totals carry for them, their usage plus an allowance); 1 KiB slots.
  */
-#define LEDGER_VERSION 4
+#define LEDGER_VERSION 5
 #define POLICY_MAGIC "RDMAPOL1"
 #define USAGE_MAGIC "RDMAUSE1"
 #define USAGE_SUFFIX ".usage"
@@ -94,10 +95,26 @@ struct job {
 	uint64_t refused[LEDGER_NKINDS]; /* creations this job's limits refused */
 } __attribute__((aligned(512))); /* limit and total on one page */
 
+/* A grant that no total carries: the process's plan of that kind had no limit at all when it was set. */
+#define GRANT_UNLIMITED UINT64_MAX
+
 struct slot {
 	/* hot: written by the owner on every operation */
 	uint64_t inflight;
 	uint64_t usage[LEDGER_NKINDS];
+	/*
+	 * What the scope totals carry for this slot (lib/ledger.h, "Grants"): usage[k] <= grant[k] but for an
+	 * operation in progress. The fast operation moves usage only; grants move in bracketed operations
+	 * (in-flight mark), in a recount (frozen), and when a dead slot is reclaimed.
+	 */
+	uint64_t grant[LEDGER_NKINDS];
+	/*
+	 * A release that leaves usage below this gives back what its grant has above usage and an allowance:
+	 * the grant less twice the allowance of its last raise; the grant itself after a raise without one
+	 * and after a recount (a limit set below usage takes back each release at once); 0 with
+	 * GRANT_UNLIMITED. Kept by the operations that move the grant.
+	 */
+	uint64_t trim_below[LEDGER_NKINDS];
 	/* cold */
 	uint64_t owner; /* 0 free, else pid | (start & 0xffffffff) << 32: claimed by CAS */
 	uint32_t state;
@@ -111,7 +128,7 @@ struct slot {
 	uint32_t vseq;
 	char cgroup[LEDGER_CGROUP_MAX];
 	uint64_t refused[LEDGER_NKINDS]; /* creations this process's own (pid) limits refused */
-} __attribute__((aligned(512))); /* the hot part on one page */
+} __attribute__((aligned(1024))); /* the hot part on one page */
 
 struct usage {
 	struct lhdr h;
@@ -147,13 +164,6 @@ struct plan_ent {
 	int32_t type; /* enum ledger_scope_type, for a refusal's message */
 	int32_t idx;  /* the job or cgroup entry */
 };
-/* A plan of the slot (no pid limit) and at most one more scope: c0 the slot's counter, c1 and l1 the other's. */
-struct fast_ent {
-	uint64_t *c0;
-	uint64_t *c1;
-	uint64_t l1;
-};
-
 /* The process, its job, up to five cgroups, the global scope. */
 #define PLAN_MAX 8
 
@@ -182,10 +192,10 @@ struct ledger {
 	int view_ncg;
 	int view_cg[MAX_CG_PER_PROC];
 	/*
-	 * The operation's plan, built with the view: per kind, the counter of each scope it charges in order
-	 * (the slot, then the job, the cgroups and the global total that have a limit on that kind: see "Totals"
-	 * in lib/ledger.h) with that scope's limit, so that a reserve is one compare-and-swap per scope and
-	 * nothing else; for LEDGER_WR, the caps that are set. Pointers into this process's own mapping, indices
+	 * The operation's plan, built with the view: per kind, the counter of each scope a grant charges in
+	 * order (the slot's grant, then the job, the cgroups and the global total that have a limit on that kind:
+	 * see "Totals" in lib/ledger.h) with that scope's limit, so that a grant is one compare-and-swap per scope
+	 * and nothing else; for LEDGER_WR, the caps that are set. Pointers into this process's own mapping, indices
 	 * checked when built: a writer of the usage file cannot redirect them. plan_ok is false when the process
 	 * has more cgroup scopes than a plan holds (the general path then runs).
 	 */
@@ -193,14 +203,9 @@ struct ledger {
 	uint8_t plan_n[LEDGER_NKINDS];
 	struct plan_ent plan[LEDGER_NKINDS][PLAN_MAX];
 	/*
-	 * The usual plans in the shape the interceptor's operation follows without a loop (ledger_reserve_obj's
-	 * first lines): per kind, the slot's counter when the kind has no pid limit (else NULL: the plan's way)
-	 * and the one other scope that limits it, if any; fast_wr, the lowest WR cap (LEDGER_UNLIMITED: none).
-	 * fast[LEDGER_WR] and fast[LEDGER_MR_BYTES] stay empty (an operation of those kinds is -EINVAL, found by
-	 * the general path). Built with the plan, from it.
+	 * For the interceptor's operation (ledger_reserve_obj's first lines): the slot (NULL before the first plan
+	 * and once detached) and the lowest WR cap of the plan (LEDGER_UNLIMITED: none). Built with the plan.
 	 */
-	struct fast_ent fast[LEDGER_NKINDS];
-	struct fast_ent fast_bytes; /* LEDGER_MR_BYTES, for an MR's operation */
 	uint64_t fast_wr;
 	struct slot *fast_slot;
 	bool frozen_stuck; /* a freeze outlasted 5 s: stop waiting for it until it is gone */
@@ -213,7 +218,7 @@ struct ledger {
 };
 
 _Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");
-_Static_assert(sizeof(struct slot) == 512 && sizeof(struct job) == 512, "a slot or a job straddles a page");
+_Static_assert(sizeof(struct slot) == 1024 && sizeof(struct job) == 512, "a slot or a job straddles a page");
 
 bool pid_alive(pid_t pid, uint64_t start);
 uint64_t pack_owner(pid_t pid, uint64_t start);
@@ -232,6 +237,8 @@ void gc_unlock(struct ledger *l);
 void limits_changed(struct ledger *l);
 /* Cache the limits that apply to this process and build its plan (attach, and when the generation moves). */
 void refresh_view(struct ledger *l);
+/* A detaching process's grants given back to its scopes (its usage already released). */
+void grants_return(struct ledger *l);
 int cg_matches(const struct policy *pol, const char *cg, int *idx, int max);
 int slot_job(const struct slot *s);
 int recount(struct ledger *l);

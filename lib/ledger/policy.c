@@ -40,15 +40,17 @@ static int recount_unfreeze(struct ledger *l)
 
 /*
  * Set a limit of a job, a cgroup entry or the global scope. Their totals of a kind are kept only while they
- * limit that kind (lib/ledger.h, "Totals"): a limit where there was none is published while operations are
- * frozen, and every total recounted from the slots before anyone charges against it (invariant 1: the
- * total is exact from the first operation that sees the limit).
+ * limit that kind (lib/ledger.h, "Totals"), and processes hold allowances under them ("Grants"): a limit
+ * (or a cap) set or changed is published while operations are frozen, every allowance is taken back and
+ * every total recounted from the slots before anyone charges against it (invariant 1: the total is exact
+ * from the first operation that sees the limit). A limit removed only needs the generation moved.
  */
 static int set_scope_limit(struct ledger *l, uint64_t *lim, enum ledger_kind kind, uint64_t value)
 {
 	int err;
 
-	if (kind == LEDGER_WR || ALOAD(lim) != LEDGER_UNLIMITED || value == LEDGER_UNLIMITED) {
+	(void)kind;
+	if (value == LEDGER_UNLIMITED || ALOAD(lim) == value) {
 		ASTORE(lim, value);
 		limits_changed(l);
 		return 0;
@@ -108,6 +110,19 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 	return recount_unfreeze(l);
 }
 
+/*
+ * A pid limit set (gc lock held): the process's grant may hold an allowance above it. Take every allowance
+ * back (a recount); the process's next operation beyond its grant sees the limit.
+ */
+static int take_back_allowances(struct ledger *l)
+{
+	int err = recount(l);
+
+	if (err)
+		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
+	return 0;
+}
+
 static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum ledger_kind kind, uint64_t value)
 {
 	struct policy *pol = l->pol;
@@ -136,7 +151,7 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 		if (k == LEDGER_NKINDS)
 			ASTORE(&pp->state, ENT_FREE);
 		limits_changed(l);
-		return 0;
+		return value == LEDGER_UNLIMITED ? 0 : take_back_allowances(l);
 	}
 	if (value == LEDGER_UNLIMITED)
 		return 0;
@@ -157,7 +172,7 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 	pol->pid[fr].start = start;
 	ASTORE(&pol->pid[fr].state, ENT_LIVE);
 	limits_changed(l);
-	return 0;
+	return take_back_allowances(l);
 }
 
 int ledger_set_limit(struct ledger *l, const struct ledger_scope *sc, enum ledger_kind kind, uint64_t value)

@@ -61,13 +61,24 @@ int ledger_format_denial(const struct ledger_denial *d, char *buf, size_t len)
 
 /* ---- read side ---------------------------------------------------------------------------------- */
 
+/*
+ * What a slot has in use, per kind. Its usage counter may be ahead of its grant by a create that found the
+ * grant short and is taking its add back: what is in use never is, so the smaller of the two is shown.
+ */
+static uint64_t slot_in_use(const struct slot *s, int k)
+{
+	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]);
+
+	return u < g ? u : g;
+}
+
 static void slot_usage_into(const struct slot *s, uint64_t *usage)
 {
 	int k;
 
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		if (k != LEDGER_WR)
-			usage[k] += ALOADR(&s->usage[k]);
+			usage[k] += slot_in_use(s, k);
 }
 
 static bool slot_live(const struct slot *s)
@@ -76,30 +87,21 @@ static bool slot_live(const struct slot *s)
 }
 
 /*
- * A job's, a cgroup entry's or the global total of a kind is kept only while that scope limits the kind
- * (lib/ledger.h, "Totals"); otherwise its usage is the sum of the slots in it (those not reclaimed yet
- * included, as in a total). in(l, s, arg) says whether slot s counts in the scope.
+ * A scope's usage is the sum of the slots in it (those not reclaimed yet included): its total, where it has
+ * a limit, carries their grants, usage and allowances (lib/ledger.h, "Grants"). in(l, s, arg) says whether
+ * slot s counts in the scope.
  */
-static void untracked_usage(struct ledger *l, struct ledger_scope_stat *st,
-			    bool (*in)(struct ledger *l, const struct slot *s, const void *arg), const void *arg)
+static void slots_usage(struct ledger *l, struct ledger_scope_stat *st,
+			bool (*in)(struct ledger *l, const struct slot *s, const void *arg), const void *arg)
 {
-	uint64_t sum[LEDGER_NKINDS] = { 0 };
-	int i, k;
+	int i;
 
-	for (k = 0; k < LEDGER_NKINDS; k++)
-		if (k != LEDGER_WR && st->limit[k] == LEDGER_UNLIMITED)
-			break;
-	if (k == LEDGER_NKINDS)
-		return;
 	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
 		const struct slot *s = &l->use->slots[i];
 
 		if (ALOAD(&s->state) == ENT_LIVE && in(l, s, arg))
-			slot_usage_into(s, sum);
+			slot_usage_into(s, st->usage);
 	}
-	for (k = 0; k < LEDGER_NKINDS; k++)
-		if (k != LEDGER_WR && st->limit[k] == LEDGER_UNLIMITED)
-			st->usage[k] = sum[k];
 }
 
 static bool in_global(struct ledger *l, const struct slot *s, const void *arg)
@@ -186,10 +188,9 @@ static void fill_cgroup_scope(struct ledger *l, const char *path, struct ledger_
 	if (e >= 0) {
 		for (k = 0; k < LEDGER_NKINDS; k++) {
 			st->limit[k] = ALOADR(&l->pol->cg[e].limit[k]);
-			st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&l->use->cg_total[e][k]);
 			st->refused[k] = ALOADR(&l->use->cg_refused[e][k]);
 		}
-		untracked_usage(l, st, in_cgroup, path);
+		slots_usage(l, st, in_cgroup, path);
 	}
 	*found = e >= 0 || st->nprocs;
 }
@@ -203,10 +204,9 @@ static void fill_job_scope(struct ledger *l, int j, struct ledger_scope_stat *st
 	copy_str(st->scope.name, jb->name, LEDGER_NAME_MAX);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		st->limit[k] = ALOADR(&jb->limit[k]);
-		st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&jb->total[k]);
 		st->refused[k] = ALOADR(&jb->refused[k]);
 	}
-	untracked_usage(l, st, in_job, &j);
+	slots_usage(l, st, in_job, &j);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
 		if (slot_job(&l->use->slots[i]) == j && slot_live(&l->use->slots[i]))
 			st->nprocs++;
@@ -219,10 +219,9 @@ static void fill_global_scope(struct ledger *l, struct ledger_scope_stat *st)
 	stat_init(st, LEDGER_SCOPE_GLOBAL);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		st->limit[k] = ALOADR(&l->pol->global_limit[k]);
-		st->usage[k] = k == LEDGER_WR ? 0 : ALOADR(&l->use->global_total[k]);
 		st->refused[k] = ALOADR(&l->use->global_refused[k]);
 	}
-	untracked_usage(l, st, in_global, NULL);
+	slots_usage(l, st, in_global, NULL);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
 		if (slot_live(&l->use->slots[i]))
 			st->nprocs++;
@@ -355,7 +354,7 @@ int ledger_foreach_proc(struct ledger *l, int (*cb)(const struct ledger_proc_sta
 			copy_str(ps.job, l->use->jobs[j].name, sizeof(ps.job));
 		copy_str(ps.cgroup, s->cgroup, sizeof(ps.cgroup));
 		for (k = 0; k < LEDGER_NKINDS; k++)
-			ps.usage[k] = k == LEDGER_WR ? 0 : ALOADR(&s->usage[k]);
+			ps.usage[k] = k == LEDGER_WR ? 0 : slot_in_use(s, k);
 		fill_pid_scope(l, s->pid, s->start, &sc);
 		memcpy(ps.limit, sc.limit, sizeof(ps.limit));
 		ret = cb(&ps, arg);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The ledger's hot path: reserve and release against every scope, lock-free, no system call. */
-#include "internal.h"
+#include "obj.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +25,8 @@
 
 /* ---- hot path ----------------------------------------------------------------------------------- */
 
+static COLD_FN void set_trim(struct slot *s, enum ledger_kind k, uint64_t slack);
+
 /* Add a scope to a plan: always the slot (lim: its pid limit), the others only where they limit something. */
 static void plan_add(struct plan_ent *p, unsigned int *n, bool always, uint64_t *ctr, uint64_t lim,
 		     enum ledger_scope_type type, int idx)
@@ -40,30 +42,16 @@ static void plan_add(struct plan_ent *p, unsigned int *n, bool always, uint64_t 
 	(*n)++;
 }
 
-/*
- * The fast shape of the plans (build_plan(), under l->mtx): a kind whose plan is the slot without a pid limit
- * and at most one more scope. The counters go in last, so that an operation that sees one sees its scope.
- */
+/* The lowest WR cap of the plans, for the interceptor's operation (build_plan(), under l->mtx). */
 static COLD_FN void build_fast(struct ledger *l)
 {
 	uint64_t wr = LEDGER_UNLIMITED;
-	unsigned int i, k;
+	unsigned int i;
 
 	for (i = 0; i < l->plan_n[LEDGER_WR]; i++)
 		if (l->plan[LEDGER_WR][i].lim < wr)
 			wr = l->plan[LEDGER_WR][i].lim;
 	__atomic_store_n(&l->fast_wr, wr, __ATOMIC_RELAXED);
-	for (k = 0; k < LEDGER_NKINDS; k++) {
-		const struct plan_ent *p = l->plan[k];
-		struct fast_ent *f = k == LEDGER_MR_BYTES ? &l->fast_bytes : &l->fast[k];
-		unsigned int n = l->plan_n[k];
-
-		if (k == LEDGER_WR || n < 1 || n > 2 || p[0].lim != LEDGER_UNLIMITED)
-			continue;
-		__atomic_store_n(&f->c1, n == 2 ? p[1].ctr : NULL, __ATOMIC_RELAXED);
-		__atomic_store_n(&f->l1, n == 2 ? p[1].lim : 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&f->c0, p[0].ctr, __ATOMIC_RELEASE);
-	}
 }
 
 /*
@@ -78,10 +66,6 @@ static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
 	struct slot *s;
 	int k, i;
 
-	/* no fast operation while the plans change: the general path rereads them */
-	for (k = 0; k < LEDGER_NKINDS; k++)
-		__atomic_store_n(&l->fast[k].c0, NULL, __ATOMIC_RELAXED);
-	__atomic_store_n(&l->fast_bytes.c0, NULL, __ATOMIC_RELAXED);
 	if (l->slot < 0 || l->slot >= LEDGER_MAX_PROCS || l->job >= LEDGER_MAX_JOBS || ncg > PLAN_MAX - 3) {
 		__atomic_store_n(&l->plan_ok, false, __ATOMIC_RELAXED);
 		return;
@@ -93,7 +77,7 @@ static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
 		bool wr = k == LEDGER_WR;
 		unsigned int n = 0;
 
-		plan_add(p, &n, !wr, wr ? NULL : &s->usage[k], ALOADR(&l->view_pid[k]), LEDGER_SCOPE_PROCESS, 0);
+		plan_add(p, &n, !wr, wr ? NULL : &s->grant[k], ALOADR(&l->view_pid[k]), LEDGER_SCOPE_PROCESS, 0);
 		if (l->job >= 0)
 			plan_add(p, &n, false, wr ? NULL : &u->jobs[l->job].total[k], ALOADR(&u->jobs[l->job].limit[k]),
 				 LEDGER_SCOPE_JOB, l->job);
@@ -186,30 +170,6 @@ static COLD_FN void stuck_repair(struct ledger *l)
 		gc_locked(l, true, NULL, NULL);
 		gc_unlock(l);
 	}
-}
-
-/* One more on *p unless that passes lim. */
-static inline ALWAYS_INLINE bool cas_inc(uint64_t *p, uint64_t lim)
-{
-	uint64_t c = ALOADR(p);
-
-	do {
-		if (c >= lim)
-			return false;
-	} while (!__atomic_compare_exchange_n(p, &c, c + 1, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	return true;
-}
-
-/* Add n to *p unless that passes lim (cas_add() without the value seen). */
-static inline ALWAYS_INLINE bool cas_add1(uint64_t *p, uint64_t n, uint64_t lim)
-{
-	uint64_t c = ALOADR(p);
-
-	do {
-		if (c > lim - n || n > lim)
-			return false;
-	} while (!__atomic_compare_exchange_n(p, &c, c + n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	return true;
 }
 
 /* Add n to *p unless that passes lim. On refusal *cur is the value seen. */
@@ -431,7 +391,10 @@ static inline ALWAYS_INLINE int check_wr(struct ledger *l, const struct view *v,
 	return 0;
 }
 
-/* Charge n of kind k to the process and to every scope, or nothing: -EDQUOT with *d filled. */
+/*
+ * n more of kind k in use, its grant raised by n on the process and on every scope (no allowance: the
+ * view's way is the rare one), or nothing: -EDQUOT with *d filled.
+ */
 static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, const struct view *v,
 					     enum ledger_kind k, uint64_t n, struct ledger_denial *d)
 {
@@ -440,15 +403,15 @@ static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, c
 	uint64_t lim, cur;
 	int i = 0, j = l->job, err;
 
+	/* the pid limit first for the refusal's name, its grant last: no create uses it before the totals */
 	lim = ALOADR(&l->view_pid[k]);
-	if (!cas_add(&s->usage[k], n, lim, &cur))
-		return deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, cur, lim);
+	cur = ALOAD(&s->grant[k]);
+	if (cur > lim || n > lim - cur)
+		return deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
 	if (j >= 0) {
 		lim = ALOADR(&u->jobs[j].limit[k]);
-		if (!cas_add(&u->jobs[j].total[k], n, lim, &cur)) {
-			err = deny(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
-			goto undo_proc;
-		}
+		if (!cas_add(&u->jobs[j].total[k], n, lim, &cur))
+			return deny(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
 	}
 	for (i = 0; i < v->ncg; i++) {
 		lim = ALOADR(&pol->cg[v->cg[i]].limit[k]);
@@ -462,6 +425,14 @@ static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, c
 		err = deny(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
 		goto undo_cg;
 	}
+	lim = ALOADR(&l->view_pid[k]);
+	if (!cas_add(&s->grant[k], n, lim, &cur)) {
+		err = deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
+		sub_clamp(&u->global_total[k], n);
+		goto undo_cg;
+	}
+	AADD(&s->usage[k], n);
+	set_trim(s, k, 0); /* no allowance the view's way: every release gives back */
 	return 0;
 
 undo_cg:
@@ -469,12 +440,13 @@ undo_cg:
 		sub_clamp(&u->cg_total[v->cg[i]][k], n);
 	if (j >= 0)
 		sub_clamp(&u->jobs[j].total[k], n);
-undo_proc:
-	sub_clamp(&s->usage[k], n);
 	return err;
 }
 
-/* Give n of kind k back to the process and every scope; -EINVAL if the process holds less (nothing changed). */
+/*
+ * n of kind k out of use, and its grant lowered by n on the process and every scope; -EINVAL if the process
+ * holds less (nothing changed).
+ */
 static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, const struct view *v,
 					     enum ledger_kind k, uint64_t n)
 {
@@ -486,6 +458,9 @@ static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, c
 		if (cur < n)
 			return -EINVAL;
 	} while (!__atomic_compare_exchange_n(&s->usage[k], &cur, cur - n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	if (ALOAD(&s->grant[k]) == GRANT_UNLIMITED)
+		return 0;
+	sub_clamp(&s->grant[k], n);
 	if (l->job >= 0)
 		sub_clamp(&u->jobs[l->job].total[k], n);
 	for (i = 0; i < v->ncg; i++)
@@ -553,81 +528,186 @@ static inline ALWAYS_INLINE const struct plan_ent *plan_of(const struct ledger *
 	return l->plan[k];
 }
 
-/* The scopes of a plan after the first two (cgroups): n more on each, or nothing (the first two undone too). */
-static COLD_FN bool plan_reserve_more(const struct plan_ent *p, unsigned int ns, uint64_t n, unsigned int *at,
-				      uint64_t *cur)
+/* ---- grants ------------------------------------------------------------------------------------ */
+
+/*
+ * A slot's grant of a kind is what the totals of its limited scopes carry for it: its usage plus an
+ * allowance (lib/ledger.h, "Grants"). A create within the grant moves the slot's usage and nothing else;
+ * one beyond it raises the grant through the plan, by what is missing and, while there is room, an
+ * allowance: a quarter of the room left under the tightest limit, at most GRANT_BATCH (GRANT_BATCH_BYTES for
+ * MR bytes). A release keeps up to twice that and gives back the rest.
+ */
+#define GRANT_BATCH 32
+#define GRANT_BATCH_BYTES (256ull << 20)
+
+static inline ALWAYS_INLINE uint64_t grant_batch(enum ledger_kind k)
 {
+	return k == LEDGER_MR_BYTES ? GRANT_BATCH_BYTES : GRANT_BATCH;
+}
+
+/* The room left under the tightest limit of a plan (p[0]: the slot's grant under its pid limit). */
+static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns)
+{
+	uint64_t room = UINT64_MAX;
 	unsigned int i;
 
-	for (i = 2; i < ns; i++) {
-		if (!cas_add(ALOADR(&p[i].ctr), n, ALOADR(&p[i].lim), cur)) {
-			*at = i;
-			while (i--)
-				sub_clamp(ALOADR(&p[i].ctr), n);
-			return false;
-		}
+	for (i = 0; i < ns; i++) {
+		uint64_t lim = ALOADR(&p[i].lim), cur;
+
+		if (lim == LEDGER_UNLIMITED)
+			continue;
+		cur = ALOADR(ALOADR(&p[i].ctr));
+		cur = cur < lim ? lim - cur : 0;
+		if (cur < room)
+			room = cur;
 	}
-	return true;
-}
-
-static COLD_FN void plan_release_more(const struct plan_ent *p, unsigned int ns, uint64_t n)
-{
-	unsigned int i;
-
-	for (i = 2; i < ns; i++)
-		sub_clamp(ALOADR(&p[i].ctr), n);
-}
-
-/* A refusal by the second scope of a plan: the slot's charge undone. */
-static COLD_FN bool plan_refused_1(const struct plan_ent *p, uint64_t n, unsigned int *at)
-{
-	sub_clamp(ALOADR(&p[0].ctr), n);
-	*at = 1;
-	return false;
+	return room;
 }
 
 /*
- * n more on every scope of a plan, or nothing; on refusal *at is the scope that refused, *cur its usage.
- * The usual plans (the slot, and the job or one other scope with a limit) inline, longer ones out of line.
+ * A grant raised by n through its plan, or nothing: the scopes' totals first, the slot's grant (p[0], under
+ * its pid limit) last, so that no create can use a grant before every total carries it. On refusal *at is
+ * the scope, *cur its total (the pid limit is looked at first, so that it is the one a refusal names).
  */
-static inline ALWAYS_INLINE bool plan_reserve(const struct plan_ent *p, unsigned int ns, uint64_t n,
-					      unsigned int *at, uint64_t *cur)
+static COLD_FN bool grant_raise(const struct plan_ent *p, unsigned int ns, uint64_t n, unsigned int *at, uint64_t *cur)
 {
-	/* p[0] is the slot: without a pid limit one atomic add (the other scopes check for overflow) */
-	if (__builtin_expect(ALOADR(&p[0].lim) == LEDGER_UNLIMITED, 1)) {
-		__atomic_fetch_add(ALOADR(&p[0].ctr), n, __ATOMIC_SEQ_CST);
-	} else if (!cas_add(ALOADR(&p[0].ctr), n, ALOADR(&p[0].lim), cur)) {
+	uint64_t *g = ALOADR(&p[0].ctr), lim = ALOADR(&p[0].lim);
+	unsigned int i;
+
+	if (lim != LEDGER_UNLIMITED && (ALOAD(g) > lim || n > lim - ALOAD(g))) {
 		*at = 0;
+		*cur = ALOAD(g);
 		return false;
 	}
-	if (ns < 2)
+	for (i = 1; i < ns; i++) {
+		if (!cas_add(ALOADR(&p[i].ctr), n, ALOADR(&p[i].lim), cur)) {
+			*at = i;
+			goto undo;
+		}
+	}
+	if (lim == LEDGER_UNLIMITED) {
+		AADD(g, n);
 		return true;
-	if (__builtin_expect(!cas_add(ALOADR(&p[1].ctr), n, ALOADR(&p[1].lim), cur), 0))
-		return plan_refused_1(p, n, at);
-	if (__builtin_expect(ns > 2, 0))
-		return plan_reserve_more(p, ns, n, at, cur);
-	return true;
+	}
+	if (cas_add(g, n, lim, cur))
+		return true;
+	*at = 0;
+undo:
+	while (--i >= 1)
+		sub_clamp(ALOADR(&p[i].ctr), n);
+	return false;
 }
 
-/* n back to every scope of a plan (p[0] is the slot); false (nothing changed) when the process holds less. */
-static inline ALWAYS_INLINE bool plan_release(const struct plan_ent *p, unsigned int ns, uint64_t n)
+/* A release trims the grant of kind k once usage is more than slack below it (struct slot, trim_below). */
+static COLD_FN void set_trim(struct slot *s, enum ledger_kind k, uint64_t slack)
 {
-	uint64_t *c = ALOADR(&p[0].ctr);
+	uint64_t g = ALOAD(&s->grant[k]);
 
-	/*
-	 * One atomic subtract; more than held (a caller's bug, or a slot that was written over) is put back at
-	 * once. In between, only this process's own concurrent reserves against a pid limit can see it (they
-	 * refuse), never a recount (it waits for operations in flight).
-	 */
-	if (__builtin_expect(__atomic_fetch_sub(c, n, __ATOMIC_SEQ_CST) < n, 0)) {
-		__atomic_fetch_add(c, n, __ATOMIC_SEQ_CST);
+	ASTORE(&s->trim_below[k], g == GRANT_UNLIMITED || g < slack ? 0 : g - slack);
+}
+
+/*
+ * In an operation (in-flight mark): n more of kind k in use, the grant raised through the plan p when it is
+ * short. false when even what is missing is refused: *at is the refusing scope, *cur its usage (the slot's
+ * usage when its pid limit refused).
+ */
+static COLD_FN bool grant_take(struct slot *s, const struct plan_ent *p, unsigned int ns, enum ledger_kind k,
+			       uint64_t n, unsigned int *at, uint64_t *cur)
+{
+	unsigned int tries;
+
+	if (!n)
+		return true;
+	for (tries = 0; tries < 64; tries++) {
+		uint64_t u, g, want, more;
+
+		if (grant_covers(s, k, n))
+			return true;
+		if (ns == 1 && ALOADR(&p[0].lim) == LEDGER_UNLIMITED) {
+			/* nothing limits the kind: a grant that no total carries, until a limit's recount */
+			ASTORE(&s->grant[k], GRANT_UNLIMITED);
+			set_trim(s, k, 0);
+			continue;
+		}
+		g = ALOAD(&s->grant[k]);
+		u = ALOAD(&s->usage[k]);
+		if (u + n < u)
+			break;
+		if (u + n <= g)
+			continue; /* another thread raised it meanwhile */
+		want = u + n - g;
+		more = plan_room(p, ns) / 4;
+		if (more > grant_batch(k))
+			more = grant_batch(k);
+		if (more && want + more > want && grant_raise(p, ns, want + more, at, cur)) {
+			set_trim(s, k, 2 * more);
+			continue;
+		}
+		if (grant_raise(p, ns, want, at, cur)) {
+			set_trim(s, k, 0);
+			continue;
+		}
+		if (*at == 0)
+			*cur = u;
 		return false;
 	}
-	if (ns < 2)
-		return true;
-	sub_clamp(ALOADR(&p[1].ctr), n);
-	if (__builtin_expect(ns > 2, 0))
-		plan_release_more(p, ns, n);
+	/* usage past any grant (a slot written over): refused by the process's own scope */
+	*at = 0;
+	*cur = ALOAD(&s->usage[k]);
+	return false;
+}
+
+/* The scopes of a plan but the slot: n less on each. */
+static COLD_FN void plan_release_scopes(const struct plan_ent *p, unsigned int ns, uint64_t n)
+{
+	unsigned int i;
+
+	for (i = 1; i < ns; i++)
+		sub_clamp(ALOADR(&p[i].ctr), n);
+}
+
+/*
+ * In an operation: a grant of kind k that a release left too far above usage (trim_below), lowered to usage
+ * plus an allowance (what a raise would take now: none while a limit is reached or passed), the rest given
+ * back to the scopes of the plan. A create that read the old grant before it went down is in the usage read
+ * after: the grant goes back up for it, never above what it was.
+ */
+static COLD_FN void grant_trim(struct slot *s, const struct plan_ent *p, unsigned int ns, enum ledger_kind k)
+{
+	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]), more, keep, seen;
+
+	if (g == GRANT_UNLIMITED)
+		return;
+	more = plan_room(p, ns) / 4;
+	if (more > grant_batch(k))
+		more = grant_batch(k);
+	if (u >= g || g - u <= more || !ACAS(&s->grant[k], &g, u + more)) {
+		/* nothing to give back, or another thread's operation moved it: the next release looks again */
+		set_trim(s, k, 2 * more);
+		return;
+	}
+	keep = u + more;
+	seen = ALOAD(&s->usage[k]);
+	if (seen > keep) {
+		uint64_t up = (seen < g ? seen : g) - keep;
+
+		AADD(&s->grant[k], up);
+		keep += up;
+	}
+	set_trim(s, k, 2 * more);
+	plan_release_scopes(p, ns, g - keep);
+}
+
+/* n of kind k out of use; false (nothing changed) when fewer are. An allowance grown too big is trimmed. */
+static inline ALWAYS_INLINE bool grant_put(struct slot *s, const struct plan_ent *p, unsigned int ns,
+					   enum ledger_kind k, uint64_t n)
+{
+	bool trim = false;
+
+	if (!grant_gives(s, k, n, &trim))
+		return false;
+	if (__builtin_expect(trim, 0))
+		grant_trim(s, p, ns, k);
 	return true;
 }
 
@@ -643,7 +723,8 @@ static inline ALWAYS_INLINE int plan_wr_over(const struct plan_ent *p, unsigned 
 }
 
 /* The earlier kinds of a refused operation, given back. */
-static COLD_FN void plan_undo(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts, unsigned int i)
+static COLD_FN void plan_undo(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+			      unsigned int i)
 {
 	const struct plan_ent *p;
 	unsigned int ns;
@@ -652,7 +733,7 @@ static COLD_FN void plan_undo(struct ledger *l, const enum ledger_kind *kinds, c
 		if (kinds[i] == LEDGER_WR)
 			continue;
 		p = plan_of(l, kinds[i], &ns);
-		plan_release(p, ns, amounts[i]);
+		grant_put(s, p, ns, kinds[i], amounts[i]);
 	}
 }
 
@@ -678,13 +759,13 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 				err = plan_deny(l, d, LEDGER_WR, amounts[i], &p[w], 0);
 				break;
 			}
-		} else if (__builtin_expect(!plan_reserve(p, ns, amounts[i], &at, &cur), 0)) {
+		} else if (__builtin_expect(!grant_take(s, p, ns, kinds[i], amounts[i], &at, &cur), 0)) {
 			err = plan_deny(l, d, kinds[i], amounts[i], &p[at], cur);
 			break;
 		}
 	}
 	if (__builtin_expect(err, 0))
-		plan_undo(l, kinds, amounts, i);
+		plan_undo(l, s, kinds, amounts, i);
 	op_leave(s);
 	return err;
 }
@@ -712,14 +793,42 @@ static inline ALWAYS_INLINE bool kinds_valid(const enum ledger_kind *kinds, unsi
 	return true;
 }
 
-/* Cold: a dead holder may be what blocks us. gc at most every 100 ms, never waiting for the lock. */
+/* Does a live slot hold an allowance of kind k (a grant above its usage that some total carries)? */
+static COLD_FN bool allowances_held(const struct ledger *l, enum ledger_kind k)
+{
+	int i;
+
+	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		const struct slot *s = &l->use->slots[i];
+		uint64_t g;
+
+		if (ALOAD(&s->state) != ENT_LIVE)
+			continue;
+		g = ALOADR(&s->grant[k]);
+		if (g != GRANT_UNLIMITED && g > ALOADR(&s->usage[k]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Cold: a dead holder may be what blocks us (gc at most every 100 ms, never waiting for the lock), or the
+ * allowances of live processes: a limit of a shared scope refuses only once they are taken back (a recount).
+ */
 static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 				   const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
 {
 	int err = -EDQUOT;
 
 	/* a WR depth above a cap stays above it whoever dies */
-	if (d->kind != LEDGER_WR && clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
+	if (d->kind == LEDGER_WR)
+		goto out;
+	if (d->scope.type != LEDGER_SCOPE_PROCESS && (unsigned int)d->kind < LEDGER_NKINDS &&
+	    allowances_held(l, d->kind) && !gc_lock(l, 1000)) {
+		gc_locked(l, true, NULL, NULL);
+		gc_unlock(l);
+		err = try_reserve(l, s, kinds, amounts, n, d);
+	} else if (clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
 		unsigned int freed = 0, given = 0;
 
 		gc_locked(l, false, &freed, &given);
@@ -727,6 +836,7 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 		if (freed || given)
 			err = try_reserve(l, s, kinds, amounts, n, d);
 	}
+out:
 	if (err)
 		record_denial(l, d);
 	return err;
@@ -778,7 +888,7 @@ int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint
 			if (kinds[i] == LEDGER_WR)
 				continue;
 			p = plan_of(l, kinds[i], &ns);
-			if (__builtin_expect(!plan_release(p, ns, amounts[i]), 0))
+			if (__builtin_expect(!grant_put(s, p, ns, kinds[i], amounts[i]), 0))
 				err = -EINVAL;
 		}
 	}
@@ -821,9 +931,8 @@ void ledger_on_refusal(struct ledger *l, int (*fn)(int err, enum ledger_kind kin
 	l->on_refusal = fn;
 }
 
-/* ledger_reserve_obj() through the plans (any plan but a longer one, which goes the general way). */
-static __attribute__((noinline)) HOT_CREATE int reserve_obj_plan(struct ledger *l, enum ledger_kind kind,
-								   uint64_t extra, struct ledger_denial *why)
+/* ledger_reserve_obj() beyond the slot's grants: in an operation, through the plans (or the general way). */
+static COLD_FN int obj_plan(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
 {
 	const struct plan_ent *p, *pb;
 	unsigned int ns, nb, at;
@@ -844,12 +953,12 @@ static __attribute__((noinline)) HOT_CREATE int reserve_obj_plan(struct ledger *
 			goto general;
 	}
 	p = plan_of(l, kind, &ns);
-	if (__builtin_expect(!plan_reserve(p, ns, 1, &at, &cur), 0))
+	if (__builtin_expect(!grant_take(s, p, ns, kind, 1, &at, &cur), 0))
 		goto general;
 	if (kind == LEDGER_MR && extra) {
 		pb = plan_of(l, LEDGER_MR_BYTES, &nb);
-		if (__builtin_expect(!plan_reserve(pb, nb, extra, &at, &cur), 0)) {
-			plan_release(p, ns, 1);
+		if (__builtin_expect(!grant_take(s, pb, nb, LEDGER_MR_BYTES, extra, &at, &cur), 0)) {
+			grant_put(s, p, ns, kind, 1);
 			goto general;
 		}
 	}
@@ -862,8 +971,12 @@ general:
 	return reserve_obj_slow(l, kind, extra, why, 0);
 }
 
-static __attribute__((noinline)) HOT_DESTROY int release_obj_plan(struct ledger *l, enum ledger_kind kind,
-								    uint64_t bytes)
+COLD_FN int ledger_obj_plan(struct ledger *l, enum ledger_kind kind, uint64_t extra)
+{
+	return obj_plan(l, kind, extra, NULL);
+}
+
+COLD_FN int ledger_obj_plan_release(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
 {
 	const struct plan_ent *p;
 	unsigned int ns;
@@ -885,11 +998,11 @@ static __attribute__((noinline)) HOT_DESTROY int release_obj_plan(struct ledger 
 		err = release_view(l, s, k, n, bytes ? 2 : 1);
 	} else {
 		p = plan_of(l, kind, &ns);
-		if (__builtin_expect(!plan_release(p, ns, 1), 0))
+		if (__builtin_expect(!grant_put(s, p, ns, kind, 1), 0))
 			err = -EINVAL;
 		if (bytes) {
 			p = plan_of(l, LEDGER_MR_BYTES, &ns);
-			if (__builtin_expect(!plan_release(p, ns, bytes), 0))
+			if (__builtin_expect(!grant_put(s, p, ns, LEDGER_MR_BYTES, bytes), 0))
 				err = -EINVAL;
 		}
 	}
@@ -897,149 +1010,117 @@ static __attribute__((noinline)) HOT_DESTROY int release_obj_plan(struct ledger 
 	return err;
 }
 
-/*
- * The interceptor's usual operation, in the fewest instructions (one page per side with the wrappers): the
- * kind's plan is the slot without a pid limit and at most one scope with a limit (the job's total under
- * run, or one cgroup entry), and an MR's bytes the same. One atomic add on the slot, one compare-and-swap
- * on the other scope, the in-flight mark around them, the checks of op_enter(). Anything else (a refusal,
- * a WR depth over a cap, a freeze, limits that changed, another plan) leaves nothing charged and goes the
- * plans' way, which decides, describes and records it.
- */
-static COLD_FN int reserve_fast_undo(struct ledger *l, enum ledger_kind kind, uint64_t extra,
-				     struct ledger_denial *why, uint64_t *c1, bool bytes)
+/* n of kind k off every total the view's way charges (the job, the cgroup entries, the global scope). */
+static COLD_FN void view_scopes_sub(struct ledger *l, enum ledger_kind k, uint64_t n)
 {
-	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+	struct view v;
+	int i;
 
-	if (bytes) {
-		/* the bytes' other scope refused: the bytes on the slot, and the count, given back */
-		__atomic_fetch_sub(&s->usage[LEDGER_MR_BYTES], extra, __ATOMIC_SEQ_CST);
-		if (c1)
-			sub_clamp(c1, 1);
+	view_load(l, &v);
+	if (l->job >= 0)
+		sub_clamp(&l->use->jobs[l->job].total[k], n);
+	for (i = 0; i < v.ncg; i++)
+		sub_clamp(&l->use->cg_total[v.cg[i]][k], n);
+	sub_clamp(&l->use->global_total[k], n);
+}
+
+/* grant_trim() the view's way: down to usage, no allowance kept. */
+static COLD_FN void view_trim(struct ledger *l, struct slot *s, enum ledger_kind k)
+{
+	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]), seen, keep = u;
+
+	if (g == GRANT_UNLIMITED || u >= g || !ACAS(&s->grant[k], &g, u)) {
+		set_trim(s, k, 0);
+		return;
 	}
-	__atomic_fetch_sub(&s->usage[kind], 1, __ATOMIC_SEQ_CST);
-	op_leave(s);
-	return reserve_obj_plan(l, kind, extra, why);
+	seen = ALOAD(&s->usage[k]);
+	if (seen > keep) {
+		uint64_t up = (seen < g ? seen : g) - keep;
+
+		AADD(&s->grant[k], up);
+		keep += up;
+	}
+	set_trim(s, k, 0);
+	view_scopes_sub(l, k, g - keep);
 }
 
-static COLD_FN int fast_leave(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
+/* A release that left a grant too far above usage (trim_below): trimmed in an operation. */
+COLD_FN int ledger_obj_trim(struct ledger *l, enum ledger_kind kind)
 {
-	op_leave(__atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED));
-	return reserve_obj_plan(l, kind, extra, why);
-}
-
-/*
- * The start of a fast operation on a valid kind: FAST_GO with the slot entered (op_try_enter()) and the
- * kind's slot counter (&s->usage[kind]: the cold paths find it there again); FAST_PLAN when it could not
- * enter (nothing to undo), FAST_LEAVE when the kind has no fast shape (the mark to take back first).
- */
-enum fast_start { FAST_GO, FAST_PLAN, FAST_LEAVE };
-
-static inline ALWAYS_INLINE enum fast_start fast_start(struct ledger *l, enum ledger_kind kind, struct slot **s,
-							uint64_t **c0)
-{
-	*s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
-	if (__builtin_expect(!*s || !op_try_enter(l, *s), 0))
-		return FAST_PLAN;
-	*c0 = __atomic_load_n(&l->fast[kind].c0, __ATOMIC_ACQUIRE);
-	return __builtin_expect(!*c0, 0) ? FAST_LEAVE : FAST_GO;
-}
-
-HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
-{
-	const struct fast_ent *f;
-	uint64_t *c0 = NULL, *c1, *b0, *b1;
+	const struct plan_ent *p;
+	unsigned int ns;
 	struct slot *s;
-	enum fast_start st;
 
-	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
-		return -EINVAL;
-	f = &l->fast[kind];
-	st = fast_start(l, kind, &s, &c0);
-	if (__builtin_expect(st != FAST_GO, 0))
-		return st == FAST_PLAN ? reserve_obj_plan(l, kind, extra, why) : fast_leave(l, kind, extra, why);
-	if (kind == LEDGER_MR && extra) {
-		b0 = __atomic_load_n(&l->fast_bytes.c0, __ATOMIC_ACQUIRE);
-		if (__builtin_expect(!b0, 0))
-			return fast_leave(l, kind, extra, why);
-		c1 = ALOADR(&f->c1);
-		__atomic_fetch_add(c0, 1, __ATOMIC_SEQ_CST);
-		if (c1 && __builtin_expect(!cas_inc(c1, ALOADR(&f->l1)), 0))
-			return reserve_fast_undo(l, kind, extra, why, NULL, false);
-		b1 = ALOADR(&l->fast_bytes.c1);
-		__atomic_fetch_add(b0, extra, __ATOMIC_SEQ_CST);
-		if (b1 && __builtin_expect(!cas_add1(b1, extra, ALOADR(&l->fast_bytes.l1)), 0))
-			return reserve_fast_undo(l, kind, extra, why, c1, true);
+	if (l->slot < 0)
+		return 0;
+	s = &l->use->slots[l->slot];
+	op_enter(l, s);
+	if (__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED)) {
+		p = plan_of(l, kind, &ns);
+		grant_trim(s, p, ns, kind);
+		if (kind == LEDGER_MR) {
+			p = plan_of(l, LEDGER_MR_BYTES, &ns);
+			grant_trim(s, p, ns, LEDGER_MR_BYTES);
+		}
 	} else {
-		if (__builtin_expect(extra > ALOADR(&l->fast_wr), 0))
-			return fast_leave(l, kind, extra, why);
-		c1 = ALOADR(&f->c1);
-		__atomic_fetch_add(c0, 1, __ATOMIC_SEQ_CST);
-		if (c1 && __builtin_expect(!cas_inc(c1, ALOADR(&f->l1)), 0))
-			return reserve_fast_undo(l, kind, extra, why, NULL, false);
+		view_trim(l, s, kind);
+		if (kind == LEDGER_MR)
+			view_trim(l, s, LEDGER_MR_BYTES);
 	}
 	op_leave(s);
 	return 0;
 }
 
+/* The bits of the kinds ledger_reserve_obj() and ledger_release_obj() take: all but the WR cap and MR bytes. */
+#define OBJ_KINDS ((1u << LEDGER_NKINDS) - 1 - (1u << LEDGER_WR) - (1u << LEDGER_MR_BYTES))
+
 /*
- * A fast release that found less held than it gives back (a caller's bug): put back. When the count was odd,
- * the plans' way decides (it gives back the bytes and says -EINVAL); when only the bytes were, -EINVAL.
+ * The interceptor's operation: the object within the slot's grant (lib/ledger/obj.h, which the interceptor
+ * inlines), else the plans' way, in an operation (a grant to raise, a refusal, a WR depth over a cap, not
+ * attached), which leaves nothing charged unless it succeeds, and decides, describes and records a refusal.
  */
-static COLD_FN int release_fast_odd(struct ledger *l, enum ledger_kind kind, uint64_t bytes, bool counted)
+HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why)
 {
-	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
-
-	if (counted) {
-		__atomic_fetch_add(&s->usage[LEDGER_MR_BYTES], bytes, __ATOMIC_SEQ_CST);
-		op_leave(s);
-		return -EINVAL;
-	}
-	__atomic_fetch_add(&s->usage[kind], 1, __ATOMIC_SEQ_CST);
-	op_leave(s);
-	return release_obj_plan(l, kind, bytes);
-}
-
-static COLD_FN int release_leave(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
-{
-	op_leave(__atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED));
-	return release_obj_plan(l, kind, bytes);
+	if (__builtin_expect(why || (unsigned int)kind >= LEDGER_NKINDS || !(OBJ_KINDS >> kind & 1), 0))
+		return obj_plan(l, kind, extra, why); /* a caller that wants the refusal described, or not an object */
+	return ledger_take_obj(l, kind, extra);
 }
 
 HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
 {
-	const struct fast_ent *f;
-	uint64_t *c0 = NULL, *c1, *b0, *b1;
-	struct slot *s;
-	enum fast_start st;
-
-	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS, 0))
+	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS || !(OBJ_KINDS >> kind & 1), 0))
 		return -EINVAL;
-	f = &l->fast[kind];
-	st = fast_start(l, kind, &s, &c0);
-	if (__builtin_expect(st != FAST_GO, 0))
-		return st == FAST_PLAN ? release_obj_plan(l, kind, bytes) : release_leave(l, kind, bytes);
-	c1 = ALOADR(&f->c1);
-	if (kind == LEDGER_MR && bytes) {
-		b0 = __atomic_load_n(&l->fast_bytes.c0, __ATOMIC_ACQUIRE);
-		if (__builtin_expect(!b0, 0))
-			return release_leave(l, kind, bytes);
-		if (__builtin_expect(__atomic_fetch_sub(c0, 1, __ATOMIC_SEQ_CST) < 1, 0))
-			return release_fast_odd(l, kind, bytes, false);
-		if (c1)
-			sub_clamp(c1, 1);
-		b1 = ALOADR(&l->fast_bytes.c1);
-		if (__builtin_expect(__atomic_fetch_sub(b0, bytes, __ATOMIC_SEQ_CST) < bytes, 0))
-			return release_fast_odd(l, kind, bytes, true);
-		if (b1)
-			sub_clamp(b1, bytes);
-	} else {
-		if (__builtin_expect(__atomic_fetch_sub(c0, 1, __ATOMIC_SEQ_CST) < 1, 0))
-			return release_fast_odd(l, kind, bytes, false);
-		if (c1)
-			sub_clamp(c1, 1);
+	return ledger_give_obj(l, kind, bytes);
+}
+
+/*
+ * A detaching process: every grant given back to the scopes of its plan, after its usage (ledger_detach()).
+ * A grant no total carries (GRANT_UNLIMITED) is just dropped.
+ */
+void grants_return(struct ledger *l)
+{
+	const struct plan_ent *p;
+	unsigned int ns;
+	struct slot *s;
+	int k;
+
+	if (l->slot < 0)
+		return;
+	s = &l->use->slots[l->slot];
+	op_enter(l, s);
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		uint64_t g = __atomic_exchange_n(&s->grant[k], 0, __ATOMIC_SEQ_CST);
+
+		if (k == LEDGER_WR || !g || g == GRANT_UNLIMITED)
+			continue;
+		if (__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED)) {
+			p = plan_of(l, k, &ns);
+			plan_release_scopes(p, ns, g);
+		} else {
+			view_scopes_sub(l, k, g);
+		}
 	}
 	op_leave(s);
-	return 0;
 }
 
 int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount, uint64_t usage, uint64_t limit,

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The interceptor's ledger operation, inline: one object within its slot's grant (lib/ledger.h, "Grants").
+ * With the kind a constant, a create is a load of the slot, one atomic add on it and one load; a destroy one
+ * atomic subtract and two loads. Anything else goes out of line, to ledger_reserve_obj() and
+ * ledger_release_obj(), which decide, describe and record it.
+ */
+#ifndef RDMACTL_LEDGER_OBJ_H
+#define RDMACTL_LEDGER_OBJ_H
+
+#include "internal.h"
+
+#pragma GCC visibility push(hidden)
+
+/* Out of line (reserve.c): in an operation, through the plans; a release's trim of a grant left too big. */
+int ledger_obj_plan(struct ledger *l, enum ledger_kind kind, uint64_t extra);
+int ledger_obj_plan_release(struct ledger *l, enum ledger_kind kind, uint64_t bytes);
+int ledger_obj_trim(struct ledger *l, enum ledger_kind kind);
+
+/* n more in use of a slot's kind if its grant covers them, else nothing (one atomic add, one load). */
+static inline ALWAYS_INLINE bool grant_covers(struct slot *s, enum ledger_kind k, uint64_t n)
+{
+	uint64_t old = AADD(&s->usage[k], n), g;
+
+	/*
+	 * The add and the load are ordered (seq_cst): a recount that lowers the grant sees the add, or the add's
+	 * owner sees the lower grant. old + n <= g, written so that no n wraps.
+	 */
+	g = ALOAD(&s->grant[k]);
+	if (__builtin_expect(old < g && g - old >= n, 1))
+		return true;
+	ASUB(&s->usage[k], n);
+	return false;
+}
+
+/*
+ * n out of use: one atomic subtract and one load (trim_below). false when fewer were in use (nothing
+ * changed); *trim when the release leaves the grant too big. One test for both: old - n < trim_below.
+ */
+static inline ALWAYS_INLINE bool grant_gives(struct slot *s, enum ledger_kind k, uint64_t n, bool *trim)
+{
+	uint64_t old = ASUB(&s->usage[k], n), tb = ALOADR(&s->trim_below[k]);
+
+	/* trim_below is below any grant, GRANT_UNLIMITED's is 0: tb + n does not wrap */
+	if (__builtin_expect(__builtin_constant_p(n) && n == 1 ? old <= tb : old < tb + n, 0)) {
+		if (old < n) {
+			AADD(&s->usage[k], n);
+			return false;
+		}
+		*trim = true;
+	}
+	return true;
+}
+
+/* ledger_reserve_obj() for a valid object kind (not LEDGER_WR, not LEDGER_MR_BYTES), in its usual case. */
+static inline ALWAYS_INLINE int ledger_take_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra)
+{
+	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(!s, 0))
+		return ledger_obj_plan(l, kind, extra);
+	if (kind == LEDGER_MR && extra) {
+		if (__builtin_expect(!grant_covers(s, LEDGER_MR, 1), 0))
+			return ledger_obj_plan(l, kind, extra);
+		if (__builtin_expect(!grant_covers(s, LEDGER_MR_BYTES, extra), 0)) {
+			ASUB(&s->usage[LEDGER_MR], 1);
+			return ledger_obj_plan(l, kind, extra);
+		}
+		return 0;
+	}
+	if (__builtin_expect((kind != LEDGER_MR && extra && extra > ALOADR(&l->fast_wr)) || !grant_covers(s, kind, 1),
+			     0))
+		return ledger_obj_plan(l, kind, extra);
+	return 0;
+}
+
+/* ledger_release_obj() for a valid object kind, in its usual case. */
+static inline ALWAYS_INLINE int ledger_give_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
+{
+	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+	bool trim = false;
+
+	if (__builtin_expect(!s || !grant_gives(s, kind, 1, &trim), 0))
+		return ledger_obj_plan_release(l, kind, bytes);
+	if (kind == LEDGER_MR && bytes && __builtin_expect(!grant_gives(s, LEDGER_MR_BYTES, bytes, &trim), 0)) {
+		/* fewer bytes held than given back (a caller's bug): the plans' way says so */
+		AADD(&s->usage[LEDGER_MR], 1);
+		return ledger_obj_plan_release(l, kind, bytes);
+	}
+	if (__builtin_expect(trim, 0))
+		return ledger_obj_trim(l, kind);
+	return 0;
+}
+
+#pragma GCC visibility pop
+
+#endif
