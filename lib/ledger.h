@@ -25,33 +25,52 @@
  *
  * Concurrency (why it is exact)
  * -----------------------------
- * Per-slot usage is the source of truth. Scope totals are kept by lock-free compare-and-swap that never
- * lets a total pass its limit. Each operation brackets itself with an in-flight counter in its own slot.
- * A reclaimer (gc) holds the gc lock; a dead slot with no operation in flight is subtracted from the totals
- * it was charged to; a dead slot that died mid-operation (in-flight != 0), a new cgroup entry, or a limit
- * where there was none, triggers a *recount*: the reclaimer freezes new operations (one flag), waits until no live slot has an operation in
- * flight, sets every total to the sum of live slot usage, and unfreezes. Totals therefore return to exactly
+ * Per-slot usage is the source of truth; per-slot grants (see Grants) are what the scope totals carry.
+ * Scope totals are kept by lock-free compare-and-swap that never lets a total pass its limit. Each
+ * operation that moves a grant brackets itself with an in-flight counter in its own slot. A reclaimer (gc)
+ * holds the gc lock; a dead slot with no operation in flight has its grants subtracted from the totals it
+ * was charged to; a dead slot that died mid-operation (in-flight != 0), a new cgroup entry, a limit set or
+ * changed, or a refusal while allowances are held, triggers a *recount*: the reclaimer freezes new
+ * operations (one flag), waits until no live slot has an operation in flight, lowers every grant to its
+ * usage, sets every total to the sum of live slot grants, and unfreezes. Totals therefore return to exactly
  * the sum of live usage. Liveness = /proc/PID exists and its start time (stat field 22) matches the slot's,
  * so a reused pid never inherits usage or pid limits.
+ *
+ * Grants
+ * ------
+ * A slot's grant of a kind is what the totals of its scopes carry for it: its usage plus an allowance.
+ * Usage never passes the grant (but for a create that found it short and is taking its add back; readers
+ * show the smaller of the two). A create within the grant is one atomic add on the slot's usage and one load
+ * of its grant, and touches nothing shared with other processes; a destroy is one atomic subtract and one
+ * load. A create beyond the grant raises it in an operation, through every scope with a limit (the totals
+ * first, the grant last), by what is missing plus an allowance: a quarter of the room left under the
+ * tightest limit, at most 32 objects (256 MiB of MR bytes), so none near a limit. A destroy that leaves the
+ * grant more than twice its allowance above usage gives the rest back (every destroy, while a limit is
+ * reached or passed). A kind no limit applies to gets a grant no total carries (unlimited).
+ * Allowances are taken back (a recount lowers each grant to its usage, never raises it) on every limit set
+ * or changed, and before a refusal by a shared scope while some live slot holds one of that kind: a create
+ * is refused only when what is in use, not what is granted, fills the limit. The read side (quota show,
+ * top, the exporter) shows the sum of the slots' usage, never a total.
  *
  * Totals
  * ------
  * A job's, a cgroup entry's and the global total of a kind are kept only while that scope has a limit on
- * that kind (the slot's usage always is): an operation charges the slot and the totals next to a limit,
- * nothing else. Where a scope has no limit on a kind, the read side shows the sum of the slots in it. A
- * limit where there was none (ledger_set_limit() from unlimited, or a new cgroup entry) is published while
- * operations are frozen, and every total is recounted from the slots before anyone charges against it, so
- * a total is exact from the first operation that sees its limit (see doc/preload-cost.md).
+ * that kind (the slot's grant always is): an operation charges the slot and the totals next to a limit,
+ * nothing else. A limit where there was none (ledger_set_limit() from unlimited, or a new cgroup entry) is
+ * published while operations are frozen, and every total is recounted from the slots before anyone charges
+ * against it, so a total is exact from the first operation that sees its limit (see doc/preload-cost.md).
  *
- * Hot path: ledger_reserve()/ledger_release() are atomics on shared memory only (no syscalls, no locks). The
- * handle caches the limits that apply to the process (pid and global values, cgroup entries by index) and,
- * per kind, a plan: the counters to charge with their limits; every limit change bumps a generation counter
- * that sits on the usage file's first page, next to the freeze flag, and the next operation refreshes the
- * cache (slow path, under a process-local mutex; also every 4096 operations, whatever the counter says). So
- * an operation reads no policy; it touches the usage file's first page, its slot, and the pages of the
- * totals it charges (a job's on one page). A frozen ledger (recount in progress, normally microseconds)
- * makes reserve/release spin-yield; a freeze left by a dead gc is finished by the waiter after 0.5 s, and one
- * that lasts more than 5 s (a stuck gc, or a hostile writer) is ignored, so that nothing blocks an
+ * Hot path: within its grant, the interceptor's operation (ledger_reserve_obj(), inline in the preload by
+ * lib/ledger/obj.h) touches its own slot only. Beyond it, operations are atomics on shared memory only (no
+ * syscalls, no locks). The handle caches the limits that apply to the process (pid and global values,
+ * cgroup entries by index) and, per kind, a plan: the counters to charge with their limits; every limit
+ * change bumps a generation counter that sits on the usage file's first page, next to the freeze flag, and
+ * the next operation refreshes the cache (slow path, under a process-local mutex; also every 4096
+ * operations, whatever the counter says). So an operation reads no policy; it touches the usage file's first
+ * page, its slot, and the pages of the totals it charges (a job's on one page). A frozen ledger (recount in
+ * progress, normally microseconds) makes operations spin-yield (not the interceptor's within a grant: a
+ * recount lowers grants under it safely); a freeze left by a dead gc is finished by the waiter after 0.5 s,
+ * and one that lasts more than 5 s (a stuck gc, or a hostile writer) is ignored, so that nothing blocks an
  * application forever.
  *
  * All functions return 0 or -errno. Messages for open/validation failures are in ledger_error().
@@ -238,8 +257,8 @@ int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint
  * The interceptor's operation, one object of kind: its count, and extra, which is for LEDGER_MR its bytes
  * (charged to LEDGER_MR_BYTES with it) and for any other kind a work-request depth (checked against the
  * LEDGER_WR caps; 0 for an object that is not a queue). The same result as ledger_reserve_n() of those kinds
- * (which it runs, to decide, describe and record a refusal), in its usual case without the generality.
- * kind LEDGER_WR or LEDGER_MR_BYTES is -EINVAL.
+ * (which it runs, to decide, describe and record a refusal), in its usual case (within the slot's grant,
+ * lib/ledger/obj.h) without the generality. kind LEDGER_WR or LEDGER_MR_BYTES is -EINVAL.
  */
 int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra, struct ledger_denial *why);
 /*

@@ -817,6 +817,22 @@ static void test_gc_no_device(void)
 	ledger_close(a);
 }
 
+/* The sum of the grants (or usage) of kind k of the live slots in job j (-1: any) and under cgroup cg (NULL: any). */
+static uint64_t slots_sum(struct ledger *l, int j, const char *cg, enum ledger_kind k, bool grants)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		struct slot *s = &l->use->slots[i];
+
+		if (ALOAD(&s->state) != ENT_LIVE || (j >= 0 && slot_job(s) != j) || (cg && !cg_covers(cg, s->cgroup)))
+			continue;
+		sum += grants ? ALOAD(&s->grant[k]) : ALOAD(&s->usage[k]);
+	}
+	return sum;
+}
+
 /* ---- (a) concurrency ---------------------------------------------------------------------------- */
 
 enum { NWORKERS = 6, LIM_GLOBAL = 20, LIM_JOB = 9, LIM_CG = 11, LIM_PID = 4 };
@@ -856,12 +872,13 @@ static void worker(struct ctl *ctl, int id)
 		if (rand_r(&seed) % 2) {
 			uint64_t n = k == LEDGER_QP ? 1 : 4096u * (1 + rand_r(&seed) % 4);
 
-			if (!ledger_reserve(l, k, n, NULL))
+			/* QPs: the interceptor's operation (within grants, inline) in half the workers */
+			if (k == LEDGER_QP && id % 2 == 0 ? !ledger_reserve_obj(l, k, 0, NULL) : !ledger_reserve(l, k, n, NULL))
 				held[k] += n;
 		} else if (held[k]) {
 			uint64_t n = k == LEDGER_QP ? 1 : held[k];
 
-			if (ledger_release(l, k, n))
+			if (k == LEDGER_QP && id % 2 == 0 ? ledger_release_obj(l, k, 0) : ledger_release(l, k, n))
 				_exit(4);
 			held[k] -= n;
 		}
@@ -876,7 +893,7 @@ static void test_concurrency(void)
 	struct ctl *ctl;
 	struct ledger_scope g = scope_global(), j = scope_job("stress"), ca = scope_cg("/t/a"), ct = scope_cg("/t");
 	uint64_t lim[LEDGER_NKINDS];
-	uint64_t deadline, samples = 0, checks = 0, over = 0, mismatch = 0, total_ops = 0, o[5] = { 0 };
+	uint64_t deadline, samples = 0, checks = 0, over = 0, mismatch = 0, gmismatch = 0, total_ops = 0, o[5] = { 0 };
 	int i, k, status, bad_exit = 0;
 
 	fresh_ledger();
@@ -942,6 +959,26 @@ static void test_concurrency(void)
 				mismatch += usage_of(l, ca, k) != sa.cg[k];
 			}
 			mismatch += s.n != NWORKERS;
+			/* the totals of the limited scopes carry exactly the grants of their slots */
+			{
+				int jx = find_job(l->use, "stress"), ci, cti;
+
+				for (ci = 0, cti = -1; ci < LEDGER_MAX_CGROUPS; ci++)
+					if (ALOAD(&l->pol->cg[ci].state) == ENT_LIVE && !strcmp(l->pol->cg[ci].path, "/t"))
+						cti = ci;
+				for (ci = 0; ci < LEDGER_MAX_CGROUPS; ci++)
+					if (ALOAD(&l->pol->cg[ci].state) == ENT_LIVE && !strcmp(l->pol->cg[ci].path, "/t/a"))
+						break;
+				gmismatch += ALOAD(&l->use->global_total[LEDGER_QP]) != slots_sum(l, -1, NULL, LEDGER_QP, true);
+				gmismatch += ALOAD(&l->use->global_total[LEDGER_MR_BYTES]) !=
+					     slots_sum(l, -1, NULL, LEDGER_MR_BYTES, true);
+				gmismatch += jx < 0 || ALOAD(&l->use->jobs[jx].total[LEDGER_QP]) !=
+							       slots_sum(l, jx, NULL, LEDGER_QP, true);
+				gmismatch += ci == LEDGER_MAX_CGROUPS || ALOAD(&l->use->cg_total[ci][LEDGER_QP]) !=
+										 slots_sum(l, -1, "/t/a", LEDGER_QP, true);
+				gmismatch += cti < 0 || ALOAD(&l->use->cg_total[cti][LEDGER_MR_BYTES]) !=
+								slots_sum(l, -1, "/t", LEDGER_MR_BYTES, true);
+			}
 			checks++;
 			__atomic_store_n(&ctl->pause, 0, __ATOMIC_SEQ_CST);
 		}
@@ -958,6 +995,7 @@ static void test_concurrency(void)
 	      (unsigned long)over, (unsigned long)o[0], (unsigned long)o[1], (unsigned long)o[2],
 	      (unsigned long)o[3], (unsigned long)o[4]);
 	CHECK(mismatch == 0, "totals != sum of holders %lu times", (unsigned long)mismatch);
+	CHECK(gmismatch == 0, "a limited scope's total != the grants of its slots %lu times", (unsigned long)gmismatch);
 	CHECK(checks >= 5, "only %lu quiescent checks", (unsigned long)checks);
 	{
 		uint64_t denials = 0;
@@ -1214,6 +1252,156 @@ static void test_fast_shape(void)
 	ledger_detach(l);
 	CHECK(!l->fast_slot, "detached: no fast operation");
 	CHECK(ledger_reserve_obj(l, LEDGER_CQ, 0, NULL) == -ENOTCONN, "and none after");
+	ledger_close(l);
+}
+
+/* ---- grants ------------------------------------------------------------------------------------ */
+
+static uint64_t grant_of(struct ledger *l, enum ledger_kind k)
+{
+	return ALOAD(&l->use->slots[l->slot].grant[k]);
+}
+
+/* A child of the test that holds n QPs of job "g" until told to go (a byte on its pipe), then exits. */
+static pid_t holder(int n, int *release_fd)
+{
+	int go[2], ready[2];
+	char c;
+	pid_t pid;
+
+	if (pipe(go) || pipe(ready))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct ledger *l;
+		int i, ok = 1;
+
+		close(go[1]);
+		close(ready[0]);
+		if (ledger_open(lpath, 0, &l) || ledger_attach(l, "g"))
+			_exit(3);
+		for (i = 0; i < n; i++)
+			ok &= ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0;
+		c = ok ? 'y' : 'n';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(4);
+		for (i = 0; i < n; i++)
+			ledger_release_obj(l, LEDGER_QP, 0);
+		ledger_detach(l);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1 || c != 'y')
+		pid = -1;
+	close(ready[0]);
+	*release_fd = go[1];
+	return pid;
+}
+
+/*
+ * Allowances: a create within a grant moves only the slot's usage; the totals carry grants (usage plus
+ * allowance); another process is refused only once the allowances are taken back; every limit set takes
+ * them back; a limit set below usage gives back each release at once; a recount and a detach leave totals
+ * equal to what is in use.
+ */
+static void test_grants(void)
+{
+	struct ledger *l;
+	struct ledger_denial d;
+	struct ledger_scope j = scope_job("g");
+	uint64_t lim[LEDGER_NKINDS], *tot;
+	int k, i, fd = -1, status, jx;
+	pid_t pid;
+
+	fresh_ledger();
+	l = open_rw();
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		lim[k] = LEDGER_UNLIMITED;
+	lim[LEDGER_QP] = 200;
+	CHECK(ledger_job_create(l, "g", lim) == 0, "job: %s", ledger_error());
+	CHECK(ledger_attach(l, "g") == 0, "attach");
+	jx = l->job;
+	tot = &l->use->jobs[jx].total[LEDGER_QP];
+	/* the first create raises the grant by one and an allowance: a quarter of the room, at most 32 */
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0, "qp 1");
+	CHECK(grant_of(l, LEDGER_QP) == 33 && ALOAD(tot) == 33 && usage_of(l, j, LEDGER_QP) == 1,
+	      "grant %lu, total %lu, usage %lu", (unsigned long)grant_of(l, LEDGER_QP), (unsigned long)ALOAD(tot),
+	      (unsigned long)usage_of(l, j, LEDGER_QP));
+	for (i = 1; i < 33; i++)
+		CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0, "qp %d", i + 1);
+	CHECK(grant_of(l, LEDGER_QP) == 33 && ALOAD(tot) == 33, "32 more within the grant: the total did not move");
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && grant_of(l, LEDGER_QP) == 34 + 32 &&
+		      ALOAD(tot) == 66,
+	      "the 34th raises it again: grant %lu", (unsigned long)grant_of(l, LEDGER_QP));
+	/* releases keep up to twice the allowance, then give back down to one */
+	for (i = 0; i < 34; i++)
+		CHECK(ledger_release_obj(l, LEDGER_QP, 0) == 0, "release %d", i);
+	CHECK(usage_of(l, j, LEDGER_QP) == 0 && grant_of(l, LEDGER_QP) <= 64 && ALOAD(tot) == grant_of(l, LEDGER_QP),
+	      "after 34 releases: usage 0, grant %lu, total %lu", (unsigned long)grant_of(l, LEDGER_QP),
+	      (unsigned long)ALOAD(tot));
+
+	/* another process of the job is refused only once this one's allowance is taken back */
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && grant_of(l, LEDGER_QP) > 1, "1 held, with an allowance");
+	pid = holder(199, &fd);
+	CHECK(pid > 0, "a second process of the job holds the 199 others (allowances taken back for it)");
+	CHECK(grant_of(l, LEDGER_QP) == 1 && ALOAD(tot) == 200, "our grant: %lu, total %lu",
+	      (unsigned long)grant_of(l, LEDGER_QP), (unsigned long)ALOAD(tot));
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, &d) == -EDQUOT && d.scope.type == LEDGER_SCOPE_JOB &&
+		      d.usage == 200 && d.limit == 200,
+	      "the 201st refused: %lu/%lu", (unsigned long)d.usage, (unsigned long)d.limit);
+	CHECK(usage_of(l, j, LEDGER_QP) == 200 && slots_sum(l, jx, NULL, LEDGER_QP, true) == ALOAD(tot),
+	      "total = the grants");
+
+	/* a limit set below usage: each release is given back at once, the limit holds */
+	CHECK(ledger_set_limit(l, &j, LEDGER_QP, 150) == 0, "job limit 150: %s", ledger_error());
+	CHECK(ALOAD(tot) == 200 && slots_sum(l, jx, NULL, LEDGER_QP, true) == 200, "recounted: %lu",
+	      (unsigned long)ALOAD(tot));
+	if (write(fd, "x", 1) != 1)
+		CHECK(0, "tell the holder to go");
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "holder gave back and detached");
+	close(fd);
+	CHECK(ALOAD(tot) == 1 && usage_of(l, j, LEDGER_QP) == 1, "its releases and detach gave it all back: %lu",
+	      (unsigned long)ALOAD(tot));
+	for (i = 1; i < 150; i++)
+		CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0, "qp %d under 150", i + 1);
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, &d) == -EDQUOT && d.usage == 150 && d.limit == 150,
+	      "the 151st refused: %lu", (unsigned long)d.usage);
+	/* every limit set takes the allowances back (a raise too: the next create raises the grant again) */
+	CHECK(ledger_set_limit(l, &j, LEDGER_QP, 1000) == 0 && grant_of(l, LEDGER_QP) == 150 && ALOAD(tot) == 150,
+	      "limit raised: grant %lu", (unsigned long)grant_of(l, LEDGER_QP));
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && grant_of(l, LEDGER_QP) > 151, "an allowance again");
+	/* a gc's recount: totals back to what is in use */
+	CHECK(ledger_gc(l, NULL) == 0 && ALOAD(tot) > 151, "a gc without a recount leaves allowances");
+	{
+		int e = gc_lock(l, 1000);
+
+		CHECK(e == 0 && recount(l) == 0, "recount");
+		gc_unlock(l);
+	}
+	CHECK(ALOAD(tot) == 151 && grant_of(l, LEDGER_QP) == 151, "recounted: total %lu", (unsigned long)ALOAD(tot));
+	/* no limit on a kind: a grant no total carries, kept by no total */
+	CHECK(ledger_reserve_obj(l, LEDGER_CQ, 0, NULL) == 0 && grant_of(l, LEDGER_CQ) == GRANT_UNLIMITED &&
+		      ALOAD(&l->use->jobs[jx].total[LEDGER_CQ]) == 0 && usage_of(l, j, LEDGER_CQ) == 1,
+	      "cq without a limit");
+	CHECK(ledger_release_obj(l, LEDGER_CQ, 0) == 0 && ledger_release_obj(l, LEDGER_CQ, 0) == -EINVAL &&
+		      usage_of(l, j, LEDGER_CQ) == 0,
+	      "cq given back, and not twice");
+	/* MR bytes: the same, in bytes */
+	CHECK(ledger_set_limit(l, &j, LEDGER_MR_BYTES, 1 << 20) == 0, "bytes limit");
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 4096, NULL) == 0 && grant_of(l, LEDGER_MR_BYTES) > 4096 &&
+		      grant_of(l, LEDGER_MR_BYTES) <= (1 << 20) &&
+		      ALOAD(&l->use->jobs[jx].total[LEDGER_MR_BYTES]) == grant_of(l, LEDGER_MR_BYTES),
+	      "bytes grant %lu", (unsigned long)grant_of(l, LEDGER_MR_BYTES));
+	CHECK(ledger_reserve_obj(l, LEDGER_MR, 1 << 20, &d) == -EDQUOT && d.kind == LEDGER_MR_BYTES &&
+		      d.usage == 4096 && usage_of(l, j, LEDGER_MR) == 1,
+	      "1 MiB more refused, described with the usage (%lu), nothing left charged", (unsigned long)d.usage);
+	CHECK(ledger_release_obj(l, LEDGER_MR, 4096) == 0 && usage_of(l, j, LEDGER_MR_BYTES) == 0, "mr given back");
+	/* detach: every grant given back */
+	CHECK(ledger_detach(l) == 0, "detach");
+	CHECK(ALOAD(tot) == 0 && ALOAD(&l->use->jobs[jx].total[LEDGER_MR_BYTES]) == 0, "detached: totals %lu, %lu",
+	      (unsigned long)ALOAD(tot), (unsigned long)ALOAD(&l->use->jobs[jx].total[LEDGER_MR_BYTES]));
 	ledger_close(l);
 }
 
@@ -1617,6 +1805,7 @@ int main(void)
 	RUN(test_reserve_n);
 	RUN(test_tracked_totals);
 	RUN(test_fast_shape);
+	RUN(test_grants);
 	RUN(test_limit_cache);
 	RUN(test_open_in);
 	RUN(test_fork_child_zero);
