@@ -11,6 +11,9 @@
 
 #define PRELOAD_API __attribute__((visibility("default")))
 
+/* Internal to the preload (built -fvisibility=hidden): direct PC-relative access, no GOT. */
+#pragma GCC visibility push(hidden)
+
 /* The interceptor counts in ledger kinds (lib/kinds.h); an MR's bytes travel with LEDGER_MR. */
 
 /* Settings read once from the environment. */
@@ -46,14 +49,16 @@ enum { ROUTE_OFF, ROUTE_SLOW, ROUTE_LEDGER, ROUTE_LOCAL, ROUTE_LOCAL_MR, ROUTE_N
 extern unsigned char acct_route[LEDGER_NKINDS];
 extern unsigned char acct_route_wr[LEDGER_NKINDS];
 extern struct ledger *acct_ledger;
+/* Its slot (the ledger's fast_slot, NULL without one): set with the routes, NULL before a detach. */
+extern struct slot *acct_slot;
 int acct_charge_local(enum ledger_kind kind, uint64_t bytes);
 void acct_release_local(enum ledger_kind kind, uint64_t bytes);
 /* ROUTE_SLOW and ROUTE_OFF, out of line (track.c): acct_charge(), or, before init, init first; ACCT_PASS. */
 int acct_charge_other(enum ledger_kind kind, uint64_t bytes);
 int acct_charge_wr_other(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr);
 /* The RDMACTL_MAX_* counters and their limits (UINT64_MAX: none, the counter is not kept), acct.c. */
-extern _Atomic uint64_t acct_used[LEDGER_NKINDS] __attribute__((visibility("hidden")));
-extern uint64_t acct_limit[LEDGER_NKINDS] __attribute__((visibility("hidden")));
+extern _Atomic uint64_t acct_used[LEDGER_NKINDS];
+extern uint64_t acct_limit[LEDGER_NKINDS];
 
 /*
  * A count without bytes on ROUTE_LOCAL (its limit is set): one compare-and-swap inline; at the limit,
@@ -76,7 +81,7 @@ static inline __attribute__((always_inline)) int acct_charge_obj(enum ledger_kin
 	unsigned char r = __atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED);
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
-		return ledger_take_obj(acct_ledger, kind, bytes);
+		return ledger_take_obj(&acct_ledger, acct_slot, kind, bytes);
 	if (kind != LEDGER_MR && r == ROUTE_LOCAL)
 		return acct_charge_count_local(kind);
 	if (kind == LEDGER_MR && r == ROUTE_LOCAL_MR)
@@ -91,7 +96,7 @@ static inline __attribute__((always_inline)) void acct_release_obj(enum ledger_k
 	unsigned char r = __atomic_load_n(&acct_route[kind], __ATOMIC_RELAXED);
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
-		ledger_give_obj(acct_ledger, kind, bytes);
+		ledger_give_obj(&acct_ledger, acct_slot, kind, bytes);
 	else if (r == ROUTE_LOCAL)
 		__atomic_fetch_sub(&acct_used[kind], 1, __ATOMIC_RELAXED);
 	else if (r == ROUTE_LOCAL_MR)
@@ -142,5 +147,7 @@ struct wrap_sym {
 };
 extern const struct wrap_sym wrap_syms[];
 extern const unsigned int wrap_nsyms;
+
+#pragma GCC visibility pop
 
 #endif

@@ -141,7 +141,7 @@ static inline ALWAYS_INLINE int pre_create_wr(struct track *t, enum ledger_kind 
 	int ret;
 
 	if (__builtin_expect(route == ROUTE_LEDGER, 1))
-		ret = ledger_take_obj(acct_ledger, kind, send_wr > recv_wr ? send_wr : recv_wr);
+		ret = ledger_take_obj(&acct_ledger, acct_slot, kind, send_wr > recv_wr ? send_wr : recv_wr);
 	else if (route == ROUTE_LOCAL)
 		ret = acct_charge_local(kind, 0);
 	else if (route == ROUTE_NONE)

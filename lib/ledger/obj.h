@@ -17,6 +17,9 @@ int ledger_obj_plan(struct ledger *l, enum ledger_kind kind, uint64_t extra);
 int ledger_obj_plan_release(struct ledger *l, enum ledger_kind kind, uint64_t bytes);
 int ledger_obj_trim(struct ledger *l, enum ledger_kind kind);
 
+/* The ledger of *lp, read only where needed (an atomic load: not hoisted into the usual path). */
+#define LEDGER_OF(lp) __atomic_load_n((lp), __ATOMIC_RELAXED)
+
 /* n more in use of a slot's kind if its grant covers them, else nothing (one atomic add, one load). */
 static inline ALWAYS_INLINE bool grant_covers(struct slot *s, enum ledger_kind k, uint64_t n)
 {
@@ -52,43 +55,48 @@ static inline ALWAYS_INLINE bool grant_gives(struct slot *s, enum ledger_kind k,
 	return true;
 }
 
-/* ledger_reserve_obj() for a valid object kind (not LEDGER_WR, not LEDGER_MR_BYTES), in its usual case. */
-static inline ALWAYS_INLINE int ledger_take_obj(struct ledger *l, enum ledger_kind kind, uint64_t extra)
+/*
+ * ledger_reserve_obj() for a valid object kind (not LEDGER_WR, not LEDGER_MR_BYTES), in its usual case, for
+ * the ledger *lp; s is its slot (fast_slot, which a caller may keep at hand: NULL before its attach and once
+ * detached).
+ */
+static inline ALWAYS_INLINE int ledger_take_obj(struct ledger *const *lp, struct slot *s, enum ledger_kind kind,
+						uint64_t extra)
 {
-	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
-
 	if (__builtin_expect(!s, 0))
-		return ledger_obj_plan(l, kind, extra);
+		return ledger_obj_plan(LEDGER_OF(lp), kind, extra);
 	if (kind == LEDGER_MR && extra) {
 		if (__builtin_expect(!grant_covers(s, LEDGER_MR, 1), 0))
-			return ledger_obj_plan(l, kind, extra);
+			return ledger_obj_plan(LEDGER_OF(lp), kind, extra);
 		if (__builtin_expect(!grant_covers(s, LEDGER_MR_BYTES, extra), 0)) {
 			ASUB(&s->usage[LEDGER_MR], 1);
-			return ledger_obj_plan(l, kind, extra);
+			return ledger_obj_plan(LEDGER_OF(lp), kind, extra);
 		}
 		return 0;
 	}
-	if (__builtin_expect((kind != LEDGER_MR && extra && extra > ALOADR(&l->fast_wr)) || !grant_covers(s, kind, 1),
+	/* a queue's depth against the lowest WR cap (extra is a constant 0 for the other kinds) */
+	if (__builtin_expect((kind != LEDGER_MR && extra && extra > ALOADR(&LEDGER_OF(lp)->fast_wr)) ||
+				     !grant_covers(s, kind, 1),
 			     0))
-		return ledger_obj_plan(l, kind, extra);
+		return ledger_obj_plan(LEDGER_OF(lp), kind, extra);
 	return 0;
 }
 
-/* ledger_release_obj() for a valid object kind, in its usual case. */
-static inline ALWAYS_INLINE int ledger_give_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
+/* ledger_release_obj() for a valid object kind, in its usual case; s as for ledger_take_obj(). */
+static inline ALWAYS_INLINE int ledger_give_obj(struct ledger *const *lp, struct slot *s, enum ledger_kind kind,
+						uint64_t bytes)
 {
-	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
 	bool trim = false;
 
 	if (__builtin_expect(!s || !grant_gives(s, kind, 1, &trim), 0))
-		return ledger_obj_plan_release(l, kind, bytes);
+		return ledger_obj_plan_release(LEDGER_OF(lp), kind, bytes);
 	if (kind == LEDGER_MR && bytes && __builtin_expect(!grant_gives(s, LEDGER_MR_BYTES, bytes, &trim), 0)) {
 		/* fewer bytes held than given back (a caller's bug): the plans' way says so */
 		AADD(&s->usage[LEDGER_MR], 1);
-		return ledger_obj_plan_release(l, kind, bytes);
+		return ledger_obj_plan_release(LEDGER_OF(lp), kind, bytes);
 	}
 	if (__builtin_expect(trim, 0))
-		return ledger_obj_trim(l, kind);
+		return ledger_obj_trim(LEDGER_OF(lp), kind);
 	return 0;
 }
 

@@ -1083,14 +1083,14 @@ HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint6
 {
 	if (__builtin_expect(why || (unsigned int)kind >= LEDGER_NKINDS || !(OBJ_KINDS >> kind & 1), 0))
 		return obj_plan(l, kind, extra, why); /* a caller that wants the refusal described, or not an object */
-	return ledger_take_obj(l, kind, extra);
+	return ledger_take_obj(&l, __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED), kind, extra);
 }
 
 HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
 {
 	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS || !(OBJ_KINDS >> kind & 1), 0))
 		return -EINVAL;
-	return ledger_give_obj(l, kind, bytes);
+	return ledger_give_obj(&l, __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED), kind, bytes);
 }
 
 /*
