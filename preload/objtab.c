@@ -97,7 +97,7 @@ COLD_FN bool obj_take_bucket(const void *key, struct orec *out)
 
 COLD_FN bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind)
 {
-	unsigned int h = hash_of(key), i;
+	unsigned int h = slot_of(key), i;
 
 	for (i = 1; i < NPROBE; i++) {
 		unsigned int j = (h + i) % NREC;
@@ -112,7 +112,7 @@ COLD_FN bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t 
 
 COLD_FN int obj_claim_more(const void *key, struct orec *out)
 {
-	unsigned int h = hash_of(key), i;
+	unsigned int h = slot_of(key), i;
 
 	for (i = 1; i < NPROBE; i++) {
 		unsigned int j = (h + i) % NREC;

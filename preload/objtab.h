@@ -59,6 +59,14 @@ static inline unsigned int hash_of(const void *key)
 	return (unsigned int)(((uintptr_t)key * 0x9e3779b97f4a7c15ull) >> 40);
 }
 
+/* A key's first slot in the table: the product's top bits, as many as NREC needs (no mask on the way). */
+#define NREC_BITS 10
+_Static_assert(1u << NREC_BITS == NREC, "NREC is 2^NREC_BITS");
+static inline unsigned int slot_of(const void *key)
+{
+	return (unsigned int)(((uintptr_t)key * 0x9e3779b97f4a7c15ull) >> (64 - NREC_BITS));
+}
+
 /* The overflow buckets, out of line. obj_insert_bucket: false when no memory. */
 bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind);
 bool obj_take_bucket(const void *key, struct orec *out);
@@ -96,7 +104,7 @@ bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t bytes, e
 static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context *ctx, uint64_t bytes,
 					    enum ledger_kind kind)
 {
-	unsigned int j = hash_of(key) % NREC;
+	unsigned int j = slot_of(key);
 
 	if (__builtin_expect(!obj_try_slot(j), 0))
 		return obj_insert_more(key, ctx, bytes, kind);
@@ -135,7 +143,7 @@ int obj_claim_more(const void *key, struct orec *out);
  */
 static inline ALWAYS_INLINE int obj_claim(const void *key, struct orec *out)
 {
-	unsigned int j = hash_of(key) % NREC;
+	unsigned int j = slot_of(key);
 
 	if (__builtin_expect(obj_claim_slot(j, key), 1))
 		return (int)j;
