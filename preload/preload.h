@@ -49,7 +49,7 @@ enum { ROUTE_OFF, ROUTE_SLOW, ROUTE_LEDGER, ROUTE_LOCAL, ROUTE_LOCAL_MR, ROUTE_N
 extern unsigned char acct_route[LEDGER_NKINDS];
 extern unsigned char acct_route_wr[LEDGER_NKINDS];
 extern struct ledger *acct_ledger;
-/* Its slot (the ledger's fast_slot, NULL without one): set with the routes, NULL before a detach. */
+/* Its slot (the ledger's fast_slot; ledger_no_slot without one): set with the routes, and before a detach. */
 extern struct slot *acct_slot;
 int acct_charge_local(enum ledger_kind kind, uint64_t bytes);
 void acct_release_local(enum ledger_kind kind, uint64_t bytes);

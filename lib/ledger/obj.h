@@ -17,6 +17,9 @@ int ledger_obj_plan(struct ledger *l, enum ledger_kind kind, uint64_t extra);
 int ledger_obj_plan_release(struct ledger *l, enum ledger_kind kind, uint64_t bytes);
 int ledger_obj_trim(struct ledger *l, enum ledger_kind kind);
 
+/* A slot of zeros, for a handle without one (see ledger_take_obj()). */
+extern struct slot ledger_no_slot;
+
 /* The ledger of *lp, read only where needed (an atomic load: not hoisted into the usual path). */
 #define LEDGER_OF(lp) __atomic_load_n((lp), __ATOMIC_RELAXED)
 
@@ -57,14 +60,13 @@ static inline ALWAYS_INLINE bool grant_gives(struct slot *s, enum ledger_kind k,
 
 /*
  * ledger_reserve_obj() for a valid object kind (not LEDGER_WR, not LEDGER_MR_BYTES), in its usual case, for
- * the ledger *lp; s is its slot (fast_slot, which a caller may keep at hand: NULL before its attach and once
- * detached).
+ * the ledger *lp; s is its slot (fast_slot, which a caller may keep at hand), or, before an attach and once
+ * detached, a slot of the caller's own that is all zeros (ledger_no_slot): nothing is ever within its grant
+ * nor above its usage, so every operation goes out of line, which finds no slot. Never NULL: no test.
  */
 static inline ALWAYS_INLINE int ledger_take_obj(struct ledger *const *lp, struct slot *s, enum ledger_kind kind,
 						uint64_t extra)
 {
-	if (__builtin_expect(!s, 0))
-		return ledger_obj_plan(LEDGER_OF(lp), kind, extra);
 	if (kind == LEDGER_MR && extra) {
 		if (__builtin_expect(!grant_covers(s, LEDGER_MR, 1), 0))
 			return ledger_obj_plan(LEDGER_OF(lp), kind, extra);
@@ -88,7 +90,7 @@ static inline ALWAYS_INLINE int ledger_give_obj(struct ledger *const *lp, struct
 {
 	bool trim = false;
 
-	if (__builtin_expect(!s || !grant_gives(s, kind, 1, &trim), 0))
+	if (__builtin_expect(!grant_gives(s, kind, 1, &trim), 0))
 		return ledger_obj_plan_release(LEDGER_OF(lp), kind, bytes);
 	if (kind == LEDGER_MR && bytes && __builtin_expect(!grant_gives(s, LEDGER_MR_BYTES, bytes, &trim), 0)) {
 		/* fewer bytes held than given back (a caller's bug): the plans' way says so */

@@ -1071,6 +1071,19 @@ COLD_FN int ledger_obj_trim(struct ledger *l, enum ledger_kind kind)
 	return 0;
 }
 
+/*
+ * All zeros, always: an operation on it adds and takes back its add. Shared by every handle without a slot
+ * and by the preload's copy of the slot pointer (acct_slot) before the attach and from the exit's detach.
+ */
+struct slot ledger_no_slot;
+
+static inline ALWAYS_INLINE struct slot *fast_slot_of(struct ledger *l)
+{
+	struct slot *s = __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED);
+
+	return s ? s : &ledger_no_slot;
+}
+
 /* The bits of the kinds ledger_reserve_obj() and ledger_release_obj() take: all but the WR cap and MR bytes. */
 #define OBJ_KINDS ((1u << LEDGER_NKINDS) - 1 - (1u << LEDGER_WR) - (1u << LEDGER_MR_BYTES))
 
@@ -1083,14 +1096,14 @@ HOT_CREATE int ledger_reserve_obj(struct ledger *l, enum ledger_kind kind, uint6
 {
 	if (__builtin_expect(why || (unsigned int)kind >= LEDGER_NKINDS || !(OBJ_KINDS >> kind & 1), 0))
 		return obj_plan(l, kind, extra, why); /* a caller that wants the refusal described, or not an object */
-	return ledger_take_obj(&l, __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED), kind, extra);
+	return ledger_take_obj(&l, fast_slot_of(l), kind, extra);
 }
 
 HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint64_t bytes)
 {
 	if (__builtin_expect((unsigned int)kind >= LEDGER_NKINDS || !(OBJ_KINDS >> kind & 1), 0))
 		return -EINVAL;
-	return ledger_give_obj(&l, __atomic_load_n(&l->fast_slot, __ATOMIC_RELAXED), kind, bytes);
+	return ledger_give_obj(&l, fast_slot_of(l), kind, bytes);
 }
 
 /*
