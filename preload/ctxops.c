@@ -59,6 +59,28 @@ static inline const struct ctx_ops *ctx_ops_of(struct ibv_context *ctx)
 	return ctx_ops_find(ctx);
 }
 
+/*
+ * Per op (those NOTE_OP() is given: the MW pair), the real op of every context wrapped so far when they all
+ * had the same one (one provider, the usual case): a wrapper then calls it without looking its context up. NULL before the first; OP_MIXED
+ * once two differed, for good. libibverbs never unloads a provider it loaded, so the op of a context closed
+ * since is still the function the others have.
+ */
+static struct ctx_ops ops_all;
+#define OP_MIXED(name) ((__typeof__(ops_all.name))1)
+
+/* A context's op fn, noted before its wrapper is in place: no call through the wrapper sees ops_all older. */
+#define NOTE_OP(name, fn)                                                                                  \
+	do {                                                                                               \
+		__typeof__(ops_all.name) seen_ = __atomic_load_n(&ops_all.name, __ATOMIC_RELAXED);         \
+		if (__builtin_expect(seen_ == (fn), 1))                                                    \
+			break;                                                                             \
+		if (seen_ != OP_MIXED(name) &&                                                             \
+		    (seen_ || !__atomic_compare_exchange_n(&ops_all.name, &seen_, (fn), false,             \
+							   __ATOMIC_RELEASE, __ATOMIC_RELAXED)) &&         \
+		    seen_ != (fn))                                                                         \
+			__atomic_store_n(&ops_all.name, OP_MIXED(name), __ATOMIC_RELEASE);                 \
+	} while (0)
+
 /* Save the op (NULL where the context has none) and put the wrapper in its place where there is one. */
 #define WRAP_OP(holder, e, name)                             \
 	do {                                                 \
@@ -144,6 +166,9 @@ void ctx_wrap(struct ibv_context *ctx, bool imported)
 			wrap_older(v, e);
 	}
 	if (ctx->ops.alloc_mw && ctx->ops.dealloc_mw) {
+		/* MWs: the one verb pair through these ops a program makes often enough to count */
+		NOTE_OP(alloc_mw, ctx->ops.alloc_mw);
+		NOTE_OP(dealloc_mw, ctx->ops.dealloc_mw);
 		WRAP_OP(&ctx->ops, e, alloc_mw);
 		WRAP_OP(&ctx->ops, e, dealloc_mw);
 	} else {
@@ -185,66 +210,77 @@ void ctx_atfork_child(void)
 
 /* --- the wrapped ops -------------------------------------------------------------------------------- */
 
-#define OPS_OR_FAIL(ops, ctx, name)                          \
-	const struct ctx_ops *ops = ctx_ops_of(ctx);         \
-	if (!ops || !ops->name) {                            \
-		errno = EOPNOTSUPP;                          \
-		return NULL;                                 \
+/* The real op name for ctx: the one every context has (ops_all), else its own saved one; NULL if none. */
+#define OP_OF(ctx, name)                                                                        \
+	({                                                                                      \
+		__typeof__(ops_all.name) f_ = __atomic_load_n(&ops_all.name, __ATOMIC_ACQUIRE); \
+		if (__builtin_expect((uintptr_t)f_ <= (uintptr_t)OP_MIXED(name), 0)) {          \
+			const struct ctx_ops *o_ = ctx_ops_of(ctx);                             \
+			f_ = o_ ? o_->name : NULL;                                              \
+		}                                                                               \
+		f_;                                                                             \
+	})
+
+#define OPS_OR_FAIL(op, ctx, name)                      \
+	__typeof__(ops_all.name) op = OP_OF(ctx, name); \
+	if (!op) {                                      \
+		errno = EOPNOTSUPP;                     \
+		return NULL;                            \
 	}
 
 /* A destroy through the op saved for x's context. */
-#define DESTROY_OP(x, kind, name)                                                   \
-	do {                                                                        \
-		const struct ctx_ops *ops_ = (x) ? ctx_ops_of((x)->context) : NULL; \
-		if (!ops_ || !ops_->name)                                           \
-			return EOPNOTSUPP;                                          \
-		DESTROY(x, kind, ops_->name(x));                                    \
+#define DESTROY_OP(x, kind, name)                                                      \
+	do {                                                                           \
+		__typeof__(ops_all.name) op_ = (x) ? OP_OF((x)->context, name) : NULL; \
+		if (!op_)                                                              \
+			return EOPNOTSUPP;                                             \
+		DESTROY(x, kind, op_(x));                                              \
 	} while (0)
 
 static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
-	OPS_OR_FAIL(ops, ctx, create_qp_ex);
+	OPS_OR_FAIL(op, ctx, create_qp_ex);
 	CREATE_QUEUE(struct ibv_qp *, LEDGER_QP, attr ? attr->cap.max_send_wr : 0,
-		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, ops->create_qp_ex, ops->create_qp_ex(ctx, attr),
+		     attr && !attr->srq ? attr->cap.max_recv_wr : 0, op, op(ctx, attr),
 		     r->context);
 }
 
 static struct ibv_cq_ex *w_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
 {
-	OPS_OR_FAIL(ops, ctx, create_cq_ex);
-	CREATE(struct ibv_cq_ex *, LEDGER_CQ, 0, ops->create_cq_ex, ops->create_cq_ex(ctx, attr), r->context);
+	OPS_OR_FAIL(op, ctx, create_cq_ex);
+	CREATE(struct ibv_cq_ex *, LEDGER_CQ, 0, op, op(ctx, attr), r->context);
 }
 
 static struct ibv_srq *w_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
-	OPS_OR_FAIL(ops, ctx, create_srq_ex);
-	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, ops->create_srq_ex,
-		     ops->create_srq_ex(ctx, attr), r->context);
+	OPS_OR_FAIL(op, ctx, create_srq_ex);
+	CREATE_QUEUE(struct ibv_srq *, LEDGER_SRQ, 0, attr ? attr->attr.max_wr : 0, op,
+		     op(ctx, attr), r->context);
 }
 
 static struct ibv_qp *w_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
 {
-	OPS_OR_FAIL(ops, ctx, open_qp);
-	CREATE(struct ibv_qp *, LEDGER_QP, 0, ops->open_qp, ops->open_qp(ctx, attr), r->context);
+	OPS_OR_FAIL(op, ctx, open_qp);
+	CREATE(struct ibv_qp *, LEDGER_QP, 0, op, op(ctx, attr), r->context);
 }
 
 static struct ibv_mr *w_alloc_null_mr(struct ibv_pd *pd)
 {
-	OPS_OR_FAIL(ops, pd->context, alloc_null_mr);
-	CREATE(struct ibv_mr *, LEDGER_MR, 0, ops->alloc_null_mr, ops->alloc_null_mr(pd), r->context);
+	OPS_OR_FAIL(op, pd->context, alloc_null_mr);
+	CREATE(struct ibv_mr *, LEDGER_MR, 0, op, op(pd), r->context);
 }
 
 static struct ibv_mr *w_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t off, size_t len,
 				  unsigned int access)
 {
-	OPS_OR_FAIL(ops, pd->context, reg_dm_mr);
-	CREATE(struct ibv_mr *, LEDGER_MR, len, ops->reg_dm_mr, ops->reg_dm_mr(pd, dm, off, len, access), r->context);
+	OPS_OR_FAIL(op, pd->context, reg_dm_mr);
+	CREATE(struct ibv_mr *, LEDGER_MR, len, op, op(pd, dm, off, len, access), r->context);
 }
 
 static struct ibv_mw *w_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	OPS_OR_FAIL(ops, pd->context, alloc_mw);
-	CREATE(struct ibv_mw *, LEDGER_MW, 0, ops->alloc_mw, ops->alloc_mw(pd, type), r->context);
+	OPS_OR_FAIL(op, pd->context, alloc_mw);
+	CREATE(struct ibv_mw *, LEDGER_MW, 0, op, op(pd, type), r->context);
 }
 
 static int w_dealloc_mw(struct ibv_mw *mw)
@@ -254,8 +290,8 @@ static int w_dealloc_mw(struct ibv_mw *mw)
 
 static struct ibv_xrcd *w_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
 {
-	OPS_OR_FAIL(ops, ctx, open_xrcd);
-	CREATE(struct ibv_xrcd *, LEDGER_XRCD, 0, ops->open_xrcd, ops->open_xrcd(ctx, attr), r->context);
+	OPS_OR_FAIL(op, ctx, open_xrcd);
+	CREATE(struct ibv_xrcd *, LEDGER_XRCD, 0, op, op(ctx, attr), r->context);
 }
 
 static int w_close_xrcd(struct ibv_xrcd *xrcd)
@@ -265,9 +301,9 @@ static int w_close_xrcd(struct ibv_xrcd *xrcd)
 
 static struct ibv_wq *w_create_wq(struct ibv_context *ctx, struct ibv_wq_init_attr *attr)
 {
-	OPS_OR_FAIL(ops, ctx, create_wq);
-	CREATE_QUEUE(struct ibv_wq *, LEDGER_WQ, 0, attr ? attr->max_wr : 0, ops->create_wq,
-		     ops->create_wq(ctx, attr), r->context);
+	OPS_OR_FAIL(op, ctx, create_wq);
+	CREATE_QUEUE(struct ibv_wq *, LEDGER_WQ, 0, attr ? attr->max_wr : 0, op,
+		     op(ctx, attr), r->context);
 }
 
 static int w_destroy_wq(struct ibv_wq *wq)
