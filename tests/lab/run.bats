@@ -421,6 +421,21 @@ charges() {
 	assert_success
 }
 
+@test "a job's budget is what is in use: the allowance another process was granted is taken back before a refusal" {
+	# the first process's QP takes an allowance from the job's 40 with it (a quarter of the room: 10); the
+	# second still gets all 39 others, and the 40th is refused; the job shows what is in use, 40 of 40
+	local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
+	run timeout 120 "$RDMACTL" run --job grant --max-qp 40 -- bash -c \
+		"$EXV -q 1 -H 60 >$a & until grep -q holding $a; do sleep 0.1; done
+		 $EXV -q 40 -H 60 >$b & until grep -q holding $b; do sleep 0.1; done
+		 $LQ job grant; kill %1 %2; wait; cat $a $b"
+	assert_success
+	assert_line "qp 40 40"
+	assert_line "qp created=1 refused=0 errno=0"
+	assert_line "qp created=39 refused=1 errno=ENOMEM"
+	job_is_empty grant
+}
+
 @test "a forked child starts from zero: its own slot, the job's budget still shared" {
 	# RDMACTL_MAX_QP=2 is per process: the parent holds 2, its child may still create 2 of its own,
 	# and the job (max 5) sees 4. The child holds its QPs while the ledger is read.
