@@ -667,35 +667,45 @@ static COLD_FN void plan_release_scopes(const struct plan_ent *p, unsigned int n
 }
 
 /*
+ * A grant of kind k lowered to usage plus more, if it is above that (GRANT_UNLIMITED never is), and the
+ * release threshold set for an allowance of more. A create that read the old grant before it went down is
+ * in the usage read after: the grant goes back up for it, never above what it was. Returns how much the
+ * grant went down, for the caller to take off the totals (0 also when another thread's operation moved the
+ * grant meanwhile: the next release looks again).
+ */
+static COLD_FN uint64_t grant_cut(struct slot *s, enum ledger_kind k, uint64_t more)
+{
+	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]), keep = u + more, seen;
+
+	if (g != GRANT_UNLIMITED && u < g && g - u > more && ACAS(&s->grant[k], &g, keep)) {
+		seen = ALOAD(&s->usage[k]);
+		if (seen > keep) {
+			uint64_t up = (seen < g ? seen : g) - keep;
+
+			AADD(&s->grant[k], up);
+			keep += up;
+		}
+	} else {
+		keep = g;
+	}
+	set_trim(s, k, 2 * more);
+	return g - keep;
+}
+
+/*
  * In an operation: a grant of kind k that a release left too far above usage (trim_below), lowered to usage
  * plus an allowance (what a raise would take now: none while a limit is reached or passed), the rest given
- * back to the scopes of the plan. A create that read the old grant before it went down is in the usage read
- * after: the grant goes back up for it, never above what it was.
+ * back to the scopes of the plan.
  */
 static COLD_FN void grant_trim(struct slot *s, const struct plan_ent *p, unsigned int ns, enum ledger_kind k)
 {
-	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]), more, keep, seen;
+	uint64_t more = plan_room(p, ns) / 4, back;
 
-	if (g == GRANT_UNLIMITED)
-		return;
-	more = plan_room(p, ns) / 4;
 	if (more > grant_batch(k))
 		more = grant_batch(k);
-	if (u >= g || g - u <= more || !ACAS(&s->grant[k], &g, u + more)) {
-		/* nothing to give back, or another thread's operation moved it: the next release looks again */
-		set_trim(s, k, 2 * more);
-		return;
-	}
-	keep = u + more;
-	seen = ALOAD(&s->usage[k]);
-	if (seen > keep) {
-		uint64_t up = (seen < g ? seen : g) - keep;
-
-		AADD(&s->grant[k], up);
-		keep += up;
-	}
-	set_trim(s, k, 2 * more);
-	plan_release_scopes(p, ns, g - keep);
+	back = grant_cut(s, k, more);
+	if (back)
+		plan_release_scopes(p, ns, back);
 }
 
 /* n of kind k out of use; false (nothing changed) when fewer are. An allowance grown too big is trimmed. */
@@ -1027,21 +1037,10 @@ static COLD_FN void view_scopes_sub(struct ledger *l, enum ledger_kind k, uint64
 /* grant_trim() the view's way: down to usage, no allowance kept. */
 static COLD_FN void view_trim(struct ledger *l, struct slot *s, enum ledger_kind k)
 {
-	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]), seen, keep = u;
+	uint64_t back = grant_cut(s, k, 0);
 
-	if (g == GRANT_UNLIMITED || u >= g || !ACAS(&s->grant[k], &g, u)) {
-		set_trim(s, k, 0);
-		return;
-	}
-	seen = ALOAD(&s->usage[k]);
-	if (seen > keep) {
-		uint64_t up = (seen < g ? seen : g) - keep;
-
-		AADD(&s->grant[k], up);
-		keep += up;
-	}
-	set_trim(s, k, 0);
-	view_scopes_sub(l, k, g - keep);
+	if (back)
+		view_scopes_sub(l, k, back);
 }
 
 /* A release that left a grant too far above usage (trim_below): trimmed in an operation. */
