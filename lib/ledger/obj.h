@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The interceptor's ledger operation, inline: one object within its slot's grant (lib/ledger.h, "Grants").
- * With the kind a constant, a create is a load of the slot, one atomic add on it and one load; a destroy one
- * atomic subtract and two loads. Anything else goes out of line, to ledger_reserve_obj() and
- * ledger_release_obj(), which decide, describe and record it.
+ * With the kind a constant, a create is one atomic add on the slot's usage and one load of its grant; a
+ * destroy one atomic subtract and one load (the threshold below which it gives back). Anything else goes
+ * out of line, into an operation through the plans (reserve.c), which decides, describes and records it.
  */
 #ifndef RDMACTL_LEDGER_OBJ_H
 #define RDMACTL_LEDGER_OBJ_H
