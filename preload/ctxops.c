@@ -7,52 +7,63 @@
 
 #include "wrap.h"
 
-struct ctx_ops {
-	struct ibv_qp *(*create_qp_ex)(struct ibv_context *, struct ibv_qp_init_attr_ex *);
-	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *);
-	struct ibv_srq *(*create_srq_ex)(struct ibv_context *, struct ibv_srq_init_attr_ex *);
-	struct ibv_qp *(*open_qp)(struct ibv_context *, struct ibv_qp_open_attr *);
-	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *);
-	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int);
-	struct ibv_mw *(*alloc_mw)(struct ibv_pd *, enum ibv_mw_type);
-	int (*dealloc_mw)(struct ibv_mw *);
-	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *, struct ibv_xrcd_init_attr *);
-	int (*close_xrcd)(struct ibv_xrcd *);
-	struct ibv_wq *(*create_wq)(struct ibv_context *, struct ibv_wq_init_attr *);
-	int (*destroy_wq)(struct ibv_wq *);
-};
-
 #define NCTX 256
-/* An entry being filled or emptied: not a context any op can be looked up for. */
-#define CTX_BUSY ((struct ibv_context *)1)
-static struct ctx_ent {
-	struct ibv_context *_Atomic ctx;
-	bool imported;
-	struct ctx_ops ops;
-} ctxs[NCTX];
+static struct ctx_ent ctxs[NCTX];
+/*
+ * Entries past the table (a program with more than NCTX contexts open at once): a list that only grows,
+ * its entries reused once free, never freed (a lookup may be reading one).
+ */
+struct ctx_more {
+	struct ctx_ent e;
+	struct ctx_more *next;
+};
+static struct ctx_more *_Atomic ctx_more;
 
-/* Where ctx_ops_of() last found a context: a program with one context finds it at the first look. */
-static const struct ctx_ent ctx_none = { .ctx = CTX_BUSY };
-static const struct ctx_ent *_Atomic ctx_last = &ctx_none;
+struct ctx_ent ctx_unknown = { .ctx = CTX_BUSY };
+static struct ctx_ent ctx_none = { .ctx = CTX_BUSY };
+struct ctx_ent *_Atomic ctx_last = &ctx_none;
 
-static COLD_FN const struct ctx_ops *ctx_ops_find(struct ibv_context *ctx)
+static struct ctx_ent *ctx_search(struct ibv_context *ctx)
 {
+	struct ctx_more *m;
 	unsigned int i;
 
-	if (!ctx)
-		return NULL;
 	for (i = 0; i < NCTX; i++)
-		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_acquire) == ctx) {
-			atomic_store_explicit(&ctx_last, &ctxs[i], memory_order_relaxed);
-			return &ctxs[i].ops;
-		}
+		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_acquire) == ctx)
+			return &ctxs[i];
+	for (m = atomic_load_explicit(&ctx_more, memory_order_acquire); m; m = m->next)
+		if (atomic_load_explicit(&m->e.ctx, memory_order_acquire) == ctx)
+			return &m->e;
 	return NULL;
+}
+
+/*
+ * A context without an entry (opened before the interceptor was there, or no memory for one) is kept in
+ * ctx_unknown's ctx, so that the next lookup of it hits ctx_last too; ctx_search() never returns ctx_unknown.
+ */
+COLD_FN struct ctx_ent *ctx_ent_find(struct ibv_context *ctx)
+{
+	struct ctx_ent *e = ctx && ctx != CTX_BUSY ? ctx_search(ctx) : NULL;
+
+	if (!e) {
+		e = &ctx_unknown;
+		atomic_store_explicit(&e->ctx, ctx && ctx != CTX_BUSY ? ctx : CTX_BUSY, memory_order_relaxed);
+	}
+	atomic_store_explicit(&ctx_last, e, memory_order_relaxed);
+	return e;
+}
+
+static const struct ctx_ops *ctx_ops_find(struct ibv_context *ctx)
+{
+	struct ctx_ent *e = ctx_ent_find(ctx);
+
+	return e == &ctx_unknown ? NULL : &e->ops; /* its ops are all NULL anyway */
 }
 
 /* The ops saved for ctx (a context being filled or emptied is CTX_BUSY: never found), or NULL. */
 static inline const struct ctx_ops *ctx_ops_of(struct ibv_context *ctx)
 {
-	const struct ctx_ent *e = atomic_load_explicit(&ctx_last, memory_order_relaxed);
+	struct ctx_ent *e = atomic_load_explicit(&ctx_last, memory_order_relaxed);
 
 	if (__builtin_expect(atomic_load_explicit(&e->ctx, memory_order_acquire) == ctx, 1))
 		return &e->ops;
@@ -132,25 +143,56 @@ static COLD_FN void wrap_older(struct verbs_context *v, struct ctx_ent *e)
  * address; no lock, so that an open pays no mutex. The verbs_context's fields come newest first: a context
  * whose size reaches the newest field wrapped here (alloc_null_mr) has all of them.
  */
+/* Claim entry e if it is free (to CTX_BUSY). */
+static bool ctx_claim(struct ctx_ent *e)
+{
+	struct ibv_context *free_ = NULL;
+
+	return !atomic_load_explicit(&e->ctx, memory_order_relaxed) &&
+	       atomic_compare_exchange_strong_explicit(&e->ctx, &free_, CTX_BUSY, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+/* More than NCTX contexts open: a free entry of the list, or a new one on it; NULL without memory. */
+static COLD_FN struct ctx_ent *ctx_claim_more(void)
+{
+	struct ctx_more *m;
+	int saved = errno;
+
+	for (m = atomic_load_explicit(&ctx_more, memory_order_acquire); m; m = m->next)
+		if (ctx_claim(&m->e))
+			return &m->e;
+	m = calloc(1, sizeof(*m));
+	errno = saved;
+	if (!m)
+		return NULL;
+	atomic_store_explicit(&m->e.ctx, CTX_BUSY, memory_order_relaxed);
+	m->next = atomic_load_explicit(&ctx_more, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&ctx_more, &m->next, m, memory_order_release,
+						      memory_order_relaxed))
+		;
+	return &m->e;
+}
+
 void ctx_wrap(struct ibv_context *ctx, bool imported)
 {
 	struct verbs_context *v = verbs_get_ctx(ctx);
 	struct ctx_ent *e = NULL;
 	unsigned int i;
 
-	for (i = 0; i < NCTX && !e; i++) {
-		struct ibv_context *free_ = NULL;
-
-		if (!atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) &&
-		    atomic_compare_exchange_strong_explicit(&ctxs[i].ctx, &free_, CTX_BUSY, memory_order_acquire,
-							    memory_order_relaxed))
+	for (i = 0; i < NCTX && !e; i++)
+		if (ctx_claim(&ctxs[i]))
 			e = &ctxs[i];
-	}
-	if (!e) {
-		plog(1, "more than %d open contexts: inline verbs on the new one are not counted", NCTX);
+	if (!e && !(e = ctx_claim_more())) {
+		plog(1, "no memory for a context's entry: inline verbs on it are not counted, nor its objects' records "
+			"forgotten at its close");
 		return;
 	}
 	e->imported = imported;
+	atomic_store_explicit(&e->nrec, 0, memory_order_relaxed);
+	/* a context address seen without an entry before (a closed one's, reused) is one no longer */
+	if (atomic_load_explicit(&ctx_unknown.ctx, memory_order_relaxed) == ctx)
+		atomic_store_explicit(&ctx_unknown.ctx, CTX_BUSY, memory_order_relaxed);
 #define NEWER(a, b) (offsetof(struct verbs_context, a) <= offsetof(struct verbs_context, b))
 #define X(name) &&NEWER(alloc_null_mr, name)
 	_Static_assert(1 VCTX_WRAPPED(X), "alloc_null_mr is the newest of the fields wrapped");
@@ -176,36 +218,47 @@ void ctx_wrap(struct ibv_context *ctx, bool imported)
 		e->ops.dealloc_mw = NULL;
 	}
 	atomic_store_explicit(&e->ctx, ctx, memory_order_release);
+	/* the open's own record comes next: found at the first look */
+	atomic_store_explicit(&ctx_last, e, memory_order_relaxed);
 }
 
-bool ctx_unwrap(struct ibv_context *ctx)
+unsigned int ctx_close(struct ibv_context *ctx)
 {
-	unsigned int i;
+	struct ibv_context *c = ctx;
+	struct ctx_ent *e = ctx_search(ctx);
+	unsigned int left = 0;
 
-	for (i = 0; i < NCTX; i++) {
-		struct ibv_context *c = ctx;
+	/* a close of the same context from two threads at once: one of them claims it */
+	if (!e || !atomic_compare_exchange_strong_explicit(&e->ctx, &c, CTX_BUSY, memory_order_acquire,
+							   memory_order_relaxed))
+		return 0;
+	if (__builtin_expect(atomic_load_explicit(&e->nrec, memory_order_relaxed) != 0, 0))
+		left = obj_drop_ctx(e, e->imported);
+	if (e->imported)
+		left = 0;
+	atomic_store_explicit(&e->ctx, NULL, memory_order_release);
+	return left;
+}
 
-		/* a close of the same context from two threads at once: one of them finds it */
-		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == ctx &&
-		    atomic_compare_exchange_strong_explicit(&ctxs[i].ctx, &c, CTX_BUSY, memory_order_acquire,
-							    memory_order_relaxed)) {
-			bool imported = ctxs[i].imported;
-
-			atomic_store_explicit(&ctxs[i].ctx, NULL, memory_order_release);
-			return imported;
-		}
-	}
-	return false;
+/* In a forked child: an entry another thread was filling or emptying is free (that thread is not here). */
+static void ctx_ent_atfork(struct ctx_ent *e)
+{
+	if (atomic_load_explicit(&e->ctx, memory_order_relaxed) == CTX_BUSY)
+		atomic_store_explicit(&e->ctx, NULL, memory_order_relaxed);
+	/* the table was emptied (obj_atfork_child): no record is the child's */
+	atomic_store_explicit(&e->nrec, 0, memory_order_relaxed);
 }
 
 void ctx_atfork_child(void)
 {
+	struct ctx_more *m;
 	unsigned int i;
 
-	/* an entry another thread was filling or emptying: that thread is not in the child */
 	for (i = 0; i < NCTX; i++)
-		if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == CTX_BUSY)
-			atomic_store_explicit(&ctxs[i].ctx, NULL, memory_order_relaxed);
+		ctx_ent_atfork(&ctxs[i]);
+	for (m = atomic_load_explicit(&ctx_more, memory_order_relaxed); m; m = m->next)
+		ctx_ent_atfork(&m->e);
+	atomic_store_explicit(&ctx_unknown.nrec, 0, memory_order_relaxed);
 }
 
 /* --- the wrapped ops -------------------------------------------------------------------------------- */

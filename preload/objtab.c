@@ -7,7 +7,6 @@
 #include "preload.h"
 
 struct orec_slot obj_tab[NREC];
-_Atomic uint64_t obj_tab_map[NREC / 64];
 _Atomic unsigned int obj_nbucketed HOT_DATA;
 unsigned int obj_gen HOT_DATA;
 
@@ -46,7 +45,7 @@ static void bucket_mark(struct bucket *b, bool used)
 		atomic_fetch_and_explicit(&obj_bucket_map[i / 64], ~(1ull << (i % 64)), memory_order_relaxed);
 }
 
-COLD_FN bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind)
+COLD_FN bool obj_insert_bucket(const void *key, struct ctx_ent *ce, uint64_t bytes, enum ledger_kind kind)
 {
 	struct bucket *b = &obj_buckets[hash_of(key) % NBUCKET];
 	int saved = errno;
@@ -56,7 +55,7 @@ COLD_FN bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_
 	if (!o)
 		return false;
 	o->key = key;
-	o->r.ctx = ctx;
+	o->r.ce = ce;
 	o->r.bytes = bytes;
 	o->r.kind = kind;
 	o->r.gen = obj_gen;
@@ -64,6 +63,7 @@ COLD_FN bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_
 	o->next = b->head;
 	b->head = o;
 	atomic_fetch_add_explicit(&obj_nbucketed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ce->nrec, 1, memory_order_relaxed);
 	if (!o->next)
 		bucket_mark(b, true);
 	spin_unlock(&b->lock);
@@ -89,13 +89,16 @@ COLD_FN bool obj_take_bucket(const void *key, struct orec *out)
 	spin_unlock(&b->lock);
 	if (!o)
 		return false;
+	/* a record of this process's leaves: uncounted from its context (the parent's never were, in a child) */
+	if (o->r.gen == obj_gen)
+		atomic_fetch_sub_explicit(&o->r.ce->nrec, 1, memory_order_relaxed);
 	*out = o->r;
 	free(o);
 	errno = saved;
 	return true;
 }
 
-COLD_FN bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind)
+COLD_FN bool obj_insert_more(const void *key, struct ctx_ent *ce, uint64_t bytes, enum ledger_kind kind)
 {
 	unsigned int h = slot_of(key), i;
 
@@ -103,11 +106,11 @@ COLD_FN bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t 
 		unsigned int j = (h + i) % NREC;
 
 		if (obj_try_slot(j)) {
-			obj_fill(j, key, ctx, bytes, kind);
+			obj_fill(j, key, ce, bytes, kind);
 			return true;
 		}
 	}
-	return obj_insert_bucket(key, ctx, bytes, kind);
+	return obj_insert_bucket(key, ce, bytes, kind);
 }
 
 COLD_FN int obj_claim_more(const void *key, struct orec *out)
@@ -128,15 +131,6 @@ COLD_FN int obj_claim_more(const void *key, struct orec *out)
 	return OBJ_NONE;
 }
 
-/* r was a record of a closing context's (a table record: this process's; a bucket's: if its gen is). */
-static void dropped(const struct orec *r, bool table, unsigned int *n)
-{
-	if (table || r->gen == obj_gen) {
-		(*n)++;
-		plog(2, "kept %s of a closed context for pid %d", ledger_kind_names[r->kind], (int)getpid());
-	}
-}
-
 /*
  * A context closes with objects still in it: forget their records (their addresses may be reused once the
  * application frees what libibverbs leaves), but keep their charges. The kernel does not destroy them at the
@@ -145,23 +139,34 @@ static void dropped(const struct orec *r, bool table, unsigned int *n)
  * at exit, or reclaimed by the gc, which also gives them back once the process holds no uverbs device, open
  * or mapped). Returns how many of them this process had charged.
  */
-/* Slot j holds a record of ctx (key k when looked at): take it, forget it, keep its charge. */
-static __attribute__((noinline)) void drop_slot(struct ibv_context *ctx, unsigned int j, uintptr_t k, unsigned int *n)
+/*
+ * Slot j holds a record of ce (key k when looked at): take it, forget it, keep its charge; or, keep, leave it
+ * with ctx_unknown's (an imported context's close: its objects are the exporter's too).
+ */
+static COLD_FN void drop_slot(struct ctx_ent *ce, unsigned int j, uintptr_t k, unsigned int *n, bool keep)
 {
 	struct orec_slot *e = &obj_tab[j];
 
 	if (!atomic_compare_exchange_strong_explicit(&e->key, &k, OBJ_BUSY, memory_order_acquire, memory_order_relaxed))
 		return;
-	if (e->r.ctx != ctx) { /* taken and reused meanwhile: not ours */
+	if (e->r.ce != ce) { /* taken and reused meanwhile: not ours */
 		atomic_store_explicit(&e->key, k, memory_order_release);
 		return;
 	}
-	dropped(&e->r, true, n);
+	(*n)++;
+	if (keep) {
+		atomic_fetch_sub_explicit(&ce->nrec, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ctx_unknown.nrec, 1, memory_order_relaxed);
+		e->r.ce = &ctx_unknown;
+		atomic_store_explicit(&e->key, k, memory_order_release);
+		return;
+	}
+	plog(2, "kept %s of a closed context for pid %d", ledger_kind_names[e->r.kind], (int)getpid());
 	obj_free_slot(j);
 }
 
-/* The overflow buckets' records of ctx (only while there are any). */
-static COLD_FN void drop_buckets(struct ibv_context *ctx, unsigned int *n)
+/* The overflow buckets' records of ce (only while there are any); keep as for drop_slot(). */
+static COLD_FN void drop_buckets(struct ctx_ent *ce, unsigned int *n, bool keep)
 {
 	struct obj *gone = NULL, *o;
 	unsigned int w;
@@ -176,7 +181,15 @@ static COLD_FN void drop_buckets(struct ibv_context *ctx, unsigned int *n)
 
 			spin_lock(&b->lock);
 			for (pp = &b->head; (o = *pp);) {
-				if (o->r.ctx == ctx) {
+				if (o->r.ce == ce && keep) {
+					o->r.ce = &ctx_unknown;
+					if (o->r.gen == obj_gen) {
+						atomic_fetch_sub_explicit(&ce->nrec, 1, memory_order_relaxed);
+						atomic_fetch_add_explicit(&ctx_unknown.nrec, 1, memory_order_relaxed);
+						(*n)++;
+					}
+					pp = &o->next;
+				} else if (o->r.ce == ce) {
 					*pp = o->next;
 					o->next = gone;
 					gone = o;
@@ -192,43 +205,33 @@ static COLD_FN void drop_buckets(struct ibv_context *ctx, unsigned int *n)
 	}
 	while ((o = gone)) {
 		gone = o->next;
-		dropped(&o->r, false, n);
+		if (o->r.gen == obj_gen) { /* this process's: counted, and charged */
+			atomic_fetch_sub_explicit(&ce->nrec, 1, memory_order_relaxed);
+			(*n)++;
+			plog(2, "kept %s of a closed context for pid %d", ledger_kind_names[o->r.kind], (int)getpid());
+		}
 		free(o);
 	}
 	errno = saved;
 }
 
-/* The records of ctx in map word w (m: its bits when looked at). */
-static __attribute__((noinline)) void drop_word(struct ibv_context *ctx, unsigned int w, uint64_t m, unsigned int *n)
+/*
+ * Only a context that still holds records comes here (its entry's count): every slot of the table is looked
+ * at, until the count says there are no more, then the buckets if there are any.
+ */
+COLD_FN unsigned int obj_drop_ctx(struct ctx_ent *ce, bool keep)
 {
-	while (m) {
-		unsigned int j = w * 64 + (unsigned int)__builtin_ctzll(m);
+	unsigned int j, n = 0;
+
+	for (j = 0; j < NREC && atomic_load_explicit(&ce->nrec, memory_order_relaxed); j++) {
 		const struct orec_slot *e = &obj_tab[j];
 		uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
 
-		m &= m - 1;
-		if (k > OBJ_BUSY && e->r.ctx == ctx)
-			drop_slot(ctx, j, k, n);
-	}
-}
-
-/*
- * The map is read once, word by word (unrolled: a word without records costs a load, a test and a branch),
- * and each record in use is looked at once: a context closed with few records in the table pays little more.
- */
-unsigned int obj_drop_ctx(struct ibv_context *ctx)
-{
-	unsigned int w, n = 0;
-
-#pragma GCC unroll 16
-	for (w = 0; w < NREC / 64; w++) {
-		uint64_t m = atomic_load_explicit(&obj_tab_map[w], memory_order_relaxed);
-
-		if (__builtin_expect(m != 0, 0))
-			drop_word(ctx, w, m, &n);
+		if (k > OBJ_BUSY && e->r.ce == ce)
+			drop_slot(ce, j, k, &n, keep);
 	}
 	if (atomic_load_explicit(&obj_nbucketed, memory_order_relaxed))
-		drop_buckets(ctx, &n);
+		drop_buckets(ce, &n, keep);
 	return n;
 }
 
@@ -242,8 +245,6 @@ void obj_atfork_child(void)
 	 */
 	for (i = 0; i < NREC; i++)
 		atomic_store_explicit(&obj_tab[i].key, 0, memory_order_relaxed);
-	for (i = 0; i < NREC / 64; i++)
-		atomic_store_explicit(&obj_tab_map[i], 0, memory_order_relaxed);
 	for (i = 0; i < NBUCKET; i++)
 		atomic_flag_clear_explicit(&obj_buckets[i].lock, memory_order_relaxed);
 	obj_gen++;

@@ -26,11 +26,62 @@
 #pragma GCC visibility push(hidden)
 
 /*
- * What a destroy gives back, and whose it is. gen is kept in the overflow buckets only: a forked child
- * empties the table (obj_atfork_child()), so that the table's records are always this process's.
+ * The op pointers behind the inline verbs of verbs.h, saved per context where ctxops.c wrapped them.
+ */
+struct ctx_ops {
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *, struct ibv_qp_init_attr_ex *);
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *);
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *, struct ibv_srq_init_attr_ex *);
+	struct ibv_qp *(*open_qp)(struct ibv_context *, struct ibv_qp_open_attr *);
+	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *);
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int);
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *, enum ibv_mw_type);
+	int (*dealloc_mw)(struct ibv_mw *);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *, struct ibv_xrcd_init_attr *);
+	int (*close_xrcd)(struct ibv_xrcd *);
+	struct ibv_wq *(*create_wq)(struct ibv_context *, struct ibv_wq_init_attr *);
+	int (*destroy_wq)(struct ibv_wq *);
+};
+
+/*
+ * An open context (ctxops.c): its saved ops, and how many records of its objects there are (records made,
+ * less records given back: kept by obj_fill() and obj_free_slot() and the buckets), so that its close looks
+ * for them only when there are any. ctx: the context, NULL when free, CTX_BUSY while being filled or emptied.
+ */
+#define CTX_BUSY ((struct ibv_context *)1)
+struct ctx_ent {
+	struct ibv_context *_Atomic ctx;
+	_Atomic unsigned int nrec;
+	bool imported;
+	struct ctx_ops ops;
+};
+/* Where the last lookup found a context: a program with one context finds it at the first look. */
+extern struct ctx_ent *_Atomic ctx_last;
+/* ctx's entry past ctx_last (out of line); ctx_unknown when it has none. */
+struct ctx_ent *ctx_ent_find(struct ibv_context *ctx);
+/*
+ * The entry of the objects of a context that has none (opened before the interceptor was there, or no
+ * memory for one): never looked for at a close. Its ctx is the last such context looked up (ctx_ent_find()).
+ */
+extern struct ctx_ent ctx_unknown;
+
+/* ctx's entry: never NULL (ctx_unknown). */
+static inline ALWAYS_INLINE struct ctx_ent *ctx_ent_of(struct ibv_context *ctx)
+{
+	struct ctx_ent *e = atomic_load_explicit(&ctx_last, memory_order_relaxed);
+
+	if (__builtin_expect(atomic_load_explicit(&e->ctx, memory_order_acquire) == ctx, 1))
+		return e;
+	return ctx_ent_find(ctx);
+}
+
+/*
+ * What a destroy gives back, and whose it is: the entry of the object's context. gen is kept in the
+ * overflow buckets only: a forked child empties the table (obj_atfork_child()), so that the table's
+ * records are always this process's.
  */
 struct orec {
-	struct ibv_context *ctx;
+	struct ctx_ent *ce;
 	uint64_t bytes;
 	unsigned int gen;
 	enum ledger_kind kind;
@@ -46,8 +97,6 @@ struct orec_slot {
 #define NREC 1024u
 #define NPROBE 8u
 extern struct orec_slot obj_tab[NREC];
-/* A bit per slot that holds a record: a context's close visits only those. */
-extern _Atomic uint64_t obj_tab_map[NREC / 64];
 /* Records in the overflow buckets: while 0, a destroy that finds nothing in the table looks no further. */
 extern _Atomic unsigned int obj_nbucketed;
 /* Bumped in a forked child: the parent's objects are not the child's to release. */
@@ -68,19 +117,19 @@ static inline unsigned int slot_of(const void *key)
 }
 
 /* The overflow buckets, out of line. obj_insert_bucket: false when no memory. */
-bool obj_insert_bucket(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind);
+bool obj_insert_bucket(const void *key, struct ctx_ent *ce, uint64_t bytes, enum ledger_kind kind);
 bool obj_take_bucket(const void *key, struct orec *out);
 
-/* Slot j, claimed (busy): its record written, its bit in the map set, then key published. */
-static inline ALWAYS_INLINE void obj_fill(unsigned int j, const void *key, struct ibv_context *ctx, uint64_t bytes,
+/* Slot j, claimed (busy): its record written and counted with its context, then key published. */
+static inline ALWAYS_INLINE void obj_fill(unsigned int j, const void *key, struct ctx_ent *ce, uint64_t bytes,
 					  enum ledger_kind kind)
 {
 	struct orec_slot *e = &obj_tab[j];
 
-	e->r.ctx = ctx;
+	e->r.ce = ce;
 	e->r.bytes = bytes;
 	e->r.kind = kind;
-	atomic_fetch_or_explicit(&obj_tab_map[j / 64], 1ull << (j % 64), memory_order_relaxed);
+	atomic_fetch_add_explicit(&ce->nrec, 1, memory_order_relaxed);
 	atomic_store_explicit(&e->key, (uintptr_t)key, memory_order_release);
 }
 
@@ -104,27 +153,27 @@ static inline ALWAYS_INLINE bool obj_try_slot_cas(unsigned int j)
 }
 
 /* obj_insert() past the first probe: the other probes, then the buckets (out of line). */
-bool obj_insert_more(const void *key, struct ibv_context *ctx, uint64_t bytes, enum ledger_kind kind);
+bool obj_insert_more(const void *key, struct ctx_ent *ce, uint64_t bytes, enum ledger_kind kind);
 
 /*
- * Record key (the object): its context, bytes and kind. False only without memory. The first probe inline:
- * while the table holds a small share of its 1,024 slots, it is nearly always free.
+ * Record key (the object): its context's entry, bytes and kind. False only without memory. The first probe
+ * inline: while the table holds a small share of its 1,024 slots, it is nearly always free.
  */
-static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ibv_context *ctx, uint64_t bytes,
+static inline ALWAYS_INLINE bool obj_insert(const void *key, struct ctx_ent *ce, uint64_t bytes,
 					    enum ledger_kind kind)
 {
 	unsigned int j = slot_of(key);
 
 	if (__builtin_expect(!obj_try_slot_cas(j), 0))
-		return obj_insert_more(key, ctx, bytes, kind);
-	obj_fill(j, key, ctx, bytes, kind);
+		return obj_insert_more(key, ce, bytes, kind);
+	obj_fill(j, key, ce, bytes, kind);
 	return true;
 }
 
-/* Give table slot j back (its record read or dropped): its bit in the map, then the key. */
+/* Give table slot j back (its record read or dropped): uncounted from its context, then the key. */
 static inline ALWAYS_INLINE void obj_free_slot(unsigned int j)
 {
-	atomic_fetch_and_explicit(&obj_tab_map[j / 64], ~(1ull << (j % 64)), memory_order_relaxed);
+	atomic_fetch_sub_explicit(&obj_tab[j].r.ce->nrec, 1, memory_order_relaxed);
 	atomic_store_explicit(&obj_tab[j].key, 0, memory_order_release);
 }
 
@@ -186,8 +235,11 @@ static inline bool obj_take(const void *key, struct orec *out)
 	return true;
 }
 
-/* A context closes: forget the records of what it still holds, keep their charges; how many there were. */
-unsigned int obj_drop_ctx(struct ibv_context *ctx);
+/*
+ * A context closes: forget the records of what it still holds, keep their charges; how many there were.
+ * keep: leave the records, with ctx_unknown's (an imported context: its objects are the exporter's too).
+ */
+unsigned int obj_drop_ctx(struct ctx_ent *ce, bool keep);
 /*
  * In a forked child: the table emptied, the buckets' locks released, the buckets' records of the parent
  * ignored by generation.

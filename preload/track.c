@@ -54,7 +54,7 @@ COLD_FN void destroy_failed(const void *obj, const struct orec *r)
 {
 	int saved = errno;
 
-	if (!obj_insert(obj, r->ctx, r->bytes, r->kind))
+	if (!obj_insert(obj, r->ce, r->bytes, r->kind))
 		acct_release(r->kind, r->bytes);
 	errno = saved;
 }

@@ -51,7 +51,7 @@ PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 
 	REQUIRED(NOSYS_INT, real.close_device, real.close_device(ctx));
 	had = obj_take(ctx, &rec);
-	left = ctx_unwrap(ctx) ? 0 : obj_drop_ctx(ctx);
+	left = ctx_close(ctx);
 	ret = real.close_device(ctx);
 	/*
 	 * Objects left in it keep the kernel's context too (rdma res show ctx still lists it): its charge stays
@@ -157,7 +157,7 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		delta = (int64_t)length - (int64_t)rec.bytes;
 		if (delta > 0 && (ret = acct_mr_bytes(delta))) {
 			/* Refused before anything changed: the MR keeps its old translation. */
-			if (!obj_insert(mr, rec.ctx, rec.bytes, rec.kind))
+			if (!obj_insert(mr, rec.ce, rec.bytes, rec.kind))
 				acct_release(rec.kind, rec.bytes);
 			errno = -ret;
 			leave();
@@ -175,7 +175,7 @@ PRELOAD_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		if (!ret && delta)
 			rec.bytes = length;
 		/* After a failed command the MR may be gone or still there: keep the record, dereg settles it. */
-		if (!obj_insert(mr, rec.ctx, rec.bytes, rec.kind))
+		if (!obj_insert(mr, rec.ce, rec.bytes, rec.kind))
 			acct_release(rec.kind, rec.bytes);
 		errno = saved;
 	}

@@ -90,8 +90,12 @@ static inline void need_real(void)
 
 /* ctxops.c: the op pointers behind the inline verbs of verbs.h, wrapped per context. */
 void ctx_wrap(struct ibv_context *ctx, bool imported);
-/* Forget a context before the real close frees it; returns whether it was an imported one. */
-bool ctx_unwrap(struct ibv_context *ctx);
+/*
+ * Forget a context before the real close frees it, and the records of the objects it still holds (their
+ * charges kept: see obj_drop_ctx()); returns how many there were (0 for an imported context, whose records
+ * stay).
+ */
+unsigned int ctx_close(struct ibv_context *ctx);
 void ctx_atfork_child(void);
 
 /* What a create charged, kept until the object is tracked (or the charge given back). */
@@ -170,7 +174,7 @@ static inline ALWAYS_INLINE void post_create(const struct track *t, const void *
 		create_failed(t->kind, t->bytes);
 		return;
 	}
-	if (__builtin_expect(!obj_insert(obj, ctx, t->bytes, t->kind), 0))
+	if (__builtin_expect(!obj_insert(obj, ctx_ent_of(ctx), t->bytes, t->kind), 0))
 		untracked(t->kind, t->bytes);
 }
 
