@@ -174,7 +174,7 @@ static COLD_FN struct ctx_ent *ctx_claim_more(void)
 	return &m->e;
 }
 
-void ctx_wrap(struct ibv_context *ctx, bool imported)
+struct ctx_ent *ctx_wrap(struct ibv_context *ctx, bool imported)
 {
 	struct verbs_context *v = verbs_get_ctx(ctx);
 	struct ctx_ent *e = NULL;
@@ -186,9 +186,10 @@ void ctx_wrap(struct ibv_context *ctx, bool imported)
 	if (!e && !(e = ctx_claim_more())) {
 		plog(1, "no memory for a context's entry: inline verbs on it are not counted, nor its objects' records "
 			"forgotten at its close");
-		return;
+		return NULL;
 	}
 	e->imported = imported;
+	e->charged = false;
 	atomic_store_explicit(&e->nrec, 0, memory_order_relaxed);
 	/* a context address seen without an entry before (a closed one's, reused) is one no longer */
 	if (atomic_load_explicit(&ctx_unknown.ctx, memory_order_relaxed) == ctx)
@@ -218,20 +219,29 @@ void ctx_wrap(struct ibv_context *ctx, bool imported)
 		e->ops.dealloc_mw = NULL;
 	}
 	atomic_store_explicit(&e->ctx, ctx, memory_order_release);
-	/* the open's own record comes next: found at the first look */
+	/* the open's objects come next: found at the first look */
 	atomic_store_explicit(&ctx_last, e, memory_order_relaxed);
+	return e;
 }
 
-unsigned int ctx_close(struct ibv_context *ctx)
+unsigned int ctx_close(struct ibv_context *ctx, int *charged)
 {
 	struct ibv_context *c = ctx;
-	struct ctx_ent *e = ctx_search(ctx);
+	struct ctx_ent *e = atomic_load_explicit(&ctx_last, memory_order_relaxed);
 	unsigned int left = 0;
 
-	/* a close of the same context from two threads at once: one of them claims it */
-	if (!e || !atomic_compare_exchange_strong_explicit(&e->ctx, &c, CTX_BUSY, memory_order_acquire,
-							   memory_order_relaxed))
+	if (atomic_load_explicit(&e->ctx, memory_order_relaxed) != ctx || e == &ctx_unknown)
+		e = ctx_search(ctx);
+
+	*charged = -1;
+	if (!e)
 		return 0;
+	/* a close of the same context from two threads at once: one of them claims it */
+	*charged = 0;
+	if (!atomic_compare_exchange_strong_explicit(&e->ctx, &c, CTX_BUSY, memory_order_acquire, memory_order_relaxed))
+		return 0;
+	*charged = e->charged;
+	e->charged = false;
 	if (__builtin_expect(atomic_load_explicit(&e->nrec, memory_order_relaxed) != 0, 0))
 		left = obj_drop_ctx(e, e->imported);
 	if (e->imported)
@@ -245,8 +255,9 @@ static void ctx_ent_atfork(struct ctx_ent *e)
 {
 	if (atomic_load_explicit(&e->ctx, memory_order_relaxed) == CTX_BUSY)
 		atomic_store_explicit(&e->ctx, NULL, memory_order_relaxed);
-	/* the table was emptied (obj_atfork_child): no record is the child's */
+	/* the table was emptied (obj_atfork_child): no record is the child's, nor the parent's contexts' charge */
 	atomic_store_explicit(&e->nrec, 0, memory_order_relaxed);
+	e->charged = false;
 }
 
 void ctx_atfork_child(void)

@@ -53,6 +53,8 @@ struct ctx_ent {
 	struct ibv_context *_Atomic ctx;
 	_Atomic unsigned int nrec;
 	bool imported;
+	/* the context itself is charged (its open's charge, kept here rather than in a record of the table) */
+	bool charged;
 	struct ctx_ops ops;
 };
 /* Where the last lookup found a context: a program with one context finds it at the first look. */

@@ -12,6 +12,7 @@ PRELOAD_API const char rdmactl_preload_version[] = RDMACTL_VERSION;
 PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct ibv_context *ctx;
+	struct ctx_ent *e;
 	struct track t;
 
 	REQUIRED(NOSYS_NULL, real.open_device, real.open_device(device));
@@ -22,9 +23,12 @@ PRELOAD_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	ctx = real.open_device(device);
-	if (ctx)
-		ctx_wrap(ctx, false);
-	post_create(&t, ctx, ctx);
+	/* the context's charge is kept with its entry; without one (no memory), in a record of the table */
+	e = ctx ? ctx_wrap(ctx, false) : NULL;
+	if (__builtin_expect(e != NULL, 1))
+		e->charged = true;
+	else
+		post_create(&t, ctx, ctx);
 	acct_open_mark_obj();
 	return ctx;
 }
@@ -45,13 +49,13 @@ PRELOAD_API struct ibv_context *ibv_import_device(int cmd_fd)
 PRELOAD_API int ibv_close_device(struct ibv_context *ctx)
 {
 	unsigned int left;
-	struct orec rec;
-	bool had;
-	int ret;
+	struct orec rec = { .kind = LEDGER_CTX };
+	int had, ret;
 
 	REQUIRED(NOSYS_INT, real.close_device, real.close_device(ctx));
-	had = obj_take(ctx, &rec);
-	left = ctx_close(ctx);
+	left = ctx_close(ctx, &had);
+	if (__builtin_expect(had < 0, 0))
+		had = obj_take(ctx, &rec);
 	ret = real.close_device(ctx);
 	/*
 	 * Objects left in it keep the kernel's context too (rdma res show ctx still lists it): its charge stays

@@ -89,13 +89,15 @@ static inline void need_real(void)
 }
 
 /* ctxops.c: the op pointers behind the inline verbs of verbs.h, wrapped per context. */
-void ctx_wrap(struct ibv_context *ctx, bool imported);
+/* Its entry (NULL when there is no memory for one: its objects' records go to ctx_unknown). */
+struct ctx_ent *ctx_wrap(struct ibv_context *ctx, bool imported);
 /*
  * Forget a context before the real close frees it, and the records of the objects it still holds (their
  * charges kept: see obj_drop_ctx()); returns how many there were (0 for an imported context, whose records
- * stay).
+ * stay). *charged: 1 when the context itself was charged (its entry says so), 0 when not, -1 when it has no
+ * entry (its charge, if any, is a record of the table's).
  */
-unsigned int ctx_close(struct ibv_context *ctx);
+unsigned int ctx_close(struct ibv_context *ctx, int *charged);
 void ctx_atfork_child(void);
 
 /* What a create charged, kept until the object is tracked (or the charge given back). */
