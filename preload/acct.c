@@ -37,6 +37,7 @@ unsigned char acct_route[LEDGER_NKINDS] HOT_DATA;
 unsigned char acct_route_wr[LEDGER_NKINDS] HOT_DATA;
 struct ledger *acct_ledger HOT_DATA;
 struct slot *acct_slot HOT_DATA = &ledger_no_slot;
+struct slot *acct_mark_slot = &ledger_no_slot;
 /* The handle itself: every reserve and release reads it. */
 static unsigned char ledger_mem[LEDGER_HANDLE_SIZE] HOT_DATA __attribute__((aligned(64)));
 /* The ledger was asked for (job or path given) but is unusable and RDMACTL_FAIL=closed: refuse all. */
@@ -454,6 +455,7 @@ static void update_slow(void)
 		struct slot *s = ledger ? __atomic_load_n(&ledger->fast_slot, __ATOMIC_RELAXED) : NULL;
 
 		__atomic_store_n(&acct_slot, s ? s : &ledger_no_slot, __ATOMIC_RELAXED);
+		__atomic_store_n(&acct_mark_slot, ledger ? ledger_own_slot(ledger) : &ledger_no_slot, __ATOMIC_RELAXED);
 	}
 	for (i = 0; i < LEDGER_NKINDS; i++) {
 		unsigned char r = sl ? ROUTE_SLOW
@@ -579,6 +581,7 @@ __attribute__((destructor)) static void acct_fini(void)
 	if (ledger && !atomic_load(&reattach) && my_pid == getpid()) {
 		/* the slot goes back: a create or destroy from now on goes the long way, which sees it gone */
 		__atomic_store_n(&acct_slot, &ledger_no_slot, __ATOMIC_RELAXED);
+		__atomic_store_n(&acct_mark_slot, &ledger_no_slot, __ATOMIC_RELAXED);
 		ledger_detach(ledger);
 	}
 }

@@ -177,6 +177,8 @@ static COLD_FN struct ctx_ent *ctx_claim_more(void)
 struct ctx_ent *ctx_wrap(struct ibv_context *ctx, bool imported)
 {
 	struct verbs_context *v = verbs_get_ctx(ctx);
+	struct ibv_mw *(*am)(struct ibv_pd *, enum ibv_mw_type);
+	int (*dm)(struct ibv_mw *);
 	struct ctx_ent *e = NULL;
 	unsigned int i;
 
@@ -208,12 +210,16 @@ struct ctx_ent *ctx_wrap(struct ibv_context *ctx, bool imported)
 		if (v)
 			wrap_older(v, e);
 	}
-	if (ctx->ops.alloc_mw && ctx->ops.dealloc_mw) {
+	am = ctx->ops.alloc_mw;
+	dm = ctx->ops.dealloc_mw;
+	if (am && dm) {
 		/* MWs: the one verb pair through these ops a program makes often enough to count */
-		NOTE_OP(alloc_mw, ctx->ops.alloc_mw);
-		NOTE_OP(dealloc_mw, ctx->ops.dealloc_mw);
-		WRAP_OP(&ctx->ops, e, alloc_mw);
-		WRAP_OP(&ctx->ops, e, dealloc_mw);
+		NOTE_OP(alloc_mw, am);
+		NOTE_OP(dealloc_mw, dm);
+		e->ops.alloc_mw = am;
+		e->ops.dealloc_mw = dm;
+		ctx->ops.alloc_mw = w_alloc_mw;
+		ctx->ops.dealloc_mw = w_dealloc_mw;
 	} else {
 		e->ops.alloc_mw = NULL;
 		e->ops.dealloc_mw = NULL;

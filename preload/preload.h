@@ -116,13 +116,18 @@ int acct_charge_wr(enum ledger_kind kind, uint32_t send_wr, uint32_t recv_wr);
 void acct_init(void);
 /* Bracket a device open (before its charge, after the open returned): the gc may then check the process. */
 void acct_open_mark(void);
-/* acct_open_mark() by the route of contexts: straight to the ledger, nothing without one. */
+/*
+ * The slot a device open marks (ledger_open_mark()): the process's own, whatever its plans' shape; the slot
+ * of zeros without one. Set with the routes.
+ */
+extern struct slot *acct_mark_slot;
+/* acct_open_mark() by the route of contexts: straight to the slot, nothing without a ledger. */
 static inline __attribute__((always_inline)) void acct_open_mark_obj(void)
 {
 	unsigned char r = __atomic_load_n(&acct_route[LEDGER_CTX], __ATOMIC_RELAXED);
 
 	if (__builtin_expect(r == ROUTE_LEDGER, 1))
-		ledger_open_mark(acct_ledger);
+		ledger_mark_open(acct_mark_slot);
 	else if (r == ROUTE_SLOW)
 		acct_open_mark();
 }

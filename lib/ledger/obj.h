@@ -98,6 +98,15 @@ static inline ALWAYS_INLINE int ledger_take_obj(struct ledger *const *lp, struct
 	return 0;
 }
 
+/* ledger_open_mark() on the slot s (its own: ledger_own_slot(); the slot of zeros without one). */
+static inline ALWAYS_INLINE void ledger_mark_open(struct slot *s)
+{
+	AADD(&s->vseq, 1);
+}
+
+/* The attached process's slot, whatever its plans' shape; ledger_no_slot when not attached. */
+struct slot *ledger_own_slot(struct ledger *l);
+
 /* ledger_release_obj() for a valid object kind, in its usual case; s as for ledger_take_obj(). */
 static inline ALWAYS_INLINE int ledger_give_obj(struct ledger *const *lp, struct slot *s, enum ledger_kind kind,
 						uint64_t bytes)

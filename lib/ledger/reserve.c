@@ -1071,10 +1071,17 @@ COLD_FN int ledger_obj_trim(struct ledger *l, enum ledger_kind kind)
 }
 
 /*
- * All zeros, always: an operation on it adds and takes back its add. Shared by every handle without a slot
- * and by the preload's copy of the slot pointer (acct_slot) before the attach and from the exit's detach.
+ * Its usage, grants and thresholds are zeros, always: an operation on it adds and takes back its add (an
+ * open's mark on it counts nothing anyone reads). Shared by every handle without a slot and by the
+ * preload's copies of the slot pointer (acct_slot, acct_mark_slot) before the attach and from the exit's
+ * detach.
  */
 struct slot ledger_no_slot;
+
+struct slot *ledger_own_slot(struct ledger *l)
+{
+	return l->slot >= 0 && l->slot < LEDGER_MAX_PROCS ? &l->use->slots[l->slot] : &ledger_no_slot;
+}
 
 static inline ALWAYS_INLINE struct slot *fast_slot_of(struct ledger *l)
 {
