@@ -138,11 +138,6 @@ static COLD_FN void wrap_older(struct verbs_context *v, struct ctx_ent *e)
 #undef X
 }
 
-/*
- * An entry is claimed by compare-and-swap (free to CTX_BUSY), filled, and published with the context's
- * address; no lock, so that an open pays no mutex. The verbs_context's fields come newest first: a context
- * whose size reaches the newest field wrapped here (alloc_null_mr) has all of them.
- */
 /* Claim entry e if it is free (to CTX_BUSY). */
 static bool ctx_claim(struct ctx_ent *e)
 {
@@ -174,6 +169,11 @@ static COLD_FN struct ctx_ent *ctx_claim_more(void)
 	return &m->e;
 }
 
+/*
+ * An entry is claimed by compare-and-swap (free to CTX_BUSY), filled, and published with the context's
+ * address; no lock, so that an open pays no mutex. The verbs_context's fields come newest first: a context
+ * whose size reaches the newest field wrapped here (alloc_null_mr) has all of them.
+ */
 struct ctx_ent *ctx_wrap(struct ibv_context *ctx, bool imported)
 {
 	struct verbs_context *v = verbs_get_ctx(ctx);
