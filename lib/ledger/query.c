@@ -104,6 +104,28 @@ static void slots_usage(struct ledger *l, struct ledger_scope_stat *st,
 	}
 }
 
+/*
+ * A scope with a limit on a kind keeps a total, the sum of its slots' grants: never below what is in use.
+ * The slots are read one after the other, and a sum of them read while processes come and go can be above
+ * what was ever in use at once (a release seen late, another's create seen early): a limited kind shows the
+ * smaller of the sum and the total, which is what is in use at rest, and never above a limit that usage did
+ * not pass.
+ */
+static void clamp_to_totals(struct ledger_scope_stat *st, const uint64_t *total)
+{
+	int k;
+
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		uint64_t t;
+
+		if (k == LEDGER_WR || st->limit[k] == LEDGER_UNLIMITED)
+			continue;
+		t = ALOADR(&total[k]);
+		if (st->usage[k] > t)
+			st->usage[k] = t;
+	}
+}
+
 static bool in_global(struct ledger *l, const struct slot *s, const void *arg)
 {
 	(void)l;
@@ -191,6 +213,7 @@ static void fill_cgroup_scope(struct ledger *l, const char *path, struct ledger_
 			st->refused[k] = ALOADR(&l->use->cg_refused[e][k]);
 		}
 		slots_usage(l, st, in_cgroup, path);
+		clamp_to_totals(st, l->use->cg_total[e]);
 	}
 	*found = e >= 0 || st->nprocs;
 }
@@ -207,6 +230,7 @@ static void fill_job_scope(struct ledger *l, int j, struct ledger_scope_stat *st
 		st->refused[k] = ALOADR(&jb->refused[k]);
 	}
 	slots_usage(l, st, in_job, &j);
+	clamp_to_totals(st, jb->total);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
 		if (slot_job(&l->use->slots[i]) == j && slot_live(&l->use->slots[i]))
 			st->nprocs++;
@@ -222,6 +246,7 @@ static void fill_global_scope(struct ledger *l, struct ledger_scope_stat *st)
 		st->refused[k] = ALOADR(&l->use->global_refused[k]);
 	}
 	slots_usage(l, st, in_global, NULL);
+	clamp_to_totals(st, l->use->global_total);
 	for (i = 0; i < LEDGER_MAX_PROCS; i++)
 		if (slot_live(&l->use->slots[i]))
 			st->nprocs++;
