@@ -50,7 +50,9 @@
  * Allowances are taken back (a recount lowers each grant to its usage, never raises it) on every limit set
  * or changed, and before a refusal by a shared scope while some live slot holds one of that kind: a create
  * is refused only when what is in use, not what is granted, fills the limit. The read side (quota show,
- * top, the exporter) shows the sum of the slots' usage, never a total.
+ * top, the exporter) shows the sum of the slots' usage; for a kind the scope limits, at most its total
+ * (the slots are read one after the other: a sum read while processes come and go can pass what was in use
+ * at any one time).
  *
  * Totals
  * ------
