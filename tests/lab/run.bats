@@ -631,6 +631,27 @@ charges() {
 	assert_line "extra created=2 refused=0 errno=0"
 }
 
+@test "more contexts open at once than the table of contexts has entries: each one's objects and inline verbs counted" {
+	local many=$BUILD/lab-progs/manyctx o=$BATS_TEST_TMPDIR/out
+	# 300 contexts (the table has 256 entries, the rest come from a list), a PD and an MW (inline verb,
+	# through the context's ops) on each: the MW limit of 299 refuses the last one, on a context of the list
+	timeout 120 "$RDMACTL" run --job zctx --max-mw 299 --max-ctx 1000 -- "$many" -n 300 -H 60 >"$o" 2>&1 3>&- &
+	local job=$!
+	wait_for 60 grep -q holding "$o" || { cat "$o"; false; }
+	run cat "$o"
+	assert_line "ctx created=300"
+	assert_line "pd created=300 refused=0 errno=0"
+	assert_line "mw created=299 refused=1 errno=ENOMEM"
+	local pid
+	pid=$(pgrep -f "^$many")
+	check_same_as_kernel "$pid"
+	run "$LQ" job zctx
+	assert_line "mw 299 299"
+	kill "$pid"
+	wait $job || true
+	job_is_empty zctx
+}
+
 @test "an unusable ledger: RDMACTL_FAIL=closed refuses every creation, open lets them through" {
 	local env=(env LD_PRELOAD="$PRELOAD" RDMACTL_LEDGER="$BATS_TEST_TMPDIR/no/such/ledger" RDMACTL_JOB=gone)
 	# closed: already the context is refused, with the verbs' usual errno
