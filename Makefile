@@ -54,9 +54,9 @@ LIBS_PRELOAD := -ldl -lpthread -lrt
 
 # lib/ is three libraries: the core the preload links (kinds, ledger, /proc readers, parsing), everything else
 # the commands share, and the monitor's BPF loader, the one object that needs the BPF skeleton (clang).
-CORE_SRC    := lib/kinds.c $(wildcard lib/ledger/*.c) lib/proc.c lib/util.c
-BPFLIB_SRC  := lib/bpfmon.c lib/kq.c
-LIB_SRC     := $(filter-out $(BPFLIB_SRC),$(wildcard lib/*.c lib/ledger/*.c))
+CORE_SRC    := lib/core/kinds.c $(wildcard lib/ledger/*.c) lib/core/proc.c lib/core/util.c
+BPFLIB_SRC  := lib/monitor/bpfmon.c lib/kq/kq.c
+LIB_SRC     := $(filter-out $(BPFLIB_SRC),$(wildcard lib/*/*.c))
 CMD_SRC     := $(wildcard cmd/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
@@ -168,8 +168,9 @@ $(OUT)/lib/%.o: lib/%.c | $(OUT)/lib
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -c $< -o $@
 
-# Only the monitor's loader includes the skeleton.
-$(BPFLIB_OBJ): | $(BPF_SKEL)
+# Each loader waits for its own skeleton.
+$(OUT)/lib/monitor/bpfmon.o: | $(OUT)/restrack.skel.h
+$(OUT)/lib/kq/kq.o: | $(OUT)/kq.skel.h
 
 $(OUT)/cmd/%.o: cmd/%.c | $(OUT)/cmd
 	$(call msg,CC,$@)
@@ -208,7 +209,7 @@ $(OUT)/tests/%: tests/unit/%.c $(OUT)/librdmactl.a | $(OUT)/tests
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_TEST)
 
 # The kernel quota library lives beside the BPF skeleton, outside librdmactl.a: the tests that reach it
-# (test_prom through lib/metrics.c, which reads the kernel quotas) link it too.
+# (test_prom through lib/export/metrics.c, which reads the kernel quotas) link it too.
 UNIT_BPF := $(OUT)/tests/test_kq $(OUT)/tests/test_prom
 $(UNIT_BPF): $(OUT)/tests/%: tests/unit/%.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OUT)/tests
 	$(call msg,LINK,$@)
@@ -228,7 +229,7 @@ $(OUT)/bench/monprobe: bench/monprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OU
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
 
-# The kernel quota programs' benchmark loads them through lib/kq.c, and the empty programs (the floor).
+# The kernel quota programs' benchmark loads them through lib/kq/kq.c, and the empty programs (the floor).
 $(OUT)/bench/kqprobe: bench/kqprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(OUT)/kqempty.skel.h | $(OUT)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
@@ -263,8 +264,8 @@ $(OUT)/lab-progs/kqcompat32: tests/lab/progs32/kqcompat32.c | $(OUT)/lab-progs
 	$(Q)$(CC) -m32 -O2 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-stack-protector -nostdlib -static -o $@ $<
 
 # libFuzzer harnesses: clang, built from the sources (not the gcc archive); all of lib/ but the collection
-# for export (lib/metrics.c), which reads the kernel quotas through the BPF loader's library.
-FUZZ_LIB_SRC := $(filter-out lib/metrics.c,$(LIB_SRC))
+# for export (lib/export/metrics.c), which reads the kernel quotas through the BPF loader's library.
+FUZZ_LIB_SRC := $(filter-out lib/export/metrics.c,$(LIB_SRC))
 $(OUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -I$(OUT) -fsanitize=fuzzer,address,undefined \

@@ -5,7 +5,7 @@
  * stay). Meant for the lab with LAB_ICOUNT=0, where the clock counts instructions, the kernel's included:
  * bench/kqprobe.sh runs it.
  *
- * It loads and pins the programs (as `rdmactl quota set --kernel` does). lib/kq.c attaches them only while a
+ * It loads and pins the programs (as `rdmactl quota set --kernel` does). lib/kq/kq.c attaches them only while a
  * kernel limit exists: once the first limit is set, this takes their pinned links away and attaches the same
  * programs itself (BPF_RAW_TRACEPOINT_OPEN of each program), so that it can detach them between windows; at
  * the end it attaches and pins them again, and lifts its limits (which detaches them). Configurations, in
@@ -13,7 +13,7 @@
  *   control windows alternate exactly the same way but nothing is attached in either (the noise floor)
  *   empty   programs that return at once (bpf/kqempty.bpf.c) at the hooks a pair passes while a limit
  *           exists: the trampolines alone, the floor of any BPF design
- *   none    no limit anywhere: what lib/kq.c leaves attached then (nothing)
+ *   none    no limit anywhere: what lib/kq/kq.c leaves attached then (nothing)
  *   other   a limit on another scope: every create looks up this process's scopes and finds no limit
  *   self    a limit on every kind on this process's own scope: checked, charged and credited
  * Per configuration and kind it prints the 10th percentile of a pair's instructions detached and attached,
@@ -42,7 +42,7 @@
 #include <infiniband/verbs.h>
 
 #include "bench.h"
-#include "kq.h"
+#include "kq/kq.h"
 #include "kqempty.skel.h"
 
 #define MAXPROGS 16
@@ -101,7 +101,7 @@ static void unpin_links(void)
 		fd = bpf_obj_get(path);
 		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
 			die(path, errno);
-		if (known(e->d_name)) { /* attached again by lib/kq.c: ours already */
+		if (known(e->d_name)) { /* attached again by lib/kq/kq.c: ours already */
 			if (unlink(path))
 				die(path, errno);
 			close(fd);
@@ -419,7 +419,7 @@ int main(int argc, char **argv)
 	}
 
 	unpin_links();
-	printf("kernel quota programs: %d attached without limits (lib/kq.c attaches them with the first limit), "
+	printf("kernel quota programs: %d attached without limits (lib/kq/kq.c attaches them with the first limit), "
 	       "attached and detached in alternating windows of %d pairs per kind, %d rounds\n", nprogs, pairs, rounds);
 	printf("instructions per pair (10th percentiles): detached, attached, added and its share\n");
 	printf("%-8s %-13s %10s %10s %8s %9s\n", "config", "verb", "detached", "attached", "added", "share");

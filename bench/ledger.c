@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ledger.h"
+#include "ledger/ledger.h"
 
 static char path[64];
 

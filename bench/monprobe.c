@@ -34,7 +34,7 @@
 #include <infiniband/verbs.h>
 
 #include "bench.h"
-#include "bpfmon.h"
+#include "monitor/bpfmon.h"
 
 enum { K_QP = 1, K_MR = 2, K_CQ = 4, K_PD = 8 };
 

@@ -5,11 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "out.h"
-#include "top.h"
+#include "core/clock.h"
+#include "core/out.h"
+#include "top/top.h"
 #include "top_view.h"
-#include "util.h"
+#include "core/util.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -18,10 +18,10 @@
  *                       cleanup at the last close of the file, wherever that runs).
  *   iter/task_file, iter/task_vma  run once when the first limit attaches the programs: they record the
  *                       objects that already exist, from the kernel's own lists (population, below).
- * Every program is attached only while a kernel limit exists (lib/kq.c, count_limits): without kernel limits
+ * Every program is attached only while a kernel limit exists (lib/kq/kq.c, count_limits): without kernel limits
  * nothing on the host passes them. When the first limit comes, the programs are attached and the iterators
  * record what already exists (each uverbs file as its context, each object on its uobjects list), so that
- * the limit counts what its scope holds (lib/kq.c rescan); after the last limit they are detached and
+ * the limit counts what its scope holds (lib/kq/kq.c rescan); after the last limit they are detached and
  * kq_objs is emptied (no program would see those objects' destroys).
  * Costs (doc/kq-cost.md): the hooks read kernel structures directly (BTF), not through helper calls; a
  * uverbs ioctl reads its header and first attributes in one copy, so a verb that creates nothing returns
@@ -581,7 +581,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	return err;
 }
 
-/* Attached only while a limit exists (lib/kq.c): the clean refusal of a context past its limit. */
+/* Attached only while a limit exists (lib/kq/kq.c): the clean refusal of a context past its limit. */
 SEC("lsm/file_open")
 int BPF_PROG(kq_open, struct file *file)
 {
@@ -718,7 +718,7 @@ int BPF_PROG(kq_destroy, struct ib_uobject___kq *uobj, int reason, void *attrs, 
 
 /*
  * Population: when the first limit attaches the programs, what already exists is recorded from the kernel's
- * own lists, so that the limit counts it (lib/kq.c populate, then rescan). Every uverbs file a task holds
+ * own lists, so that the limit counts it (lib/kq/kq.c populate, then rescan). Every uverbs file a task holds
  * (an fd: iter/task_file; a mapping whose fd was closed: iter/task_vma) is a context, keyed by its struct
  * file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
  * an MR's length, and the tgid and cgroup of the task holding the file. The first task that shows a file
@@ -737,7 +737,7 @@ int BPF_PROG(kq_destroy, struct ib_uobject___kq *uobj, int reason, void *attrs, 
  *   object is off its list already (list_del_init points it to itself);
  * - a list that changes under the walk: a deleted entry points to itself; the walk then starts again from the
  *   head (the inserts already made stay, the new ones fail) and counts a miss in kq_state.pop_miss when it
- *   cannot finish, as forget() does when kq_gone is full: lib/kq.c then drops what the population made and
+ *   cannot finish, as forget() does when kq_gone is full: lib/kq/kq.c then drops what the population made and
  *   walks again.
  * - a uverbs file whose open was under way at the attach (kq_opened does not run) and whose fd is installed
  *   after the iterator read its process's table: recorded at its GET_CONTEXT (late_ctx), which every file

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Kernel quotas: what the BPF LSM programs (bpf/kq.bpf.c) and their user space (lib/kq.c) share. The maps
+ * Kernel quotas: what the BPF LSM programs (bpf/kq.bpf.c) and their user space (lib/kq/kq.c) share. The maps
  * are pinned under KQ_PIN_DIR and outlive rdmactl: no daemon, the next rdmactl opens them again.
  */
 #ifndef RDMACTL_KQ_H
 #define RDMACTL_KQ_H
 
-#include "kinds.h"
+#include "core/kinds.h"
 
 #define KQ_PIN_DIR "/sys/fs/bpf/rdmactl/kq"
 
@@ -83,7 +83,7 @@ struct kq_state {
 	__u32 nlimits;    /* limited scopes: 0 means every hook returns at once */
 	__u32 types;      /* KQ_TYPE_* of the scope types among them: the programs look up only those */
 	__u64 evseq;      /* the last event's seq */
-	__u32 populating; /* the iterators are recording what exists (lib/kq.c populate): destroys mark kq_gone */
+	__u32 populating; /* the iterators are recording what exists (lib/kq/kq.c populate): destroys mark kq_gone */
 	__u32 pop_miss;   /* during it: a destroy not marked (kq_gone full), a list not walked to its end */
 };
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Event and counter layouts shared by bpf/restrack.bpf.c and lib/bpfmon.c (rdmactl monitor). */
+/* Event and counter layouts shared by bpf/restrack.bpf.c and lib/monitor/bpfmon.c (rdmactl monitor). */
 #ifndef RDMACTL_RESTRACK_H
 #define RDMACTL_RESTRACK_H
 
-#include "kinds.h" /* enum restrack_type: mon_event.type */
+#include "core/kinds.h" /* enum restrack_type: mon_event.type */
 
 #define MON_COMM_LEN 16
 #define MON_DEV_LEN 64 /* IB_DEVICE_NAME_MAX */

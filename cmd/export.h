@@ -5,9 +5,9 @@
 
 #include <stdbool.h>
 
-#include "http.h"
-#include "metrics.h"
-#include "prom.h"
+#include "export/http.h"
+#include "export/metrics.h"
+#include "export/prom.h"
 
 /* The default --listen: port 9476 on every address (why this port: man rdmactl-export, OPTIONS). */
 #define EXPORT_DEFAULT_LISTEN ":9476"

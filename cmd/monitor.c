@@ -9,15 +9,15 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "bpfmon.h"
-#include "clock.h"
-#include "kq.h"
-#include "ledger.h"
-#include "monfmt.h"
+#include "monitor/bpfmon.h"
+#include "core/clock.h"
+#include "kq/kq.h"
+#include "ledger/ledger.h"
+#include "monitor/monfmt.h"
 #include "monitor.h"
-#include "out.h"
+#include "core/out.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 
 static void on_signal(int sig)

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "bpfmon.h"
-#include "ledger.h"
+#include "monitor/bpfmon.h"
+#include "ledger/ledger.h"
 
 struct monitor_opts {
 	pid_t pid;

@@ -9,16 +9,16 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "ledger.h"
-#include "monfmt.h"
+#include "core/clock.h"
+#include "ledger/ledger.h"
+#include "monitor/monfmt.h"
 #include "monitor.h"
-#include "nl.h"
-#include "out.h"
-#include "proc.h"
+#include "nl/nl.h"
+#include "core/out.h"
+#include "core/proc.h"
 #include "rdmactl.h"
-#include "top.h"
-#include "util.h"
+#include "top/top.h"
+#include "core/util.h"
 
 /* --- --audit ------------------------------------------------------------------------------------------- */
 

@@ -9,15 +9,15 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "cgroup.h"
-#include "clock.h"
-#include "kq.h"
-#include "ledger.h"
-#include "monfmt.h"
+#include "core/cgroup.h"
+#include "core/clock.h"
+#include "kq/kq.h"
+#include "ledger/ledger.h"
+#include "monitor/monfmt.h"
 #include "monitor.h"
-#include "out.h"
-#include "proc.h"
-#include "util.h"
+#include "core/out.h"
+#include "core/proc.h"
+#include "core/util.h"
 
 /* --- ledger refusals --------------------------------------------------------------------------------- */
 

@@ -9,13 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "monfmt.h"
+#include "core/clock.h"
+#include "monitor/monfmt.h"
 #include "monitor.h"
-#include "nl.h"
-#include "nlmon.h"
-#include "out.h"
-#include "util.h"
+#include "nl/nl.h"
+#include "nl/nlmon.h"
+#include "core/out.h"
+#include "core/util.h"
 
 /* --- device names ----------------------------------------------------------------------------------- */
 

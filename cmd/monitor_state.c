@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* rdmactl monitor's shared state: its options, the running summary, the loaded monitor, the text header. */
 #include "monitor.h"
-#include "out.h"
+#include "core/out.h"
 
 struct monitor_opts mopt = { .type = -1, .interval = 2.0 };
 volatile sig_atomic_t monitor_exiting;

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "monfmt.h"
+#include "core/clock.h"
+#include "monitor/monfmt.h"
 #include "monitor.h"
-#include "out.h"
-#include "proc.h"
-#include "util.h"
+#include "core/out.h"
+#include "core/proc.h"
+#include "core/util.h"
 
 /* --- summary ----------------------------------------------------------------------------------------- */
 

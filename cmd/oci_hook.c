@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgquota.h"
-#include "cgroup.h"
-#include "ledger.h"
-#include "ocistate.h"
-#include "proc.h"
+#include "engines/cgquota.h"
+#include "core/cgroup.h"
+#include "ledger/ledger.h"
+#include "engines/ocistate.h"
+#include "core/proc.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 #define OCI_STATE_DIR "/run/rdmactl/oci"
 #define OCI_ENV_STATE_DIR "RDMACTL_OCI_STATE_DIR"

@@ -4,9 +4,9 @@
 #include <stdint.h>
 
 #include "pingpong.h"
-#include "pp.h"
+#include "pingpong/pp.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 enum { OPT_CHECK = 256, OPT_CM, OPT_TIMEOUT, OPT_ACCEPT_TIMEOUT };
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "pp.h"
+#include "pingpong/pp.h"
 
 /* The command line (pingpong.c parses it). */
 struct pingpong_opts {

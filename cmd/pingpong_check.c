@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gid.h"
-#include "out.h"
+#include "pingpong/gid.h"
+#include "core/out.h"
 #include "pingpong.h"
-#include "pp.h"
+#include "pingpong/pp.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 /* A port: a line of text then its GID table and which GID for which address; an object in JSON. */
 static void print_check_port(const struct pp_check_port *p)

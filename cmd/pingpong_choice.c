@@ -3,11 +3,11 @@
 #include <netinet/in.h>
 #include <stdio.h>
 
-#include "gid.h"
-#include "out.h"
+#include "pingpong/gid.h"
+#include "core/out.h"
 #include "pingpong.h"
-#include "pp.h"
-#include "util.h"
+#include "pingpong/pp.h"
+#include "core/util.h"
 
 struct pp_choose_opts pingpong_choose_opts(const struct pingpong_opts *o)
 {

@@ -4,12 +4,12 @@
 #include <netinet/in.h>
 #include <stdio.h>
 
-#include "gid.h"
-#include "out.h"
+#include "pingpong/gid.h"
+#include "core/out.h"
 #include "pingpong.h"
-#include "pp.h"
+#include "pingpong/pp.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 static void cm_waiting(uint16_t port)
 {

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gid.h"
-#include "out.h"
+#include "pingpong/gid.h"
+#include "core/out.h"
 #include "pingpong.h"
-#include "pp.h"
+#include "pingpong/pp.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 /* The options, as pingpong_rc() was given them. */
 static const struct pingpong_opts *a;

@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "kq.h"
-#include "ledger.h"
-#include "out.h"
+#include "core/cgroup.h"
+#include "kq/kq.h"
+#include "ledger/ledger.h"
+#include "core/out.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_ARGS 8
 

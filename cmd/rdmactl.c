@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "out.h"
+#include "core/out.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 
 static const struct cmd {

@@ -6,8 +6,8 @@
 #include <argp.h>
 #include <stdbool.h>
 
-#include "out.h"
-#include "util.h"
+#include "core/out.h"
+#include "core/util.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 

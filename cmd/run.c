@@ -13,12 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "kq.h"
-#include "ledger.h"
-#include "proc.h"
+#include "core/cgroup.h"
+#include "kq/kq.h"
+#include "ledger/ledger.h"
+#include "core/proc.h"
 #include "rdmactl.h"
-#include "util.h"
+#include "core/util.h"
 
 #define PRELOAD_NAME "librdmactl-preload.so"
 

@@ -9,13 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bpfmon.h"
-#include "kq.h"
-#include "ledger.h"
-#include "out.h"
+#include "monitor/bpfmon.h"
+#include "kq/kq.h"
+#include "ledger/ledger.h"
+#include "core/out.h"
 #include "rdmactl.h"
 #include "top_view.h"
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_PIDS 64
 

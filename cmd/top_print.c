@@ -6,10 +6,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "ledger.h"
-#include "out.h"
+#include "ledger/ledger.h"
+#include "core/out.h"
 #include "top_view.h"
-#include "util.h"
+#include "core/util.h"
 
 /* Lines of text printed so far in this snapshot (the screen's layout). */
 static size_t nlines;

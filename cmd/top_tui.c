@@ -8,8 +8,8 @@
 
 #include <curses.h>
 
-#include "clock.h"
-#include "out.h"
+#include "core/clock.h"
+#include "core/out.h"
 #include "rdmactl.h"
 #include "top_view.h"
 

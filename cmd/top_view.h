@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "top.h"
+#include "top/top.h"
 
 /* How snapshots are shown: sort key and order (the screen changes them), batch text or the screen. */
 struct top_view {

@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ledger.h"
+#include "ledger/ledger.h"
 #include "preload.h"
-#include "hot.h"
-#include "util.h"
+#include "core/hot.h"
+#include "core/util.h"
 
 struct pcfg pcfg HOT_DATA = { .err = ENOMEM, .log_level = 1, .log_fd = 2 };
 

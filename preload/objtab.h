@@ -19,8 +19,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "hot.h"
-#include "ledger.h"
+#include "core/hot.h"
+#include "ledger/ledger.h"
 
 /* Internal to the preload (built -fvisibility=hidden): direct PC-relative access, no GOT. */
 #pragma GCC visibility push(hidden)

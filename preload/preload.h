@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ledger.h"
+#include "ledger/ledger.h"
 #include "ledger/obj.h"
 
 #define PRELOAD_API __attribute__((visibility("default")))
@@ -14,7 +14,7 @@
 /* Internal to the preload (built -fvisibility=hidden): direct PC-relative access, no GOT. */
 #pragma GCC visibility push(hidden)
 
-/* The interceptor counts in ledger kinds (lib/kinds.h); an MR's bytes travel with LEDGER_MR. */
+/* The interceptor counts in ledger kinds (lib/core/kinds.h); an MR's bytes travel with LEDGER_MR. */
 
 /* Settings read once from the environment. */
 struct pcfg {

@@ -4,7 +4,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "util.h"
+#include "core/util.h"
 #include "wrap.h"
 
 PRELOAD_API const char rdmactl_preload_version[] = RDMACTL_VERSION;

@@ -10,7 +10,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "hot.h"
+#include "core/hot.h"
 #include "objtab.h"
 #include "preload.h"
 

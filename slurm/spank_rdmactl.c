@@ -15,12 +15,12 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
-#include "cgquota.h"
-#include "cgroup.h"
-#include "kinds.h"
-#include "ledger.h"
-#include "proc.h"
-#include "util.h"
+#include "engines/cgquota.h"
+#include "core/cgroup.h"
+#include "core/kinds.h"
+#include "ledger/ledger.h"
+#include "core/proc.h"
+#include "core/util.h"
 
 #ifndef RDMACTL_BINDIR
 #define RDMACTL_BINDIR "/usr/local/bin"

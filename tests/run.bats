@@ -158,7 +158,7 @@ setup() {
 
 
 # Under an emulated CPU whose TLB a verb flushes, each code page the wrapper touches after the verb is a refill:
-# the create side and the destroy side of the QP and MR wrappers each sit in one page (lib/util.h HOT_CREATE).
+# the create side and the destroy side of the QP and MR wrappers each sit in one page (lib/core/util.h HOT_CREATE).
 @test "the create and the destroy side of the QP and MR wrappers each fill one code page" {
 	nm -S "$BUILD/librdmactl-preload.so" >"$BATS_TEST_TMPDIR/syms"
 	pages() { # pages FUNCTION...: the distinct pages their code covers

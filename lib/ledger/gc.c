@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The ledger's reclaimer: the gc lock, freeze and recount, giving back what dead processes held. */
-#include "internal.h"
+#include "ledger/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* ---- gc lock, freeze, recount ------------------------------------------------------------------- */
 

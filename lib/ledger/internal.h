@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "clock.h"
-#include "hot.h"
-#include "ledger.h"
+#include "core/clock.h"
+#include "core/hot.h"
+#include "ledger/ledger.h"
 
 /* Shared by the ledger's files only (and its unit tests): hidden in the preload, direct access. */
 #pragma GCC visibility push(hidden)
@@ -103,7 +103,7 @@ struct slot {
 	uint64_t inflight;
 	uint64_t usage[LEDGER_NKINDS];
 	/*
-	 * What the scope totals carry for this slot (lib/ledger.h, "Grants"): usage[k] <= grant[k] but for an
+	 * What the scope totals carry for this slot (lib/ledger/ledger.h, "Grants"): usage[k] <= grant[k] but for an
 	 * operation in progress. The fast operation moves usage only; grants move in bracketed operations
 	 * (in-flight mark), in a recount (frozen), and when a dead slot is reclaimed.
 	 */
@@ -194,7 +194,7 @@ struct ledger {
 	/*
 	 * The operation's plan, built with the view: per kind, the counter of each scope a grant charges in
 	 * order (the slot's grant, then the job, the cgroups and the global total that have a limit on that kind:
-	 * see "Totals" in lib/ledger.h) with that scope's limit, so that a grant is one compare-and-swap per scope
+	 * see "Totals" in lib/ledger/ledger.h) with that scope's limit, so that a grant is one compare-and-swap per scope
 	 * and nothing else; for LEDGER_WR, the caps that are set. Pointers into this process's own mapping, indices
 	 * checked when built: a writer of the usage file cannot redirect them. plan_ok is false when the process
 	 * has more cgroup scopes than a plan holds (the general path then runs).

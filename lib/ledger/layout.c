@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The ledger's two files: names, errors, the header, create, map, validate, open and close. */
-#include "internal.h"
+#include "ledger/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 const char *const ledger_kind_names[] = {
 #define X(name, NAME, led, ...) KINDS_IF(led, #name, )
@@ -369,3 +369,8 @@ void ledger_close(struct ledger *l)
 	if (l->own)
 		free(l);
 }
+
+/* A ledger kind is the kind of the same row of lib/core/kinds.h (the rows marked led come first). */
+#define X(name, NAME, led, ...) KINDS_IF(led, _Static_assert((int)LEDGER_##NAME == (int)KIND_##NAME, #name);)
+KINDS(X)
+#undef X

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The interceptor's ledger operation, inline: one object within its slot's grant (lib/ledger.h, "Grants").
+ * The interceptor's ledger operation, inline: one object within its slot's grant (lib/ledger/ledger.h, "Grants").
  * With the kind a constant, a create is one atomic add on the slot's usage and one load of its grant; a
  * destroy one atomic subtract and one load (the threshold below which it gives back). Anything else goes
  * out of line, into an operation through the plans (reserve.c), which decides, describes and records it.
@@ -8,7 +8,7 @@
 #ifndef RDMACTL_LEDGER_OBJ_H
 #define RDMACTL_LEDGER_OBJ_H
 
-#include "internal.h"
+#include "ledger/internal.h"
 
 #pragma GCC visibility push(hidden)
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The ledger: who holds a slot (a process and its start time), and cgroup paths. */
-#include "internal.h"
-#include "proc.h"
+#include "ledger/internal.h"
+#include "core/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* ---- processes ---------------------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The ledger's policy: limits per pid, cgroup and globally; the jobs of rdmactl run. */
-#include "internal.h"
+#include "ledger/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* ---- policy ------------------------------------------------------------------------------------- */
 
@@ -40,7 +40,7 @@ static int recount_unfreeze(struct ledger *l)
 
 /*
  * Set a limit of a job, a cgroup entry or the global scope. Their totals of a kind are kept only while they
- * limit that kind (lib/ledger.h, "Totals"), and processes hold allowances under them ("Grants"): a limit
+ * limit that kind (lib/ledger/ledger.h, "Totals"), and processes hold allowances under them ("Grants"): a limit
  * (or a cap) set or changed is published while operations are frozen, every allowance is taken back and
  * every total recounted from the slots before anyone charges against it (invariant 1: the total is exact
  * from the first operation that sees the limit). A limit removed only needs the generation moved.

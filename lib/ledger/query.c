@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The ledger's read side: scopes, processes and refusals for quota show, top and monitor. */
-#include "internal.h"
+#include "ledger/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 int ledger_format_denial(const struct ledger_denial *d, char *buf, size_t len)
 {
@@ -88,7 +88,7 @@ static bool slot_live(const struct slot *s)
 
 /*
  * A scope's usage is the sum of the slots in it (those not reclaimed yet included): its total, where it has
- * a limit, carries their grants, usage and allowances (lib/ledger.h, "Grants"). in(l, s, arg) says whether
+ * a limit, carries their grants, usage and allowances (lib/ledger/ledger.h, "Grants"). in(l, s, arg) says whether
  * slot s counts in the scope.
  */
 static void slots_usage(struct ledger *l, struct ledger_scope_stat *st,

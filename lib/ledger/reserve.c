@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The ledger's hot path: reserve and release against every scope, lock-free, no system call. */
-#include "obj.h"
+#include "ledger/obj.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* ---- hot path ----------------------------------------------------------------------------------- */
 
@@ -532,7 +532,7 @@ static inline ALWAYS_INLINE const struct plan_ent *plan_of(const struct ledger *
 
 /*
  * A slot's grant of a kind is what the totals of its limited scopes carry for it: its usage plus an
- * allowance (lib/ledger.h, "Grants"). A create within the grant moves the slot's usage and nothing else;
+ * allowance (lib/ledger/ledger.h, "Grants"). A create within the grant moves the slot's usage and nothing else;
  * one beyond it raises the grant through the plan, by what is missing and, while there is room, an
  * allowance: a quarter of the room left under the tightest limit, at most GRANT_BATCH (GRANT_BATCH_BYTES for
  * MR bytes). A release keeps up to twice that and gives back the rest.

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "export/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,8 +8,8 @@
 
 #include <json-c/json.h>
 
-#include "monfmt.h"
-#include "out.h"
+#include "monitor/monfmt.h"
+#include "core/out.h"
 
 /*
  * Input: 8 bytes of CLOCK_REALTIME ns, a struct mon_event, then the device name the monitor would give

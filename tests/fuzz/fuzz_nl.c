@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "nl.h"
+#include "nl/nl.h"
 
 static volatile size_t sink;
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "nlmon.h"
+#include "nl/nlmon.h"
 
 static volatile size_t sink;
 

@@ -7,7 +7,7 @@
 
 #include <json-c/json.h>
 
-#include "ocistate.h"
+#include "engines/ocistate.h"
 
 /* A string member of o equal to want ("" = absent or not a string is fine only when want is ""). */
 static void same_string(struct json_object *o, const char *key, const char *want)

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gid.h"
-#include "pp.h"
+#include "pingpong/gid.h"
+#include "pingpong/pp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

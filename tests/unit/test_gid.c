@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gid.h"
+#include "pingpong/gid.h"
 #include "unit.h"
 
 static char root[] = "/tmp/test_gid.XXXXXX";

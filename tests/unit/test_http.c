@@ -2,7 +2,7 @@
 /* Unit tests of lib/http's request parser: valid heads, every refusal, the caps, heads that arrive in pieces. */
 #include <string.h>
 
-#include "http.h"
+#include "export/http.h"
 #include "unit.h"
 
 static int parse(const char *s, struct http_req *r)

@@ -2,10 +2,10 @@
 /* Unit tests of lib/kinds: every layer's kinds agree with the one table. */
 #include <string.h>
 
-#include "kinds.h"
-#include "ledger.h"
-#include "monfmt.h"
-#include "nl.h"
+#include "core/kinds.h"
+#include "ledger/ledger.h"
+#include "monitor/monfmt.h"
+#include "nl/nl.h"
 #include "unit.h"
 
 static const char *const names[KIND_NR] = {

@@ -4,8 +4,8 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl.h>
 
-#include "kq.h"
-#include "ledger.h"
+#include "kq/kq.h"
+#include "ledger/ledger.h"
 #include "unit.h"
 
 static void test_abi(void)

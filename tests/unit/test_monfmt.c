@@ -7,8 +7,8 @@
 
 #include <json-c/json.h>
 
-#include "monfmt.h"
-#include "out.h"
+#include "monitor/monfmt.h"
+#include "core/out.h"
 #include "unit.h"
 
 /* The device name the monitor gives an event (from its index): up to MON_DEV_LEN - 1 bytes. */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "monring.h"
+#include "monitor/monring.h"
 #include "unit.h"
 
 static struct mon_slot slots[MON_SLOTS];

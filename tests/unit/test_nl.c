@@ -10,8 +10,8 @@
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
-#include "nl.h"
-#include "top.h"
+#include "nl/nl.h"
+#include "top/top.h"
 #include "unit.h"
 
 #define CORPUS "tests/fuzz/corpus/nl/"

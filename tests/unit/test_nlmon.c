@@ -7,10 +7,10 @@
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
-#include "nlmon.h"
+#include "nl/nlmon.h"
 #include "unit.h"
 
-/* The mainline values lib/nlmon.c relies on, spelled out independently. */
+/* The mainline values lib/nl/nlmon.c relies on, spelled out independently. */
 #define CMD_MONITOR 28
 #define ATTR_EVENT_TYPE 102
 #define ATTR_MONITOR_MODE 103

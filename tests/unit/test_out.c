@@ -6,7 +6,7 @@
 
 #include <json-c/json.h>
 
-#include "out.h"
+#include "core/out.h"
 #include "unit.h"
 
 static char *mem;

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "pp.h"
+#include "pingpong/pp.h"
 #include "unit.h"
 
 static void test_wire_format(void)

@@ -3,9 +3,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "metrics.h"
-#include "prom.h"
-#include "rdmacg.h"
+#include "export/metrics.h"
+#include "export/prom.h"
+#include "kq/rdmacg.h"
 #include "unit.h"
 
 static void test_family_and_samples(void)

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "util.h"
+#include "core/util.h"
 
 static void test_parse_u64(void)
 {

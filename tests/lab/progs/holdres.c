@@ -11,7 +11,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "util.h"
+#include "core/util.h"
 
 static const char usage[] =
 	"usage: holdres [-d DEV] [-q NQP] [-m MRBYTES] [-t THREADS] [-e]\n"

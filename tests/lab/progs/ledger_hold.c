@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ledger.h"
-#include "util.h"
+#include "ledger/ledger.h"
+#include "core/util.h"
 
 static volatile sig_atomic_t done;
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ledger.h"
+#include "ledger/ledger.h"
 
 static void print(const uint64_t *usage, const uint64_t *limit)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nl.h"
+#include "nl/nl.h"
 
 static int count_res(const struct nl_res *r, void *arg)
 {

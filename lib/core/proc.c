@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Readers of /proc: a process's comm, its cgroup v2 path, its start time. */
+#include "core/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(buf, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+int proc_cgroup(pid_t pid, char *buf, size_t len)
+{
+	char path[64], line[4096 + 8];
+	int ret = -ENOENT;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/cgroup");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if (strlen(line + 3) >= len) {
+			ret = -ENAMETOOLONG;
+		} else {
+			snprintf(buf, len, "%s", line + 3);
+			ret = 0;
+		}
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie)
+{
+	char buf[1024], *p;
+	unsigned long long st;
+	int i;
+
+	if (proc_read(pid, "stat", buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	/* comm may contain spaces and parentheses: fields restart after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -EPROTO;
+	p += 2;
+	if (zombie)
+		*zombie = *p == 'Z' || *p == 'X';
+	/* p is at field 3 (state); field 22 is 19 fields further */
+	for (i = 3; i < 22; i++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -EPROTO;
+		p++;
+	}
+	if (sscanf(p, "%llu", &st) != 1)
+		return -EPROTO;
+	*start = st;
+	return 0;
+}
+
+ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (!len)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}

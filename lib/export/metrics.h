@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What rdmactl export publishes, gathered into structs: objects per cgroup, device and process, quotas, refusals, counters. */
+#ifndef RDMACTL_METRICS_H
+#define RDMACTL_METRICS_H
+
+/*
+ * Sources, each read once per collection, each optional (a missing one leaves its part empty and its
+ * error in metrics_snap.err):
+ *   netlink   lib/top/top.c's snapshot of the RDMA netlink dumps. It sums a process's objects over devices, so
+ *             the objects are taken one device at a time (a snapshot filtered by device name dumps only that
+ *             device's objects: every object is still dumped once per collection). The device names come
+ *             from the previous collection; a change in the set of devices costs one whole snapshot more.
+ *   ledger    scopes (limits and usage), attached processes (managed or not), refusals.
+ *   monitor   the BPF per-tgid counters pinned by a running `rdmactl monitor`, summed over processes.
+ *   rdmacg    rdma.max and rdma.current of every cgroup seen (and of their ancestors).
+ *
+ * Counters that must only grow are kept so across collections when opts.follow is set (a long-running
+ * exporter, which also calls metrics_tick() between collections so nothing slips by):
+ *  - refusals per scope: the ledger counts refusals per kind only; which scope refused is in its ring of
+ *    the LEDGER_DENIAL_RING latest refusals. A follower attributes each one it sees to its scope; what it
+ *    did not see (before it started, or more than the ring holds between two reads) stays "unattributed",
+ *    so that the sum over scopes is the ledger's exact count per kind. Without follow, everything is
+ *    unattributed (a one-shot reader cannot attribute monotonically).
+ *  - monitor counters: the monitor drops the entries of exited processes whose creates and destroys
+ *    balance; a follower keeps their last counts, so the sums never go down. A new monitor (another map)
+ *    starts them again from zero, as a restarted counter does.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "monitor/bpfmon.h"
+#include "kq/kq.h"
+#include "ledger/ledger.h"
+#include "kq/rdmacg.h"
+#include "top/top.h"
+
+/* Identities a cgroup path carries ("" when it carries none). */
+struct metrics_cgroup_ids {
+	char slurm_job_id[24];	/* ".../job_1234/..." (Slurm's cgroup plugins, v1 and v2) */
+	char pod_uid[40];	/* ".../kubepods.../pod<uid>/..." or "...-pod<uid_with_underscores>.slice" */
+	char container_id[72];	/* the component below the pod: "<hex>", "cri-containerd-<hex>.scope"... */
+};
+
+/* Fill ids from a cgroup path ("/a/b"); never fails (unknown shapes give empty ids). */
+void metrics_cgroup_ids(const char *path, struct metrics_cgroup_ids *ids);
+
+enum metrics_source {
+	METRICS_SRC_NETLINK,
+	METRICS_SRC_LEDGER,
+	METRICS_SRC_MONITOR,
+	METRICS_SRC_KERNEL,
+	METRICS_SRC_NR,
+};
+/* "netlink", "ledger", "monitor", "kernel" (the kernel quota programs' maps, when they are loaded). */
+extern const char *const metrics_source_names[METRICS_SRC_NR];
+
+/* Refusal scopes: enum ledger_scope_type, then the unattributed rest. */
+#define METRICS_SCOPE_UNATTRIBUTED (LEDGER_SCOPE_GLOBAL + 1)
+#define METRICS_NSCOPES (METRICS_SCOPE_UNATTRIBUTED + 1)
+/* "process", "job", "cgroup", "global", "unattributed". */
+const char *metrics_scope_name(int scope);
+
+struct metrics_opts {
+	const char *ledger;	/* NULL: ledger_default_path() */
+	bool follow;		/* long-running: see above */
+};
+
+/* A cgroup that holds RDMA objects, has a ledger entry, or has rdma cgroup files worth reporting. */
+struct metrics_cgroup {
+	char path[LEDGER_CGROUP_MAX];	/* "/a/b" relative to the cgroup2 root; "" when unknown */
+	struct metrics_cgroup_ids ids;
+	unsigned int nprocs;		/* processes holding objects in it */
+	unsigned int nmanaged;		/* of these, attached to the ledger */
+};
+
+/* A process that holds objects (user objects whose owning thread /proc still knows). */
+struct metrics_proc {
+	pid_t pid;
+	char comm[TOP_COMM_LEN];
+	size_t cg;			/* index into cgroups[] */
+	bool managed;			/* attached to the ledger */
+};
+
+/* The objects of one owner (a cgroup or a process: the array says which) on one device. */
+struct metrics_count {
+	size_t owner;
+	unsigned int dev;		/* index into devs[] */
+	struct top_counts c;
+};
+
+/* One device line of a cgroup's rdma.max and rdma.current. */
+struct metrics_rdmacg {
+	size_t cg;			/* index into cgroups[] */
+	char dev[RDMACG_DEV_LEN];
+	bool has_max, has_cur;
+	uint64_t max_handle, max_object;	/* RDMACG_MAX: no limit */
+	uint64_t cur_handle, cur_object;
+};
+
+/* Devices the monitor's per-device counts are kept for in a snapshot (named ones, and "" for the rest). */
+#define METRICS_MAX_MONDEVS (TOP_MAX_DEVS + 1)
+
+struct metrics_snap {
+	struct timespec time;		/* CLOCK_REALTIME at the start */
+	double seconds;			/* how long the collection took */
+	int err[METRICS_SRC_NR];		/* 0 read, else -errno */
+	char why[METRICS_SRC_NR][160];	/* what failed, for the log ("" when it was read) */
+	/* netlink */
+	struct top_dev devs[TOP_MAX_DEVS];
+	unsigned int ndevs;
+	struct metrics_cgroup *cgroups;
+	size_t ncgroups;
+	struct metrics_count *cg_counts;	/* owner: cgroups[] */
+	size_t ncg_counts;
+	struct metrics_proc *procs;
+	size_t nprocs;
+	struct metrics_count *proc_counts; /* owner: procs[] */
+	size_t nproc_counts;
+	/* ledger: every scope (global, cgroups, jobs, processes), as ledger_foreach_scope() gives them */
+	struct ledger_scope_stat *scopes;
+	size_t nscopes;
+	uint64_t refusals[METRICS_NSCOPES][LEDGER_NKINDS];
+	/* monitor: created and destroyed since it started, every process summed */
+	struct mon_counts mon;
+	/* the same per device, when the monitor pins its per-device counters (mon_devs_read): name is
+	 * the device's as netlink named it, "" for objects without a device or of a device that is gone */
+	struct metrics_mondev {
+		char name[MON_DEV_LEN];
+		struct mon_counts c;
+	} mon_devs[METRICS_MAX_MONDEVS];
+	unsigned int mon_ndevs;
+	bool mon_devs_read;
+	/* kernel quotas (BPF LSM): per ledger scope (parallel to scopes[]), its kernel limits, usage, refusals
+	 * and kills, where the scope has kernel limits (has) */
+	struct metrics_kscope {
+		bool has;
+		uint64_t max[KQ_NK];	/* KQ_UNLIMITED: none */
+		int64_t use[KQ_NK];
+		uint64_t refused[KQ_NK];
+		uint64_t killed[KQ_NK];
+	} *kscopes;
+	/* rdmacg */
+	struct metrics_rdmacg *rdmacg;
+	size_t nrdmacg;
+};
+
+struct metrics_ctx;
+
+/* Nothing is opened yet: sources are opened by the first collection (and again whenever they fail). */
+int metrics_open(const struct metrics_opts *o, struct metrics_ctx **out);
+void metrics_close(struct metrics_ctx *x);
+/*
+ * One collection: every source once. 0 (each source's failure is in s->err), or -ENOMEM. s is always
+ * initialised; release it with metrics_snap_free().
+ */
+int metrics_collect(struct metrics_ctx *x, struct metrics_snap *s);
+void metrics_snap_free(struct metrics_snap *s);
+/* With follow: read the ledger's refusals and the monitor's counters now (cheap), between collections. */
+void metrics_tick(struct metrics_ctx *x);
+
+#endif

@@ -1,0 +1,837 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Kernel quotas: load and pin bpf/kq.bpf.c once, then read and write its limits through the pinned maps. */
+#include "kq/kq.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "kq.skel.h"
+#include "ledger/ledger.h"
+
+#define PIN_ROOT "/sys/fs/bpf/rdmactl"
+
+enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_GONE, M_NR };
+static const char *const map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone" };
+static const size_t map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
+					sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8) };
+
+struct kq {
+	int fd[M_NR];
+};
+
+static __thread char kq_errbuf[512];
+
+static int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(kq_errbuf, sizeof(kq_errbuf), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *kq_error(void)
+{
+	return kq_errbuf;
+}
+
+bool kq_lsm_active(char *why, size_t len)
+{
+	const char *path = "/sys/kernel/security/lsm";
+	char buf[512] = "", *tok, *save = NULL;
+	FILE *f = fopen(path, "re");
+
+	if (!f && errno == ENOENT) {
+		/* securityfs not mounted yet (a minimal system): mount it where it belongs */
+		mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL);
+		f = fopen(path, "re");
+	}
+	if (!f) {
+		snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
+		return false;
+	}
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(why, len, "%s reads '%s', without bpf", path, buf);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, "bpf"))
+			return true;
+	return false;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level != LIBBPF_DEBUG && getenv("RDMACTL_KQ_DEBUG"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static void pin_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", KQ_PIN_DIR, name);
+}
+
+static int open_pinned(struct kq *q, bool ro)
+{
+	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = ro ? BPF_F_RDONLY : 0);
+	char path[256];
+	int i;
+
+	for (i = 0; i < M_NR; i++) {
+		struct bpf_map_info info = {};
+		__u32 ilen = sizeof(info);
+
+		pin_path(path, sizeof(path), map_names[i]);
+		q->fd[i] = bpf_obj_get_opts(path, &opts);
+		if (q->fd[i] < 0) {
+			int err = -errno;
+
+			if (err == -ENOENT)
+				return fail(err, "the kernel quota programs are not loaded (no %s)", path);
+			return fail(err, "cannot open %s: %s%s", path, strerror(-err),
+				    err == -EACCES || err == -EPERM ? " (root only)" : "");
+		}
+		if (map_vsize[i] && (bpf_obj_get_info_by_fd(q->fd[i], &info, &ilen) || info.value_size != map_vsize[i]))
+			return fail(-EPROTO,
+				    "%s was pinned by another version of rdmactl (value size %u, this one uses %zu): "
+				    "remove %s (rm -r) and set the kernel limits again",
+				    path, info.value_size, map_vsize[i], KQ_PIN_DIR);
+	}
+	return 0;
+}
+
+/*
+ * Every program is pinned as a program (prog_NAME) and attached by count_limits() at the first limit, detached
+ * after the last (link_NAME while attached), so that without kernel limits nothing on the host passes them.
+ * The iterators (kq_iter_*) are not attached: populate() runs them once at the first limit. A set pinned by
+ * an older rdmactl (links without prog_ pins) stays attached as it is.
+ */
+static const char *const ondemand[] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
+					"kq_begin", "kq_commit", "kq_destroy" };
+
+/* Load and pin (programs, then maps); called with the pin root locked and nothing pinned. */
+static int load_and_pin(void)
+{
+	struct kq_bpf *skel;
+	struct bpf_program *prog;
+	char path[256];
+	int err, i;
+
+	libbpf_set_print(libbpf_quiet);
+	skel = kq_bpf__open_and_load();
+	if (!skel)
+		return fail(-errno, "cannot load the kernel quota programs: %s (is ib_uverbs loaded? "
+			    "RDMACTL_KQ_DEBUG=1 shows libbpf's messages)", strerror(errno));
+	if (mkdir(KQ_PIN_DIR, 0700) && errno != EEXIST) {
+		err = fail(-errno, "cannot create %s: %s", KQ_PIN_DIR, strerror(errno));
+		goto out;
+	}
+	/* programs first, maps last: a map set pinned means the programs behind it are in place */
+	bpf_object__for_each_program(prog, skel->obj) {
+		snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, bpf_program__name(prog));
+		err = bpf_program__pin(prog, path);
+		if (err) {
+			fail(err, "cannot pin %s: %s", path, strerror(-err));
+			goto out;
+		}
+	}
+	for (i = 0; i < M_NR; i++) {
+		struct bpf_map *map = bpf_object__find_map_by_name(skel->obj, map_names[i]);
+
+		pin_path(path, sizeof(path), map_names[i]);
+		err = map ? bpf_map__pin(map, path) : -ENOENT;
+		if (err) {
+			fail(err, "cannot pin %s: %s", path, strerror(-err));
+			goto out;
+		}
+	}
+	err = 0;
+out:
+	kq_bpf__destroy(skel); /* the pins hold what must stay */
+	return err;
+}
+
+int kq_open(bool create, struct kq **out)
+{
+	struct kq *q = calloc(1, sizeof(*q));
+	int err, lock = -1, i;
+
+	if (!q)
+		return fail(-ENOMEM, "out of memory");
+	for (i = 0; i < M_NR; i++)
+		q->fd[i] = -1;
+	if (create) {
+		if (mkdir(PIN_ROOT, 0700) && errno != EEXIST) {
+			err = fail(-errno, "cannot create %s: %s%s", PIN_ROOT, strerror(errno),
+				   errno == EACCES || errno == EPERM ? " (root only)" : " (is bpffs mounted on /sys/fs/bpf?)");
+			goto fail;
+		}
+		lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lock < 0 || flock(lock, LOCK_EX)) {
+			err = fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
+			goto fail;
+		}
+	}
+	err = open_pinned(q, false);
+	if (err == -ENOENT && create) {
+		for (i = 0; i < M_NR; i++)
+			if (q->fd[i] >= 0)
+				close(q->fd[i]), q->fd[i] = -1;
+		err = load_and_pin();
+		if (!err)
+			err = open_pinned(q, false);
+	}
+	if (err)
+		goto fail;
+	if (lock >= 0)
+		close(lock);
+	*out = q;
+	return 0;
+fail:
+	if (lock >= 0)
+		close(lock);
+	kq_close(q);
+	return err;
+}
+
+int kq_open_readonly(struct kq **out)
+{
+	struct kq *q = calloc(1, sizeof(*q));
+	int err, i;
+
+	if (!q)
+		return fail(-ENOMEM, "out of memory");
+	for (i = 0; i < M_NR; i++)
+		q->fd[i] = -1;
+	err = open_pinned(q, true);
+	if (err) {
+		kq_close(q);
+		return err;
+	}
+	*out = q;
+	return 0;
+}
+
+void kq_close(struct kq *q)
+{
+	int i;
+
+	if (!q)
+		return;
+	for (i = 0; i < M_NR; i++)
+		if (q->fd[i] >= 0)
+			close(q->fd[i]);
+	free(q);
+}
+
+int kq_events_read(struct kq *q, uint64_t *since, int (*cb)(const struct kq_event *ev, void *arg), void *arg)
+{
+	struct kq_state st;
+	struct kq_event ev;
+	__u32 zero = 0, idx;
+	uint64_t s;
+	int n = 0, err;
+
+	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
+		return -errno;
+	if (*since == KQ_EVENTS_NEW) {
+		*since = st.evseq;
+		return 0;
+	}
+	s = st.evseq > KQ_EVSLOTS && *since < st.evseq - KQ_EVSLOTS ? st.evseq - KQ_EVSLOTS : *since;
+	for (s = s + 1; s <= st.evseq; s++) {
+		idx = s % KQ_EVSLOTS;
+		if (bpf_map_lookup_elem(q->fd[M_EVENTS], &idx, &ev) || ev.seq != s)
+			continue; /* overwritten already, or still being written */
+		err = cb(&ev, arg);
+		if (err)
+			return err;
+		n++;
+	}
+	*since = st.evseq;
+	return n;
+}
+
+int kq_scope_cgroup(const char *dir, struct kq_scope *out)
+{
+	struct stat st;
+
+	if (stat(dir, &st))
+		return fail(-errno, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(-ENOTDIR, "%s: not a cgroup directory", dir);
+	memset(out, 0, sizeof(*out));
+	out->type = KQ_SCOPE_CGROUP;
+	out->id = st.st_ino;
+	return 0;
+}
+
+/* ---- the rescan: what a scope's processes hold when its first limit is set ----------------------- */
+
+struct idset {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int idset_add(struct idset *s, uint64_t id)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		uint64_t *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = id;
+	return 0;
+}
+
+static bool idset_has(const struct idset *s, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i] == id)
+			return true;
+	return false;
+}
+
+/* The cgroup ids of dir and every directory below it. */
+static int collect_cgroups(const char *dir, struct idset *s, int depth)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int err = 0;
+
+	if (depth > 64 || stat(dir, &st))
+		return 0;
+	err = idset_add(s, st.st_ino);
+	if (err)
+		return err;
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while (!err && (de = readdir(d))) {
+		char sub[4096];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
+			continue;
+		err = collect_cgroups(sub, s, depth + 1);
+	}
+	closedir(d);
+	return err;
+}
+
+static bool charged_to(const struct kq_obj *o, const struct kq_scope *sc)
+{
+	int i;
+
+	for (i = 0; i < o->n && i < KQ_MAXCHG; i++)
+		if (o->sc[i].type == sc->type && o->sc[i].id == sc->id)
+			return true;
+	return false;
+}
+
+/*
+ * Count into base what the scope's processes hold and was not charged to it, and mark those objects as
+ * charged to it so that their destroy gives it back. An object destroyed meanwhile fails the BPF_EXIST
+ * update and is left out, as it should be.
+ */
+static int rescan(struct kq *q, const struct kq_scope *sc, const char *dir, __s64 base[KQ_NK])
+{
+	struct idset cg = {};
+	__u64 key, next, *prev = NULL;
+	struct kq_obj o;
+	int err = 0;
+
+	if (sc->type == KQ_SCOPE_CGROUP && dir) {
+		err = collect_cgroups(dir, &cg, 0);
+		if (err)
+			goto out;
+	}
+	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o))
+			continue;
+		if (sc->type == KQ_SCOPE_PID && o.tgid != sc->id)
+			continue;
+		if (sc->type == KQ_SCOPE_CGROUP && !idset_has(&cg, o.cgid))
+			continue;
+		if (charged_to(&o, sc) || o.n >= KQ_MAXCHG || o.kind >= KQ_NK)
+			continue;
+		o.sc[o.n++] = *sc;
+		if (bpf_map_update_elem(q->fd[M_OBJS], &key, &o, BPF_EXIST))
+			continue;
+		base[o.kind]++;
+		if (o.bytes)
+			base[KQ_MR_BYTES] += (__s64)o.bytes;
+	}
+out:
+	free(cg.v);
+	return err;
+}
+
+/*
+ * Attach (want) or detach the on-demand programs; a set pinned by an older rdmactl stays as it is. *attached:
+ * set when this call attached the record keepers (kq_begin): the population is due.
+ */
+static int sync_ondemand(bool want, bool *attached)
+{
+	char prog[256], link[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(ondemand) / sizeof(ondemand[0]); i++) {
+		bool have;
+		int pfd, lfd;
+
+		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, ondemand[i]);
+		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, ondemand[i]);
+		if (access(prog, F_OK))
+			continue; /* always attached (an older layout) */
+		have = !access(link, F_OK);
+		if (!want && have) {
+			/*
+			 * The last reference goes with a close, not with the unlink: the kernel releases a link
+			 * whose pin is removed later, from a work queue (6.12; seconds later in the lab), and the
+			 * program would record objects after kq_objs was emptied. A close detaches it before it
+			 * returns.
+			 */
+			lfd = bpf_obj_get(link);
+			if (unlink(link) && errno != ENOENT) {
+				int err = -errno;
+
+				if (lfd >= 0)
+					close(lfd);
+				return fail(err, "cannot detach %s: %s", link, strerror(-err));
+			}
+			if (lfd >= 0)
+				close(lfd);
+		}
+		if (!want || have)
+			continue;
+		pfd = bpf_obj_get(prog);
+		if (pfd < 0)
+			return fail(-errno, "cannot open %s: %s", prog, strerror(errno));
+		lfd = bpf_raw_tracepoint_open(NULL, pfd);
+		if (lfd < 0 || bpf_obj_pin(lfd, link)) {
+			int err = -errno;
+
+			if (lfd >= 0)
+				close(lfd);
+			close(pfd);
+			return fail(err, "cannot attach %s: %s", prog, strerror(-err));
+		}
+		close(lfd);
+		close(pfd);
+		if (attached && !strcmp(ondemand[i], "kq_begin"))
+			*attached = true;
+	}
+	return 0;
+}
+
+/* Empty a hash map keyed by __u64 (kq_objs, kq_gone). */
+static void empty_map(int fd)
+{
+	__u64 key;
+
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key) && errno != ENOENT)
+			break;
+}
+
+/* Run one pinned iterator to its end; -ENOENT when it is not pinned (an older layout). */
+static int run_iter(const char *name)
+{
+	char path[256], buf[256];
+	int pfd, lfd, ifd, err = 0;
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, name);
+	pfd = bpf_obj_get(path);
+	if (pfd < 0)
+		return -errno;
+	lfd = bpf_link_create(pfd, 0, BPF_TRACE_ITER, NULL);
+	if (lfd < 0) {
+		err = fail(-errno, "cannot attach %s: %s", path, strerror(errno));
+		close(pfd);
+		return err;
+	}
+	ifd = bpf_iter_create(lfd);
+	if (ifd < 0)
+		err = fail(-errno, "cannot run %s: %s", path, strerror(errno));
+	while (ifd >= 0 && (r = read(ifd, buf, sizeof(buf))) != 0) {
+		if (r < 0 && errno != EINTR && errno != EAGAIN) {
+			err = fail(-errno, "cannot run %s: %s", path, strerror(errno));
+			break;
+		}
+	}
+	if (ifd >= 0)
+		close(ifd);
+	close(lfd);
+	close(pfd);
+	return err;
+}
+
+static int set_populating(struct kq *q, bool on, __u32 *miss)
+{
+	struct kq_state st = {};
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
+	if (miss)
+		*miss = st.pop_miss;
+	st.populating = on;
+	st.pop_miss = 0;
+	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY))
+		return fail(-errno, "cannot update kq_state: %s", strerror(errno));
+	return 0;
+}
+
+/* Drop the records the population made (a walk to be done again). */
+static void drop_found(struct kq *q)
+{
+	__u64 key, next, *prev = NULL;
+	struct kq_obj o;
+
+	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
+		key = next;
+		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) && o.pad == KQ_OBJ_FOUND && !o.n &&
+		    !bpf_map_delete_elem(q->fd[M_OBJS], &key))
+			continue; /* from the same prev again */
+		prev = &key;
+	}
+}
+
+/*
+ * The first limit: the programs are about to be attached (attach), no limit is in kq_state yet. Records
+ * left from before are stale (kq_objs is emptied at the detach too: this is for a program that was still
+ * running then); kq_state.populating is set before the programs run, so that every destroy they see while
+ * the iterators walk is marked in kq_gone (the argument: bpf/kq.bpf.c, "Population"). A walk that missed
+ * something (kq_gone full, a list that kept changing) is done again, at most three times.
+ */
+static int populate(struct kq *q, int (*attach)(void *), void *arg)
+{
+	__u32 miss = 0;
+	int err, round;
+
+	empty_map(q->fd[M_OBJS]);
+	for (round = 0;; round++) {
+		empty_map(q->fd[M_GONE]);
+		err = set_populating(q, true, NULL);
+		if (!err && round == 0)
+			err = attach(arg);
+		if (!err)
+			err = run_iter("kq_iter_file");
+		if (!err)
+			err = run_iter("kq_iter_vma");
+		if (err == -ENOENT)
+			err = 0; /* an older layout without iterators */
+		if (!err)
+			err = set_populating(q, false, &miss);
+		if (err || !miss)
+			break;
+		if (round == 2) {
+			err = fail(-EAGAIN, "cannot count the RDMA objects that exist: they kept changing (%u misses)", miss);
+			break;
+		}
+		drop_found(q);
+	}
+	empty_map(q->fd[M_GONE]);
+	return err;
+}
+
+static int attach_all(void *arg)
+{
+	return sync_ondemand(true, arg);
+}
+
+/*
+ * Count the limited scopes and their types for the programs, and attach every program while there is one
+ * (under the pin root's lock: a set and an unset at once must not leave a limit without them); the first
+ * limit records what already exists (populate), after the last kq_objs is emptied.
+ */
+static int count_limits(struct kq *q)
+{
+	struct kq_scope key, next, *prev = NULL;
+	struct kq_state st = {};
+	__u32 zero = 0, n = 0, types = 0;
+	int lock, err;
+
+	lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX)) {
+		err = fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
+		goto out;
+	}
+	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
+		key = next;
+		prev = &key;
+		n++;
+		if (key.type < 32)
+			types |= KQ_TYPE(key.type);
+	}
+	/*
+	 * attached before the programs look for limits, detached after they stopped; when this attaches them
+	 * (the first limit), the objects that exist are recorded before any limit is in kq_state
+	 */
+	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
+	if (n) {
+		bool attached = false;
+		char begin[256], prog[256];
+
+		snprintf(begin, sizeof(begin), "%s/link_kq_begin", KQ_PIN_DIR);
+		snprintf(prog, sizeof(prog), "%s/prog_kq_begin", KQ_PIN_DIR);
+		/* (links taken away while limits exist, as bench/kqprobe does: attached again, nothing emptied) */
+		if (!st.nlimits && access(begin, F_OK) && !access(prog, F_OK)) {
+			err = populate(q, attach_all, &attached);
+			if (err) {
+				/* no limit was in force: back to nothing attached, nothing recorded */
+				sync_ondemand(false, NULL);
+				empty_map(q->fd[M_OBJS]);
+			}
+		} else {
+			err = sync_ondemand(true, NULL);
+		}
+		if (err)
+			goto out;
+	}
+	/* the programs' event counter stays (they may add to it meanwhile: an event's seq could repeat) */
+	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
+	st.nlimits = n;
+	st.types = types;
+	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY)) {
+		err = fail(-errno, "cannot update kq_state: %s", strerror(errno));
+		goto out;
+	}
+	err = n ? 0 : sync_ondemand(false, NULL);
+	/* no program sees a destroy any more: the records would be stale when the next limit comes */
+	if (!err && !n) {
+		char begin[256];
+
+		snprintf(begin, sizeof(begin), "%s/prog_kq_begin", KQ_PIN_DIR);
+		if (!access(begin, F_OK))
+			empty_map(q->fd[M_OBJS]);
+	}
+out:
+	if (lock >= 0)
+		close(lock);
+	return err;
+}
+
+int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned int kind, uint64_t max)
+{
+	struct kq_limit lim;
+	struct kq_usage use = {};
+	int i, err;
+
+	if (kind >= KQ_NK)
+		return fail(-EINVAL, "kind %u is not counted by the kernel quota programs", kind);
+	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim)) {
+		lim.max[kind] = max;
+		for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
+			;
+		/* its last limit lifted: the scope goes (the last scope takes the programs with it) */
+		if (i == KQ_NK)
+			return kq_remove(q, sc);
+		if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_EXIST))
+			return fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
+		return 0;
+	}
+	/* a scope without any limit is not made: a limit set later counts what it holds then (populate, rescan) */
+	if (max == KQ_UNLIMITED)
+		return 0;
+	/*
+	 * A new scope: once its entries exist, the programs charge its new objects; then the rescan counts
+	 * what it held before. The limit goes in last, so nothing is refused against a usage not yet known.
+	 */
+	for (i = 0; i < KQ_NK; i++) {
+		lim.max[i] = KQ_UNLIMITED;
+		lim.base[i] = 0;
+	}
+	if (bpf_map_update_elem(q->fd[M_USAGE], sc, &use, BPF_NOEXIST) && errno != EEXIST)
+		return fail(-errno, "cannot add the scope to the kernel's usage: %s%s", strerror(errno),
+			    errno == E2BIG ? " (too many scopes: remove unused ones with 'rdmactl quota gc')" : "");
+	if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_NOEXIST))
+		return fail(-errno, "cannot add the kernel limit: %s", strerror(errno));
+	err = count_limits(q);
+	if (err) {
+		/* not set: the scope goes again */
+		bpf_map_delete_elem(q->fd[M_LIMITS], sc);
+		bpf_map_delete_elem(q->fd[M_USAGE], sc);
+		return err;
+	}
+	err = rescan(q, sc, dir, lim.base);
+	if (err)
+		return fail(err, "cannot count what the scope holds: %s", strerror(-err));
+	lim.max[kind] = max;
+	if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_EXIST))
+		return fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
+	return 0;
+}
+
+int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
+	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK])
+{
+	struct kq_limit lim;
+	struct kq_usage u = {};
+	int i;
+
+	if (bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim))
+		return -ENOENT;
+	bpf_map_lookup_elem(q->fd[M_USAGE], sc, &u);
+	for (i = 0; i < KQ_NK; i++) {
+		int64_t v = u.use[i] + lim.base[i];
+
+		if (max)
+			max[i] = lim.max[i];
+		if (use)
+			use[i] = v < 0 ? 0 : v;
+		if (refused)
+			refused[i] = u.refused[i];
+		if (killed)
+			killed[i] = u.killed[i];
+	}
+	return 0;
+}
+
+int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg)
+{
+	struct kq_scope key, next, *prev = NULL;
+	int err;
+
+	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
+		key = next;
+		prev = &key;
+		err = cb(&key, arg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+const char *kq_kind_name(unsigned int kind)
+{
+	static const char *const names[] = {
+#define X(name, NAME, led, ...) KINDS_IF(led, #name, )
+		KINDS(X)
+#undef X
+	};
+
+	return kind < KQ_NK ? names[kind] : "?";
+}
+
+const char *kq_event_name(unsigned int type)
+{
+	return type == KQ_EV_REFUSE ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
+}
+
+const char *kq_scope_name(unsigned int type)
+{
+	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
+}
+
+int kq_remove(struct kq *q, const struct kq_scope *sc)
+{
+	int err = 0;
+
+	if (bpf_map_delete_elem(q->fd[M_LIMITS], sc) && errno != ENOENT)
+		err = fail(-errno, "cannot remove the kernel limit: %s", strerror(errno));
+	if (bpf_map_delete_elem(q->fd[M_USAGE], sc) && errno != ENOENT && !err)
+		err = fail(-errno, "cannot remove the kernel usage: %s", strerror(errno));
+	if (!err)
+		err = count_limits(q);
+	return err;
+}
+
+struct gc_arg {
+	struct idset cg;
+	struct kq_scope *gone;
+	size_t ngone;
+	int err;
+};
+
+static int gc_scope(const struct kq_scope *sc, void *arg)
+{
+	struct gc_arg *g = arg;
+	char path[64];
+	bool dead = false;
+
+	if (sc->type == KQ_SCOPE_PID) {
+		snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)sc->id);
+		dead = access(path, F_OK) && errno == ENOENT;
+	} else if (sc->type == KQ_SCOPE_CGROUP) {
+		dead = !idset_has(&g->cg, sc->id);
+	}
+	if (!dead)
+		return 0;
+	g->gone = realloc(g->gone, (g->ngone + 1) * sizeof(*g->gone));
+	if (!g->gone)
+		return g->err = -ENOMEM;
+	g->gone[g->ngone++] = *sc;
+	return 0;
+}
+
+int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
+{
+	struct gc_arg g = {};
+	size_t i;
+	int err;
+
+	*removed = 0;
+	err = collect_cgroups(cgroot, &g.cg, 0);
+	if (!err)
+		err = kq_foreach(q, gc_scope, &g);
+	if (!err)
+		err = g.err;
+	for (i = 0; !err && i < g.ngone; i++) {
+		err = kq_remove(q, &g.gone[i]);
+		if (!err)
+			(*removed)++;
+	}
+	free(g.gone);
+	free(g.cg.v);
+	return err;
+}
+
+int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out)
+{
+	char dir[PATH_MAX * 2];
+
+	memset(out, 0, sizeof(*out));
+	switch (ls->type) {
+	case LEDGER_SCOPE_CGROUP:
+		snprintf(dir, sizeof(dir), "%s%s", cgroot, ls->name);
+		return kq_scope_cgroup(dir, out);
+	case LEDGER_SCOPE_PROCESS:
+		out->type = KQ_SCOPE_PID;
+		out->id = (uint64_t)ls->pid;
+		return 0;
+	case LEDGER_SCOPE_GLOBAL:
+		out->type = KQ_SCOPE_GLOBAL;
+		return 0;
+	default:
+		return -ENOENT; /* a job has no kernel scope of its own (run --kernel gives it a cgroup) */
+	}
+}

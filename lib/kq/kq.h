@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Kernel quotas: the BPF LSM programs of bpf/kq.bpf.c, loaded once and pinned under KQ_PIN_DIR (they outlive
+ * rdmactl; no daemon), and their limits and usage per scope.
+ */
+#ifndef RDMACTL_LIBKQ_H
+#define RDMACTL_LIBKQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "../../bpf/kq.h"
+
+struct kq;
+
+/* Is BPF LSM active (bpf in /sys/kernel/security/lsm)? If not, why says what was found. */
+bool kq_lsm_active(char *why, size_t len);
+
+/*
+ * Open the pinned programs' maps. create: load, attach and pin them first when they are not there.
+ * -ENOENT: not loaded (and !create). Other errors: kq_error() says what failed.
+ */
+int kq_open(bool create, struct kq **out);
+/* Open them read-only (kq_get, kq_foreach, kq_events_read): read access to the pins is enough, which
+ * CAP_DAC_READ_SEARCH gives a service that is not root (with CAP_BPF for the bpf() calls). */
+int kq_open_readonly(struct kq **out);
+void kq_close(struct kq *q);
+const char *kq_error(void);
+
+/* A cgroup directory's scope (its cgroup id is the directory's inode number). */
+int kq_scope_cgroup(const char *dir, struct kq_scope *out);
+
+/* The kernel scope of a ledger scope (cgroot: the cgroup2 mount, which ledger cgroup names are under).
+ * -ENOENT: a job (no kernel scope of its own), or a cgroup that is gone. */
+struct ledger_scope;
+int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out);
+
+/*
+ * Set (max = KQ_UNLIMITED: lift) one kind's limit of a scope. The first limit of a scope counts what its
+ * processes already hold (dir: the cgroup's directory, for its descendants; NULL for other scopes).
+ */
+int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned int kind, uint64_t max);
+
+/* Forget a scope (its cgroup or process is gone): its limits and usage. */
+int kq_remove(struct kq *q, const struct kq_scope *sc);
+
+/* Forget the scopes of processes and cgroups that are gone (cgroot: the cgroup2 mount). */
+int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed);
+
+/* A scope's limits and the kernel's usage (base included). -ENOENT: no kernel limit on it. */
+int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
+	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK]);
+
+/* Every scope with kernel limits. */
+int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg);
+
+/*
+ * The refusals and kills after *since (0: every one still kept, the last KQ_EVSLOTS; KQ_EVENTS_NEW: none, only
+ * set *since to now), oldest first; *since becomes the newest. Returns how many, or cb's non-zero return.
+ */
+#define KQ_EVENTS_NEW UINT64_MAX
+int kq_events_read(struct kq *q, uint64_t *since, int (*cb)(const struct kq_event *ev, void *arg), void *arg);
+
+/* The name of an event's kind ("qp"...), its type ("refused", "killed") and its scope type. */
+const char *kq_kind_name(unsigned int kind);
+const char *kq_event_name(unsigned int type);
+const char *kq_scope_name(unsigned int type);
+
+#endif

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The monitor's per-tgid counters map, read from any process (top, export): no BPF program is loaded here. */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+
+#include <bpf/bpf.h>
+
+#include "monitor/bpfmon.h"
+
+/* Read-only: readers need read access to the pin only (CAP_DAC_READ_SEARCH, not CAP_DAC_OVERRIDE, for a
+ * service that is not root: dist/systemd/rdmactl-export.service). */
+static int open_ro(const char *pin, int *fd)
+{
+	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = BPF_F_RDONLY);
+	int f = bpf_obj_get_opts(pin, &opts);
+
+	if (f < 0)
+		return -errno;
+	*fd = f;
+	return 0;
+}
+
+int mon_counters_open_pinned(int *fd)
+{
+	return open_ro(MON_PIN_COUNTERS, fd);
+}
+
+int mon_devcounters_open_pinned(int *fd)
+{
+	return open_ro(MON_PIN_DEVCOUNTERS, fd);
+}
+
+int mon_counters_read(int fd, pid_t tgid, struct mon_counts *out)
+{
+	__u32 key = (__u32)tgid;
+
+	if (bpf_map_lookup_elem(fd, &key, out))
+		return -errno;
+	return 0;
+}
+
+int mon_counters_foreach(int fd, int (*cb)(pid_t tgid, const struct mon_counts *c, void *arg), void *arg)
+{
+	__u32 key, next;
+	struct mon_counts c;
+	bool first = true;
+	int ret;
+
+	for (;;) {
+		if (bpf_map_get_next_key(fd, first ? NULL : &key, &next))
+			return errno == ENOENT ? 0 : -errno;
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &c))
+			continue; /* deleted meanwhile */
+		ret = cb((pid_t)key, &c, arg);
+		if (ret)
+			return ret;
+	}
+}
+
+static bool balanced(const struct mon_counts *c)
+{
+	int t;
+
+	for (t = 0; t < RESTRACK_NTYPES; t++)
+		if (c->create[t] != c->destroy[t])
+			return false;
+	return true;
+}
+
+struct prune_ctx {
+	__u32 keys[256];
+	int n;
+};
+
+static int prune_cb(pid_t tgid, const struct mon_counts *c, void *arg)
+{
+	struct prune_ctx *p = arg;
+
+	if (tgid > 0 && balanced(c) && kill(tgid, 0) && errno == ESRCH)
+		p->keys[p->n++] = (__u32)tgid;
+	return p->n == (int)(sizeof(p->keys) / sizeof(p->keys[0]));
+}
+
+int mon_counters_prune(int fd)
+{
+	struct prune_ctx p;
+	int i, ret, dropped = 0;
+
+	do {
+		p.n = 0;
+		ret = mon_counters_foreach(fd, prune_cb, &p);
+		if (ret < 0)
+			return ret;
+		for (i = 0; i < p.n; i++)
+			if (!bpf_map_delete_elem(fd, &p.keys[i]))
+				dropped++;
+	} while (ret > 0);
+	return dropped;
+}

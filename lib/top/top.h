@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Per-process aggregation of RDMA netlink resource dumps: the model behind rdmactl top. */
+#ifndef RDMACTL_TOP_H
+#define RDMACTL_TOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "monitor/bpfmon.h"
+#include "nl/nl.h"
+
+struct ledger;
+
+/* QP states as RES_STATE reports them (enum ib_qp_state): RESET, INIT, RTR, RTS, SQD, SQE, ERR. */
+#define TOP_QP_NSTATES 7
+
+struct top_counts {
+	uint64_t n[NL_RES_NTYPES];	/* objects per kind */
+	uint64_t mr_bytes;		/* sum of RES_MRLEN */
+	uint64_t qp_state[TOP_QP_NSTATES]; /* QPs by state (QPs whose dump carried a known state) */
+};
+
+/* "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"; NULL past them. */
+const char *top_qp_state_name(unsigned int state);
+
+enum top_kind {
+	TOP_PROC,	/* a user process (pid is its tgid) */
+	TOP_KERNEL,	/* kernel-owned objects of one owner (comm is the owner's name) */
+	TOP_UNKNOWN,	/* user objects whose creating thread is gone: the kernel reports no pid */
+};
+
+#define TOP_COMM_LEN 32
+#define TOP_USER_LEN 32
+#define TOP_MAX_DEVS 32
+
+struct top_row {
+	enum top_kind kind;
+	pid_t pid;			/* tgid; 0 for kernel and unknown rows */
+	bool resolved;			/* pid, comm and uid came from /proc (false: the thread was gone) */
+	uid_t uid;
+	char user[TOP_USER_LEN];	/* "" when unknown */
+	char comm[TOP_COMM_LEN];
+	struct top_counts c;
+	uint32_t devmask;		/* bit i: objects on top_snap.devs[i] */
+	/*
+	 * Quota use from the ledger: filled by top_join_ledger(). Index: enum nl_res_type, plus NL_RES_NTYPES
+	 * for MR bytes. A process with kernel objects but no live ledger slot is "unmanaged".
+	 */
+	struct {
+		bool joined;		/* the ledger was read for this snapshot */
+		bool managed;		/* the process is attached to the ledger */
+		char job[64];		/* its job ("" none) */
+		uint64_t used[NL_RES_NTYPES + 1];	/* the process's own charged usage (ledger accounting) */
+		uint64_t limit[NL_RES_NTYPES + 1];	/* tightest applicable limit; UINT64_MAX: no limit */
+		uint64_t scope_used[NL_RES_NTYPES + 1];	/* usage of the scope that sets limit[] */
+		int scope[NL_RES_NTYPES + 1];		/* enum ledger_scope_type of limit[]; -1: none */
+		bool has_kind[NL_RES_NTYPES + 1];	/* the ledger accounts this kind (not cm_id) */
+		uint64_t denials;	/* denials of this pid in the ledger's ring of recent denials */
+	} quota;
+	/* Create/destroy rates per second from the BPF per-tgid counters: filled by top_join_rates(). */
+	struct {
+		bool joined;
+		double create[NL_RES_NTYPES];
+		double destroy[NL_RES_NTYPES];
+		double create_total, destroy_total;	/* every kind the monitor counts */
+	} rate;
+};
+
+#define TOP_MAX_PORTS 8
+
+struct top_dev {
+	struct nl_dev dev;
+	struct nl_port ports[TOP_MAX_PORTS];
+	unsigned int nports;
+	struct nl_summary summary;	/* kernel's own counts (includes objects hidden from us) */
+	bool has_summary;
+	struct top_counts totals;	/* objects listed by the dumps, all owners, before row filters */
+	uint32_t unsupported;		/* bit t: the kernel cannot dump kind t */
+};
+
+struct top_snap {
+	struct timespec time;		/* CLOCK_REALTIME when the snapshot started */
+	double elapsed_ms;		/* time the snapshot took */
+	struct top_dev devs[TOP_MAX_DEVS];
+	unsigned int ndevs;
+	unsigned int ndevs_total;	/* before --dev filtering */
+	struct top_row *rows;
+	size_t nrows, cap;
+	struct top_counts totals;	/* sum over devs[].totals */
+	bool privileged;		/* euid 0: the kernel also gives MR keys (not shown by top) */
+	unsigned int unresolved;	/* threads /proc did not know (exited between dump and lookup, or hidden) */
+	bool ledger_joined;		/* top_join_ledger() ran on this snapshot */
+	bool rates_joined;		/* top_join_rates() ran on this snapshot */
+	double rate_interval;		/* seconds between the two counter reads */
+	/* tid -> row index map, valid for this snapshot only */
+	struct top_map *map;
+};
+
+struct top_filter {
+	const pid_t *pids;
+	size_t npids;
+	const char *dev;		/* device name, NULL: all */
+	bool has_uid;
+	uid_t uid;
+	const char *comm;		/* exact comm (or kernel owner name) */
+};
+
+enum top_key {
+#define X(name, NAME, led, nl, ...) KINDS_IF(nl, TOP_KEY_##NAME = NL_RES_##NAME, )
+	KINDS(X)
+#undef X
+	TOP_KEY_MR_BYTES = NL_RES_NTYPES,
+	TOP_KEY_PID,
+	TOP_KEY_USER,
+	TOP_KEY_COMM,
+	TOP_NKEYS,
+};
+
+/* "qp", "mr_bytes", "pid"...; NULL-terminated list for match_word(). */
+extern const char *const top_key_names[TOP_NKEYS + 1];
+
+struct top_ctx;
+
+/* Opens the one netlink socket of this invocation. */
+int top_open(struct top_ctx **out);
+void top_close(struct top_ctx *t);
+/* The kernel's extended-ack message of the last failed request ("" when none). */
+const char *top_ext_ack(const struct top_ctx *t);
+
+/*
+ * Take one snapshot: devices, ports, summaries, dumps of every kind, aggregated per tgid (RES_PID is
+ * the creating thread: mapped through /proc/<tid>/status), kernel objects per owner name. Rows not
+ * matching f are dropped (device totals still count them). 0 or -errno; a snapshot with no device is
+ * not an error (ndevs_total == 0); -ENODEV when a device disappeared meanwhile (take it again).
+ */
+int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s);
+void top_snap_free(struct top_snap *s);
+
+/* Sort rows: counts and sizes largest first, pid/user/comm ascending; reverse flips that. */
+void top_sort(struct top_snap *s, enum top_key key, bool reverse);
+
+/*
+ * Join the ledger's view into the process rows: managed or not, the process's usage, and per kind the
+ * tightest applicable limit (pid, job, cgroups containing its cgroup, global: least headroom wins).
+ * 0 or -errno (rows untouched on error).
+ */
+int top_join_ledger(struct top_snap *s, struct ledger *l);
+/* One more refusal for the process pid (the kernel's, after top_join_ledger()). */
+void top_count_denial(struct top_snap *s, pid_t pid);
+
+/* One read of the BPF per-tgid counters map, sorted by tgid. */
+struct top_counters {
+	double mono;			/* CLOCK_MONOTONIC seconds of the read */
+	size_t n, cap;
+	struct top_counter {
+		pid_t tgid;
+		struct mon_counts c;
+	} *v;
+};
+
+/* Read every tgid of the counters map fd (see mon_counters_open_pinned()). 0 or -errno. */
+int top_counters_read(int fd, struct top_counters *out);
+void top_counters_free(struct top_counters *c);
+/* Rates between two reads (prev older than cur) into the process rows; counters that went down count 0. */
+void top_join_rates(struct top_snap *s, const struct top_counters *prev, const struct top_counters *cur);
+
+/* Parse a "Tgid:"/"Uid:"/"Name:" status text (/proc/PID/status); exposed for tests. */
+int top_parse_status(const char *text, pid_t *tgid, uid_t *uid, char *comm, size_t commlen);
+
+#endif
