@@ -375,13 +375,19 @@ static bool job_in_use(const struct usage *u, int j)
 	return false;
 }
 
-int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given)
+/*
+ * One pass: dead slots reclaimed, a recount when needed (or forced), finished jobs and stale pid limits
+ * gone; with execd, also the usage of live processes whose charging image exec()ed away (a look at each
+ * one's open files and mappings in /proc: the costly part).
+ */
+static int gc_pass(struct ledger *l, bool force_recount, bool execd, unsigned int *reclaimed, unsigned int *given)
 {
 	struct usage *u = l->use;
 	bool need = force_recount || ALOAD(&u->need_recount) || ALOAD(&u->frozen);
 	unsigned int freed = 0, back = 0;
 	int i, err = 0;
 
+	ASTORE(&u->gc_begun_ns, clock_mono_ns());
 	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
 		struct slot *s = &u->slots[i];
 		uint64_t owner = ALOAD(&s->owner);
@@ -391,7 +397,8 @@ int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, uns
 			continue;
 		if (st == ENT_LIVE) {
 			if (pid_alive(s->pid, s->start)) {
-				back += take_back_execd(l, s);
+				if (execd)
+					back += take_back_execd(l, s);
 				continue;
 			}
 			if (!ACAS(&s->state, &st, ENT_RECLAIMING))
@@ -444,6 +451,16 @@ int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, uns
 	if (given)
 		*given = back;
 	return err;
+}
+
+int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given)
+{
+	return gc_pass(l, force_recount, true, reclaimed, given);
+}
+
+int gc_dead(struct ledger *l, bool force_recount)
+{
+	return gc_pass(l, force_recount, false, NULL, NULL);
 }
 
 int ledger_gc(struct ledger *l, unsigned int *reclaimed)

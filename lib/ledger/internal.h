@@ -22,8 +22,9 @@
  *    entries never straddle a page.
  * 4: refusals counted per scope (global, cgroup entry, job, process slot), exactly, not only in the ring.
  * 5: slots hold grants (what the scope totals carry for them, their usage plus an allowance); 1 KiB slots.
+ * 6: per kind, a time until which no allowance is taken (tight_until: a shared scope refused a creation).
  */
-#define LEDGER_VERSION 5
+#define LEDGER_VERSION 6
 #define POLICY_MAGIC "RDMAPOL1"
 #define USAGE_MAGIC "RDMAUSE1"
 #define USAGE_SUFFIX ".usage"
@@ -144,6 +145,13 @@ struct usage {
 	uint32_t need_recount __attribute__((aligned(64))); /* a recount could not finish; the next gc retries */
 	uint64_t gc_owner;    /* gc lock: packed pid|start32, 0 free */
 	uint64_t last_gc_ns;
+	/*
+	 * Per kind, CLOCK_MONOTONIC ns until which grants are raised by what is missing only, and releases keep
+	 * nothing above usage (no allowances): set by a refusal of a shared scope, which then takes every
+	 * allowance back (lib/ledger/reserve.c, reserve_refused()). Cold: read by raises and trims only.
+	 */
+	uint64_t tight_until[LEDGER_NKINDS];
+	uint64_t gc_begun_ns; /* CLOCK_MONOTONIC ns when the last gc pass began (under the gc lock) */
 	uint64_t denial_total;
 	uint64_t denial_kind[LEDGER_NKINDS];
 	uint64_t denial_seq;
@@ -244,6 +252,11 @@ int slot_job(const struct slot *s);
 int recount(struct ledger *l);
 void reclaim_slot(struct ledger *l, struct slot *s);
 int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given);
+/*
+ * gc_locked() without the look at live processes' open files: dead holders given back, and a recount when
+ * force_recount (or when one is needed). What a refusal by a shared scope runs, every time.
+ */
+int gc_dead(struct ledger *l, bool force_recount);
 int find_job(const struct usage *u, const char *name);
 void take_over_stale(struct ledger *l, uint64_t owner);
 

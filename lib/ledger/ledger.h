@@ -48,8 +48,11 @@
  * grant more than twice its allowance above usage gives the rest back (every destroy, while a limit is
  * reached or passed). A kind no limit applies to gets a grant no total carries (unlimited).
  * Allowances are taken back (a recount lowers each grant to its usage, never raises it) on every limit set
- * or changed, and before a refusal by a shared scope while some live slot holds one of that kind: a create
- * is refused only when what is in use, not what is granted, fills the limit. The read side (quota show,
+ * or changed, and before a refusal by a shared scope while some live slot holds one of that kind: such a
+ * refusal first makes the kind tight for a second (raises take what is missing only, releases keep nothing,
+ * so hundreds of processes starting at once cannot take new allowances while it retries), gives back what
+ * dead processes held, recounts, and tries once more. A create is thus refused only when what is in use,
+ * not what is granted, fills the limit, and the refusal names that usage. The read side (quota show,
  * top, the exporter) shows the sum of the slots' usage; for a kind the scope limits, at most its total
  * (the slots are read one after the other: a sum read while processes come and go can pass what was in use
  * at any one time).

@@ -137,7 +137,8 @@ static COLD_FN bool wait_unfrozen(struct ledger *l)
 	unsigned int spins = 0;
 
 	while (__atomic_load_n(&l->use->frozen, __ATOMIC_SEQ_CST)) {
-		if (++spins < 1000) {
+		/* a few yields, then sleeps: hundreds of waiters must not starve the recount they wait for */
+		if (++spins < 16) {
 			sched_yield();
 			continue;
 		}
@@ -546,6 +547,29 @@ static inline ALWAYS_INLINE uint64_t grant_batch(enum ledger_kind k)
 }
 
 /* The room left under the tightest limit of a plan (p[0]: the slot's grant under its pid limit). */
+static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns);
+
+/*
+ * How long allowances of a kind stay off after a shared scope refused one of its creations: the refusal
+ * took every allowance back, and creations that come meanwhile must not take new ones before it retried.
+ */
+#define TIGHT_NS 1000000000ull
+
+/*
+ * The allowance a raise of kind k through plan p takes now (and a trim leaves): a quarter of the room left
+ * under the tightest limit, at most grant_batch(k); none while the kind is tight (tight_until).
+ */
+static COLD_FN uint64_t grant_allowance(const struct ledger *l, const struct plan_ent *p, unsigned int ns,
+					enum ledger_kind k)
+{
+	uint64_t more;
+
+	if (clock_mono_ns() < ALOAD(&l->use->tight_until[k]))
+		return 0;
+	more = plan_room(p, ns) / 4;
+	return more > grant_batch(k) ? grant_batch(k) : more;
+}
+
 static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns)
 {
 	uint64_t room = UINT64_MAX;
@@ -611,8 +635,8 @@ static COLD_FN void set_trim(struct slot *s, enum ledger_kind k, uint64_t slack)
  * short. false when even what is missing is refused: *at is the refusing scope, *cur its usage (the slot's
  * usage when its pid limit refused).
  */
-static COLD_FN bool grant_take(struct slot *s, const struct plan_ent *p, unsigned int ns, enum ledger_kind k,
-			       uint64_t n, unsigned int *at, uint64_t *cur)
+static COLD_FN bool grant_take(const struct ledger *l, struct slot *s, const struct plan_ent *p, unsigned int ns,
+			       enum ledger_kind k, uint64_t n, unsigned int *at, uint64_t *cur)
 {
 	unsigned int tries;
 
@@ -636,9 +660,7 @@ static COLD_FN bool grant_take(struct slot *s, const struct plan_ent *p, unsigne
 		if (u + n <= g)
 			continue; /* another thread raised it meanwhile */
 		want = u + n - g;
-		more = plan_room(p, ns) / 4;
-		if (more > grant_batch(k))
-			more = grant_batch(k);
+		more = grant_allowance(l, p, ns, k);
 		if (more && want + more > want && grant_raise(p, ns, want + more, at, cur)) {
 			set_trim(s, k, 2 * more);
 			continue;
@@ -697,27 +719,25 @@ static COLD_FN uint64_t grant_cut(struct slot *s, enum ledger_kind k, uint64_t m
  * plus an allowance (what a raise would take now: none while a limit is reached or passed), the rest given
  * back to the scopes of the plan.
  */
-static COLD_FN void grant_trim(struct slot *s, const struct plan_ent *p, unsigned int ns, enum ledger_kind k)
+static COLD_FN void grant_trim(const struct ledger *l, struct slot *s, const struct plan_ent *p, unsigned int ns,
+			       enum ledger_kind k)
 {
-	uint64_t more = plan_room(p, ns) / 4, back;
+	uint64_t back = grant_cut(s, k, grant_allowance(l, p, ns, k));
 
-	if (more > grant_batch(k))
-		more = grant_batch(k);
-	back = grant_cut(s, k, more);
 	if (back)
 		plan_release_scopes(p, ns, back);
 }
 
 /* n of kind k out of use; false (nothing changed) when fewer are. An allowance grown too big is trimmed. */
-static inline ALWAYS_INLINE bool grant_put(struct slot *s, const struct plan_ent *p, unsigned int ns,
-					   enum ledger_kind k, uint64_t n)
+static inline ALWAYS_INLINE bool grant_put(const struct ledger *l, struct slot *s, const struct plan_ent *p,
+					   unsigned int ns, enum ledger_kind k, uint64_t n)
 {
 	bool trim = false;
 
 	if (!grant_gives(s, k, n, &trim))
 		return false;
 	if (__builtin_expect(trim, 0))
-		grant_trim(s, p, ns, k);
+		grant_trim(l, s, p, ns, k);
 	return true;
 }
 
@@ -743,7 +763,7 @@ static COLD_FN void plan_undo(struct ledger *l, struct slot *s, const enum ledge
 		if (kinds[i] == LEDGER_WR)
 			continue;
 		p = plan_of(l, kinds[i], &ns);
-		grant_put(s, p, ns, kinds[i], amounts[i]);
+		grant_put(l, s, p, ns, kinds[i], amounts[i]);
 	}
 }
 
@@ -769,7 +789,7 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 				err = plan_deny(l, d, LEDGER_WR, amounts[i], &p[w], 0);
 				break;
 			}
-		} else if (__builtin_expect(!grant_take(s, p, ns, kinds[i], amounts[i], &at, &cur), 0)) {
+		} else if (__builtin_expect(!grant_take(l, s, p, ns, kinds[i], amounts[i], &at, &cur), 0)) {
 			err = plan_deny(l, d, kinds[i], amounts[i], &p[at], cur);
 			break;
 		}
@@ -822,8 +842,27 @@ static COLD_FN bool allowances_held(const struct ledger *l, enum ledger_kind k)
 }
 
 /*
- * Cold: a dead holder may be what blocks us (gc at most every 100 ms, never waiting for the lock), or the
- * allowances of live processes: a limit of a shared scope refuses only once they are taken back (a recount).
+ * What a refusing scope has in use of kind k (the read side's sum of its live slots' usage, as quota show
+ * says it), in place of its total, which also carries grants: a refusal names usage, never grants.
+ */
+static COLD_FN void denial_usage(struct ledger *l, struct ledger_denial *d)
+{
+	struct ledger_scope_stat st;
+
+	if (d->scope.type != LEDGER_SCOPE_PROCESS && (unsigned int)d->kind < LEDGER_NKINDS &&
+	    !ledger_get_scope(l, &d->scope, &st))
+		d->usage = st.usage[d->kind];
+}
+
+/*
+ * Cold: a refusal stands only when what is in use fills the limit. A process's own (pid) limit counts its
+ * own grant, which is its usage but for what it creates now: its refusal is exact. A shared scope's total
+ * also carries the allowances of live processes and what dead ones held: the kind goes tight (no new
+ * allowances, tight_until), and under the gc lock dead holders are given back and, while any live slot
+ * holds an allowance of the kind, a recount takes every allowance back (it waits for the operations in
+ * flight, so none that began before the kind went tight keeps one); then the creation is tried once more.
+ * After that the scope's total is what is in use plus what other creations have reserved this moment,
+ * which is what a ledger without allowances would have refused on too.
  */
 static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 				   const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
@@ -831,13 +870,29 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 	int err = -EDQUOT;
 
 	/* a WR depth above a cap stays above it whoever dies */
-	if (d->kind == LEDGER_WR)
+	if (d->kind == LEDGER_WR || (unsigned int)d->kind >= LEDGER_NKINDS)
 		goto out;
-	if (d->scope.type != LEDGER_SCOPE_PROCESS && (unsigned int)d->kind < LEDGER_NKINDS &&
-	    allowances_held(l, d->kind) && !gc_lock(l, 1000)) {
-		gc_locked(l, true, NULL, NULL);
-		gc_unlock(l);
-		err = try_reserve(l, s, kinds, amounts, n, d);
+	if (d->scope.type != LEDGER_SCOPE_PROCESS) {
+		uint32_t tight = 0;
+
+		/* again while another shared scope refuses another kind (an MR's count, then its bytes) */
+		while (err && d->scope.type != LEDGER_SCOPE_PROCESS && (unsigned int)d->kind < LEDGER_NKINDS &&
+		       d->kind != LEDGER_WR && !(tight & 1u << d->kind)) {
+			enum ledger_kind k = d->kind;
+			uint64_t now = clock_mono_ns();
+
+			tight |= 1u << k;
+			ASTORE(&l->use->tight_until[k], now + TIGHT_NS);
+			if (!gc_lock(l, 5000)) {
+				bool held = allowances_held(l, k);
+
+				/* a pass begun since the refusal saw every death before it: many refused at once run one */
+				if (held || ALOAD(&l->use->gc_begun_ns) <= now)
+					gc_dead(l, held);
+				gc_unlock(l);
+			}
+			err = try_reserve(l, s, kinds, amounts, n, d);
+		}
 	} else if (clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
 		unsigned int freed = 0, given = 0;
 
@@ -847,8 +902,10 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 			err = try_reserve(l, s, kinds, amounts, n, d);
 	}
 out:
-	if (err)
+	if (err) {
+		denial_usage(l, d);
 		record_denial(l, d);
+	}
 	return err;
 }
 
@@ -898,7 +955,7 @@ int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint
 			if (kinds[i] == LEDGER_WR)
 				continue;
 			p = plan_of(l, kinds[i], &ns);
-			if (__builtin_expect(!grant_put(s, p, ns, kinds[i], amounts[i]), 0))
+			if (__builtin_expect(!grant_put(l, s, p, ns, kinds[i], amounts[i]), 0))
 				err = -EINVAL;
 		}
 	}
@@ -963,12 +1020,12 @@ static COLD_FN int obj_plan(struct ledger *l, enum ledger_kind kind, uint64_t ex
 			goto general;
 	}
 	p = plan_of(l, kind, &ns);
-	if (__builtin_expect(!grant_take(s, p, ns, kind, 1, &at, &cur), 0))
+	if (__builtin_expect(!grant_take(l, s, p, ns, kind, 1, &at, &cur), 0))
 		goto general;
 	if (kind == LEDGER_MR && extra) {
 		pb = plan_of(l, LEDGER_MR_BYTES, &nb);
-		if (__builtin_expect(!grant_take(s, pb, nb, LEDGER_MR_BYTES, extra, &at, &cur), 0)) {
-			grant_put(s, p, ns, kind, 1);
+		if (__builtin_expect(!grant_take(l, s, pb, nb, LEDGER_MR_BYTES, extra, &at, &cur), 0)) {
+			grant_put(l, s, p, ns, kind, 1);
 			goto general;
 		}
 	}
@@ -1008,11 +1065,11 @@ COLD_FN int ledger_obj_plan_release(struct ledger *l, enum ledger_kind kind, uin
 		err = release_view(l, s, k, n, bytes ? 2 : 1);
 	} else {
 		p = plan_of(l, kind, &ns);
-		if (__builtin_expect(!grant_put(s, p, ns, kind, 1), 0))
+		if (__builtin_expect(!grant_put(l, s, p, ns, kind, 1), 0))
 			err = -EINVAL;
 		if (bytes) {
 			p = plan_of(l, LEDGER_MR_BYTES, &ns);
-			if (__builtin_expect(!grant_put(s, p, ns, LEDGER_MR_BYTES, bytes), 0))
+			if (__builtin_expect(!grant_put(l, s, p, ns, LEDGER_MR_BYTES, bytes), 0))
 				err = -EINVAL;
 		}
 	}
@@ -1056,10 +1113,10 @@ COLD_FN int ledger_obj_trim(struct ledger *l, enum ledger_kind kind)
 	op_enter(l, s);
 	if (__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED)) {
 		p = plan_of(l, kind, &ns);
-		grant_trim(s, p, ns, kind);
+		grant_trim(l, s, p, ns, kind);
 		if (kind == LEDGER_MR) {
 			p = plan_of(l, LEDGER_MR_BYTES, &ns);
-			grant_trim(s, p, ns, LEDGER_MR_BYTES);
+			grant_trim(l, s, p, ns, LEDGER_MR_BYTES);
 		}
 	} else {
 		view_trim(l, s, kind);

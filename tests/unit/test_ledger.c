@@ -1371,6 +1371,10 @@ static void test_grants(void)
 	/* every limit set takes the allowances back (a raise too: the next create raises the grant again) */
 	CHECK(ledger_set_limit(l, &j, LEDGER_QP, 1000) == 0 && grant_of(l, LEDGER_QP) == 150 && ALOAD(tot) == 150,
 	      "limit raised: grant %lu", (unsigned long)grant_of(l, LEDGER_QP));
+	/* for a second after a shared scope's refusal the kind is tight: raises take what is missing only */
+	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && grant_of(l, LEDGER_QP) == 151, "tight: no allowance");
+	CHECK(ledger_release_obj(l, LEDGER_QP, 0) == 0 && grant_of(l, LEDGER_QP) == 150, "tight: a release keeps none");
+	ASTORE(&l->use->tight_until[LEDGER_QP], 0); /* the second has passed */
 	CHECK(ledger_reserve_obj(l, LEDGER_QP, 0, NULL) == 0 && grant_of(l, LEDGER_QP) > 151, "an allowance again");
 	/* a gc's recount: totals back to what is in use */
 	CHECK(ledger_gc(l, NULL) == 0 && ALOAD(tot) > 151, "a gc without a recount leaves allowances");
