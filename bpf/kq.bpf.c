@@ -427,6 +427,9 @@ static __always_inline bool limited_task(__u32 types)
 	return false;
 }
 
+/* The drivers' own methods (mlx5 DEVX, bnxt_re, efa): their table and check, their objects' charge. */
+#include "kqdrv.bpf.h"
+
 /*
  * 32-bit programs' uverbs ioctls: this hook may not sleep, so it cannot read the request; a process with
  * kernel limits gets none of them (the creation counting behind would kill it anyway past a limit).
@@ -507,9 +510,9 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	}
 	if (r.h.num_attrs < nattr)
 		nattr = r.h.num_attrs;
-	/* A driver's own objects (mlx5 DEVX...) create what nothing here counts: not for limited tasks. */
-	if (r.h.object_id & UVERBS_ID_NS_MASK)
-		return limited_task(types) ? -EDQUOT : 0;
+	/* A driver's own object or method (mlx5 DEVX, UARs...): by the driver's table (bpf/kqdrv.bpf.h). */
+	if ((r.h.object_id | r.h.method_id) & UVERBS_ID_NS_MASK)
+		return kq_drv_ioctl(arg, &r.h, types);
 	switch (r.h.object_id) {
 	case UVERBS_OBJECT_CQ:
 		if (r.h.method_id == UVERBS_METHOD_CQ_CREATE)
@@ -652,6 +655,10 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 
 	if ((unsigned long)ret >= (unsigned long)-4095 || !ret)
 		return 0;
+	if (obj->id & UVERBS_ID_NS_MASK) {
+		kq_drv_begin(obj->id, (__u64)ret);
+		return 0;
+	}
 	kind = kind_of_object(obj->id);
 	if (kind >= KQ_NK)
 		return 0;

@@ -12,6 +12,7 @@
 #include "core/cgroup.h"
 #include "core/clock.h"
 #include "kq/kq.h"
+#include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 #include "monitor/monfmt.h"
 #include "monitor.h"
@@ -133,10 +134,16 @@ static bool cgroup_by_id(const char *dir, size_t rootlen, uint64_t id, char *out
 static int on_kevent(const struct kq_event *ev, void *arg)
 {
 	const char *kind = kq_kind_name(ev->kind), *what = kq_event_name(ev->type);
-	char root[PATH_MAX], cg[PATH_MAX] = "", scope[PATH_MAX + 32], text[PATH_MAX + 256], tbuf[48], amount[32];
+	char root[PATH_MAX], cg[PATH_MAX] = "", scope[PATH_MAX + 32], text[PATH_MAX + 384], tbuf[48], amount[32];
+	char drvdesc[128];
 	int64_t t = (int64_t)ev->time_ns + ((int64_t)clock_rt_ns() - (int64_t)clock_mono_ns());
 
 	(void)arg;
+	if (ev->type == KQ_EV_DRV_UNKNOWN) {
+		/* a driver method the programs' table does not know (bpf/kqdrv.h), refused */
+		kind = "driver_method";
+		what = "refused";
+	}
 	if (mopt.pid && (pid_t)ev->tgid != mopt.pid)
 		return 0;
 	if (mopt.type >= 0 && strcmp(kind, mon_type_name(mopt.type)))
@@ -161,6 +168,12 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	snprintf(text, sizeof(text), "kernel %s %s %s of pid %u: %s at %lld of its limit %llu%s", what, amount, kind,
 		 ev->tgid, scope, (long long)ev->usage, (unsigned long long)ev->limit,
 		 ev->type == KQ_EV_KILL ? " (a creation past the check: killed)" : "");
+	if (ev->type == KQ_EV_DRV_UNKNOWN) {
+		kq_drv_describe(ev->amount, drvdesc, sizeof(drvdesc));
+		snprintf(text, sizeof(text), "kernel refused %s to pid %u (%s has limits): a driver method rdmactl's "
+			 "table does not know (please report it; 'rdmactl quota kernel unknown-driver-methods pass' lets "
+			 "them pass uncounted)", drvdesc, ev->tgid, scope);
+	}
 	text_header();
 	out_open_object(NULL);
 	print_string(PRINT_JSON, "time", NULL, mon_time_iso((uint64_t)t, tbuf, sizeof(tbuf)));
@@ -176,7 +189,19 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	if (ev->scope.type == KQ_SCOPE_CGROUP)
 		print_string(PRINT_JSON, "cgroup", NULL, cg);
 	print_string(PRINT_JSON, "enforced_by", NULL, "kernel");
-	print_uint(PRINT_JSON, "amount", NULL, ev->amount);
+	if (ev->type == KQ_EV_DRV_UNKNOWN) {
+		const char *dn = kq_drv_name(ev->amount >> 32);
+
+		if (dn)
+			print_string(PRINT_JSON, "driver", NULL, dn);
+		else
+			print_uint(PRINT_JSON, "driver", NULL, ev->amount >> 32);
+		print_uint(PRINT_JSON, "object", NULL, (ev->amount >> 16) & 0xffff);
+		print_uint(PRINT_JSON, "method", NULL, ev->amount & 0xffff);
+		print_string(PRINT_JSON, "errno", NULL, "EOPNOTSUPP");
+	} else {
+		print_uint(PRINT_JSON, "amount", NULL, ev->amount);
+	}
 	print_int(PRINT_JSON, "usage", NULL, ev->usage);
 	print_uint(PRINT_JSON, "limit", NULL, ev->limit);
 	print_uint(PRINT_JSON, "seq", NULL, ev->seq);

@@ -12,6 +12,7 @@
 
 #include "core/cgroup.h"
 #include "kq/kq.h"
+#include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 #include "core/out.h"
 #include "rdmactl.h"
@@ -19,8 +20,8 @@
 
 #define MAX_ARGS 8
 
-enum verb { V_SET, V_UNSET, V_SHOW, V_GC, V_INIT, V_NR };
-static const char *const verbs[] = { "set", "unset", "show", "gc", "init", NULL };
+enum verb { V_SET, V_UNSET, V_SHOW, V_GC, V_INIT, V_KERNEL, V_NR };
+static const char *const verbs[] = { "set", "unset", "show", "gc", "init", "kernel", NULL };
 
 static struct {
 	const char *ledger;
@@ -169,7 +170,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!o.nargs)
-			argp_error(state, "missing COMMAND (set, unset, show, gc, init)");
+			argp_error(state, "missing COMMAND (set, unset, show, gc, init, kernel)");
 		if (o.dev && !o.kernel)
 			argp_error(state, "--dev goes with --kernel");
 		if (o.kernel && o.nscopes && o.scope.type == LEDGER_SCOPE_JOB)
@@ -190,7 +191,8 @@ static const struct argp argp = {
 	"unset KIND SCOPE [--kernel [--dev DEV]]\n"
 	"show [SCOPE]\n"
 	"gc\n"
-	"init",
+	"init\n"
+	"kernel unknown-driver-methods [pass|refuse]",
 	"Set, unset and show RDMA resource quotas in the rdmactl ledger.\n\n"
 	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr (per-queue work-request depth cap). "
 	"VALUE: a count, 'unlimited', or for mr_bytes a size with K, M, G, T suffixes. "
@@ -741,8 +743,35 @@ static void show_begin(const char *path, uint64_t denials)
 	out_open_array("scopes");
 }
 
+/* The driver methods the kernel quota programs refused (or passed) without knowing them (bpf/kqdrv.h). */
+static int show_drv_one(const struct kq_drv_unknown *u, void *arg)
+{
+	const char *dn = kq_drv_name(u->driver);
+	char desc[128];
+
+	(void)arg;
+	kq_drv_describe(u->key, desc, sizeof(desc));
+	out_open_object(NULL);
+	if (dn)
+		print_string(PRINT_JSON, "driver", NULL, dn);
+	else
+		print_uint(PRINT_JSON, "driver", NULL, u->driver);
+	print_uint(PRINT_JSON, "object", NULL, u->object);
+	print_uint(PRINT_JSON, "method", NULL, u->method);
+	print_string(PRINT_FP, NULL, "kernel: unknown driver method %s: ", desc);
+	print_uint(PRINT_ANY, "refused", "refused %" PRIu64 ", ", u->seen.refused);
+	print_uint(PRINT_ANY, "passed", "passed %" PRIu64 ", ", u->seen.passed);
+	print_uint(PRINT_ANY, "last_pid", "last pid %" PRIu64 " ", u->seen.tgid);
+	print_strn(PRINT_ANY, "last_comm", "(%.*s)\n", u->seen.comm, sizeof(u->seen.comm));
+	out_close_object();
+	return 0;
+}
+
 static void show_end(void)
 {
+	out_close_array();
+	out_open_array("unknown_driver_methods");
+	kq_drv_unknown_foreach(show_drv_one, NULL);
 	out_close_array();
 	out_close_object();
 }
@@ -958,6 +987,59 @@ static int do_init(void)
 	return EXIT_OK;
 }
 
+/* quota kernel unknown-driver-methods [pass|refuse]: the host's choice for driver methods not in the table. */
+static int do_kernel(void)
+{
+	static const char *const opts[] = { "unknown-driver-methods", NULL };
+	static const char *const vals[] = { "pass", "refuse", NULL };
+	char why[512];
+	struct kq *q;
+	bool pass = false;
+	int v, err;
+
+	if (o.nargs < 2 || o.nargs > 3 || o.nscopes) {
+		fprintf(stderr, "%s: kernel takes a setting (unknown-driver-methods) and optionally its value (pass, "
+			"refuse), no scope\nTry '%s --help' for more information.\n", util_prog, util_prog);
+		return EXIT_USAGE;
+	}
+	v = match_word(o.args[1], opts, 1);
+	if (v < 0)
+		return word_error("kernel setting", o.args[1], opts, 1, v);
+	if (o.nargs == 2) {
+		err = kq_drv_get_pass_unknown(&pass);
+		if (err && err != -ENOENT) {
+			pr_err("cannot read the kernel quota setting: %s", strerror(-err));
+			return EXIT_FAIL;
+		}
+		out_open_object(NULL);
+		print_string(PRINT_ANY, "unknown_driver_methods", "unknown-driver-methods %s\n", pass ? "pass" : "refuse");
+		out_close_object();
+		return EXIT_OK;
+	}
+	v = match_word(o.args[2], vals, 2);
+	if (v < 0)
+		return word_error("value", o.args[2], vals, 2, v);
+	if (!kq_lsm_active(why, sizeof(why))) {
+		pr_err("the kernel quota programs need BPF LSM: %s", why);
+		return EXIT_FAIL;
+	}
+	/* loaded (and pinned) if they are not yet: the setting lives in their map */
+	err = kq_open(true, &q);
+	if (err) {
+		pr_err("cannot load the kernel quota programs: %s", kq_error());
+		return EXIT_FAIL;
+	}
+	kq_close(q);
+	err = kq_drv_set_pass_unknown(v == 0);
+	if (err) {
+		pr_err("cannot change the kernel quota setting: %s%s", strerror(-err),
+		       err == -ENOENT ? " (programs pinned by an older rdmactl: remove " KQ_PIN_DIR " and set the "
+					"kernel limits again)" : "");
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 int cmd_quota(int argc, char **argv)
 {
 	int i, v;
@@ -988,6 +1070,8 @@ int cmd_quota(int argc, char **argv)
 		return do_show();
 	case V_GC:
 		return do_gc();
+	case V_KERNEL:
+		return do_kernel();
 	default:
 		return do_init();
 	}

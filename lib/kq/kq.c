@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "kq.skel.h"
+#include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 
 #define PIN_ROOT "/sys/fs/bpf/rdmactl"
@@ -151,6 +152,12 @@ static int load_and_pin(void)
 			fail(err, "cannot pin %s: %s", path, strerror(-err));
 			goto out;
 		}
+	}
+	/* the drivers' maps (lib/kq/kqdrv.c) before the set that says the programs are in place */
+	err = kq_drv_pin(skel->obj);
+	if (err) {
+		fail(err, "cannot pin the driver maps in %s: %s", KQ_PIN_DIR, strerror(-err));
+		goto out;
 	}
 	for (i = 0; i < M_NR; i++) {
 		struct bpf_map *map = bpf_object__find_map_by_name(skel->obj, map_names[i]);

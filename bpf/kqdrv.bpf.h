@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Kernel quotas: the drivers' own uverbs methods (bpf/kqdrv.h has the table). Included by bpf/kq.bpf.c after
+ * its helpers (check, charge, emit, candidates); not a program of its own.
+ *
+ *   kq_drv_ioctl   the check in lsm.s/file_ioctl: a method that creates no counted kind passes; an mlx5 DEVX
+ *                  create is checked as the kind its PRM opcode makes, a DEVX UMEM as its length of mr_bytes;
+ *                  past a limit, or not in the table, KQ_DRV_ERRNO (EOPNOTSUPP, see kqdrv.h) to a limited task.
+ *   kq_drv_begin   the charge in fexit/rdma_alloc_begin_uobject: the kernel's uobject of the driver's type
+ *                  takes the kind and bytes the check passed (kq_drvpend, the thread's last checked request),
+ *                  so that its destroy gives them back (kq_destroy, as for every object).
+ * The driver id of the request is the one the kernel holds to: it refuses (EINVAL) a request whose
+ * hdr.driver_id is not the device's, right after this hook.
+ */
+#ifndef RDMACTL_KQDRV_BPF_H
+#define RDMACTL_KQDRV_BPF_H
+
+#include "kqdrv.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, struct kq_drvseen);
+} kq_drvunk SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} kq_drvcfg SEC(".maps");
+
+/* A thread's driver create that passed the check: what its uobject is charged when the kernel makes it. */
+struct kq_drvpend {
+	__u32 object; /* the uverbs object id the kernel will allocate (DEVX_OBJ, DEVX_UMEM) */
+	__u32 kind;   /* KQ_NK: none (a UMEM, or a DEVX create of no counted kind) */
+	__u64 bytes;  /* mr_bytes */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct kq_drvpend);
+} kq_drvpend SEC(".maps");
+
+static __always_inline __u32 kq_drv_action(__u32 drv, __u32 obj, __u32 meth)
+{
+	switch (KQ_DRV_KEY(drv, obj, meth)) {
+#define X(d, on, o, mn, m, a) case KQ_DRV_KEY(KQ_DRIVER_##d, o, m): return KQ_DRV_##a;
+		KQ_DRV_METHODS(X)
+#undef X
+	}
+	return KQ_DRV_UNKNOWN;
+}
+
+static __always_inline __u32 kq_devx_kind(__u32 opcode)
+{
+	switch (opcode) {
+#define X(name, op, kind) case op: return kind;
+		KQ_DEVX_OPCODES(X)
+#undef X
+	}
+	return KQ_NK;
+}
+
+/* The attribute id among the request's first KQ_MAX_ATTRS: 0 and *a filled, or -1. */
+static __always_inline int kq_drv_attr(unsigned long arg, __u16 num_attrs, __u16 id, struct uattr *a)
+{
+	int i;
+
+	for (i = 0; i < KQ_MAX_ATTRS; i++) {
+		if (i >= num_attrs)
+			break;
+		if (bpf_copy_from_user(a, sizeof(*a), (void *)(arg + sizeof(struct uhdr) + i * sizeof(*a))))
+			return -1;
+		if (a->attr_id == id)
+			return 0;
+	}
+	return -1;
+}
+
+/* The first limited scope of the task (type 0: none): whom an unknown method is refused for. */
+static __always_inline void kq_drv_limited_scope(__u32 types, struct kq_scope *out)
+{
+	struct cand c = {};
+	int i, k;
+
+	candidates(&c, types);
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+
+		if (i >= c.n)
+			break;
+		if (!c.sc[i].type)
+			continue;
+		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
+		if (!lim)
+			continue;
+		for (k = 0; k < KQ_NK; k++)
+			if (lim->max[k] != KQ_UNLIMITED) {
+				*out = c.sc[i];
+				return;
+			}
+	}
+}
+
+/* A method not in the table: refused to a limited task (unless the host lets them pass), and recorded. */
+static __always_inline int kq_drv_unknown(const struct uhdr *h, __u32 types)
+{
+	__u64 key = KQ_DRV_KEY(h->driver_id, h->object_id, h->method_id);
+	struct kq_scope sc = {};
+	struct kq_drvseen *s, n = {};
+	__u32 zero = 0, *cfg;
+	bool pass;
+
+	kq_drv_limited_scope(types, &sc);
+	if (!sc.type)
+		return 0;
+	cfg = bpf_map_lookup_elem(&kq_drvcfg, &zero);
+	pass = cfg && (*cfg & KQ_DRVCFG_PASS_UNKNOWN);
+	s = bpf_map_lookup_elem(&kq_drvunk, &key);
+	if (!s) {
+		bpf_map_update_elem(&kq_drvunk, &key, &n, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&kq_drvunk, &key);
+	}
+	if (s) {
+		__sync_fetch_and_add(pass ? &s->passed : &s->refused, 1);
+		s->tgid = bpf_get_current_pid_tgid() >> 32;
+		bpf_get_current_comm(s->comm, sizeof(s->comm));
+	}
+	if (pass)
+		return 0;
+	emit(KQ_EV_DRV_UNKNOWN, KQ_NK, &sc, key, 0, 0);
+	return -KQ_DRV_ERRNO;
+}
+
+/* The check of a driver-namespace request (its object or its method is the driver's). */
+static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h, __u32 types)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), act;
+	struct kq_drvpend p = { .kind = KQ_NK };
+	struct uattr a;
+	__u8 op[2];
+
+	/* a pending charge this thread's earlier request left (the kernel failed it first) is stale now */
+	if (bpf_map_lookup_elem(&kq_drvpend, &tid))
+		bpf_map_delete_elem(&kq_drvpend, &tid);
+	act = kq_drv_action(h->driver_id, h->object_id, h->method_id);
+	switch (act) {
+	case KQ_DRV_PASS:
+		return 0;
+	case KQ_DRV_DEVX_CREATE:
+		/* no command, or unreadable: the kernel refuses it the same way (a mandatory attribute) */
+		if (kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_CMD_IN, &a) || a.len < sizeof(op) ||
+		    bpf_copy_from_user(op, sizeof(op), (void *)a.data))
+			return 0;
+		p.kind = kq_devx_kind((__u32)op[0] << 8 | op[1]);
+		if (p.kind >= KQ_NK)
+			return 0; /* a create of no counted kind */
+		if (check(types, p.kind, 1))
+			return -KQ_DRV_ERRNO;
+		break;
+	case KQ_DRV_UMEM_REG:
+		if (kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_UMEM_LEN, &a) || a.len != sizeof(__u64))
+			return 0;
+		p.bytes = a.data;
+		if (p.bytes && check(types, KQ_MR_BYTES, p.bytes))
+			return -KQ_DRV_ERRNO;
+		break;
+	default:
+		return kq_drv_unknown(h, types);
+	}
+	p.object = h->object_id;
+	bpf_map_update_elem(&kq_drvpend, &tid, &p, BPF_ANY);
+	return 0;
+}
+
+/* The kernel allocated a driver's uobject (key): charged what its request passed the check with. */
+static __always_inline void kq_drv_begin(__u32 object, __u64 key)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), types;
+	struct kq_drvpend *pp, p;
+	struct kq_obj o = {};
+	bool over = false;
+	__u32 kind;
+
+	pp = bpf_map_lookup_elem(&kq_drvpend, &tid);
+	if (!pp)
+		return;
+	p = *pp;
+	bpf_map_delete_elem(&kq_drvpend, &tid);
+	if (p.object != object)
+		return;
+	/* a bound the verifier keeps through the spills of charge() (kinds are below 16; KQ_NK is none) */
+	kind = p.kind & 0xf;
+	o.kind = kind;
+	o.bytes = p.bytes;
+	types = limited_types();
+	if (types) {
+		if (kind < KQ_NK) {
+			over = charge(types, &o, kind, 1);
+			if (p.bytes)
+				over |= charge_more(&o, KQ_MR_BYTES, p.bytes);
+		} else if (p.bytes) {
+			over = charge(types, &o, KQ_MR_BYTES, p.bytes);
+		}
+	}
+	if (over)
+		bpf_send_signal(SIGKILL); /* a race with another creation of the same scope past the limit */
+	record(key, &o);
+}
+
+#endif
