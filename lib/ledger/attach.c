@@ -35,16 +35,22 @@ int find_job(const struct usage *u, const char *name)
 	return -1;
 }
 
+/* The first free slot, claimed for owner; scans see it from now on (slot_hw). -1 when all are taken. */
 static int claim_slot(struct ledger *l, uint64_t owner)
 {
 	int i;
 
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)l->nprocs; i++) {
 		struct slot *s = &l->use->slots[i];
 		uint64_t cur = 0;
+		uint32_t hw;
 
-		if (ALOADR(&s->owner) == 0 && ACAS(&s->owner, &cur, owner))
+		if (ALOADR(&s->owner) == 0 && ACAS(&s->owner, &cur, owner)) {
+			hw = ALOAD(&l->use->slot_hw);
+			while (hw < (uint32_t)i + 1 && !ACAS(&l->use->slot_hw, &hw, (uint32_t)i + 1))
+				;
 			return i;
+		}
 	}
 	return -1;
 }
@@ -62,7 +68,7 @@ void take_over_stale(struct ledger *l, uint64_t owner)
 	bool locked = false, need = false;
 	int i;
 
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		struct slot *s = &u->slots[i];
 		uint64_t cur = owner;
 		uint32_t st;
@@ -123,7 +129,8 @@ static int do_attach(struct ledger *l, const char *job)
 			return err;
 		i = claim_slot(l, owner);
 		if (i < 0)
-			return seterr(-ENOSPC, "no free process slot in the ledger (%d in use)", LEDGER_MAX_PROCS);
+			return seterr(-ENOSPC, "all %u process slots of the ledger are taken (a larger one: rdmactl quota init --procs N)",
+				      l->nprocs);
 	}
 	s = &u->slots[i];
 	ASTORE(&s->state, ENT_CLAIMING);

@@ -151,15 +151,16 @@ int recount(struct ledger *l)
 	uint64_t sums_cg[LEDGER_MAX_CGROUPS][LEDGER_NKINDS];
 	uint64_t sums_g[LEDGER_NKINDS] = { 0 }, sums_j[LEDGER_MAX_JOBS][LEDGER_NKINDS];
 	struct slot_scopes sc;
-	uint64_t deadline;
+	uint64_t deadline, seq, done;
 	int i, j, k;
 
 	memset(sums_j, 0, sizeof(sums_j));
 	memset(sums_cg, 0, sizeof(sums_cg));
 	ASTORE(&u->need_recount, 1);
 	__atomic_store_n(&u->frozen, 1, __ATOMIC_SEQ_CST);
+	seq = AADD(&u->recounts, 1) + 1;
 	deadline = clock_mono_ns() + 2000000000ull;
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		struct slot *s = &u->slots[i];
 		unsigned int spins = 0;
 
@@ -177,7 +178,7 @@ int recount(struct ledger *l)
 			sched_yield();
 		}
 	}
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		struct slot *s = &u->slots[i];
 		uint32_t st = ALOAD(&s->state);
 
@@ -213,6 +214,9 @@ int recount(struct ledger *l)
 			ASTORE(&u->cg_total[i][k], sums_cg[i][k]);
 	}
 	ASTORE(&u->need_recount, 0);
+	done = ALOAD(&u->recounts_done);
+	while (done < seq && !ACAS(&u->recounts_done, &done, seq))
+		;
 	__atomic_store_n(&u->frozen, 0, __ATOMIC_SEQ_CST);
 	return 0;
 }
@@ -365,11 +369,12 @@ static int take_back_execd(struct ledger *l, struct slot *s)
 	return 1;
 }
 
-static bool job_in_use(const struct usage *u, int j)
+static bool job_in_use(const struct ledger *l, int j)
 {
+	const struct usage *u = l->use;
 	int i;
 
-	for (i = 0; i < LEDGER_MAX_PROCS; i++)
+	for (i = 0; i < (int)slots_used(l); i++)
 		if (ALOAD(&u->slots[i].state) != ENT_FREE && slot_job(&u->slots[i]) == j)
 			return true;
 	return false;
@@ -388,7 +393,7 @@ static int gc_pass(struct ledger *l, bool force_recount, bool execd, unsigned in
 	int i, err = 0;
 
 	ASTORE(&u->gc_begun_ns, clock_mono_ns());
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		struct slot *s = &u->slots[i];
 		uint64_t owner = ALOAD(&s->owner);
 		uint32_t st = ALOAD(&s->state);
@@ -426,7 +431,7 @@ static int gc_pass(struct ledger *l, bool force_recount, bool execd, unsigned in
 			continue;
 		if (ALOAD(&jb->owner_active) && pid_alive(jb->owner_pid, jb->owner_start))
 			continue;
-		if (job_in_use(u, i))
+		if (job_in_use(l, i))
 			continue;
 		ASTORE(&jb->state, ENT_FREE);
 	}

@@ -151,7 +151,20 @@ struct usage {
 	 * allowance back (lib/ledger/reserve.c, reserve_refused()). Cold: read by raises and trims only.
 	 */
 	uint64_t tight_until[LEDGER_NKINDS];
+	/*
+	 * Per kind, the number of recounts begun (recounts) when its tight period began: once a recount begun
+	 * since then has finished, no allowance of the kind is left, nor in flight (see refusal_gc()).
+	 */
+	uint64_t tight_seq[LEDGER_NKINDS];
+	uint64_t recounts;      /* recounts begun, counted once operations are frozen */
+	uint64_t recounts_done; /* the number (in recounts) of the last recount that finished */
 	uint64_t gc_begun_ns; /* CLOCK_MONOTONIC ns when the last gc pass began (under the gc lock) */
+	/*
+	 * One past the highest slot ever claimed (only grows): scans of the slots stop there, so that a ledger
+	 * made for many processes costs what it holds (slots_used()).
+	 */
+	uint32_t slot_hw;
+	uint32_t pad2;
 	uint64_t denial_total;
 	uint64_t denial_kind[LEDGER_NKINDS];
 	uint64_t denial_seq;
@@ -162,7 +175,7 @@ struct usage {
 	uint64_t cg_refused[LEDGER_MAX_CGROUPS][LEDGER_NKINDS];
 	struct ring_ent ring[LEDGER_DENIAL_RING];
 	struct job jobs[LEDGER_MAX_JOBS];
-	struct slot slots[LEDGER_MAX_PROCS];
+	struct slot slots[]; /* nprocs of them (the header's, as validated at open: struct ledger's nprocs) */
 };
 
 /* One scope of an operation's plan: its counter and its limit (LEDGER_WR: no counter, only the cap). */
@@ -178,6 +191,7 @@ struct plan_ent {
 struct ledger {
 	struct policy *pol;
 	struct usage *use;
+	uint32_t nprocs; /* slots in use->slots[], from the policy header, checked against the usage file's */
 	bool policy_rw, usage_rw;
 	pthread_mutex_t mtx;
 
@@ -252,6 +266,13 @@ int slot_job(const struct slot *s);
 int recount(struct ledger *l);
 void reclaim_slot(struct ledger *l, struct slot *s);
 int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given);
+/* How many slots a scan looks at: up to the highest ever claimed (slot_hw), never past the ledger's. */
+static inline unsigned int slots_used(const struct ledger *l)
+{
+	uint32_t hw = __atomic_load_n(&l->use->slot_hw, __ATOMIC_ACQUIRE);
+
+	return hw < l->nprocs ? hw : l->nprocs;
+}
 /*
  * gc_locked() without the look at live processes' open files: dead holders given back, and a recount when
  * force_recount (or when one is needed). What a refusal by a shared scope runs, every time.

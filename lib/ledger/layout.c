@@ -95,14 +95,21 @@ uint32_t fnv1a(const void *p, size_t n)
 	return h;
 }
 
-static void hdr_fill(struct lhdr *h, const char *magic, size_t size, uint64_t id, uint64_t created)
+/* The usage file of a ledger of nprocs process slots. */
+static size_t usage_size(uint32_t nprocs)
+{
+	return sizeof(struct usage) + (size_t)nprocs * sizeof(struct slot);
+}
+
+static void hdr_fill(struct lhdr *h, const char *magic, size_t size, uint64_t id, uint64_t created,
+		     uint32_t nprocs)
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, magic, 8);
 	h->version = LEDGER_VERSION;
 	h->hdr_size = sizeof(*h);
 	h->file_size = size;
-	h->nprocs = LEDGER_MAX_PROCS;
+	h->nprocs = nprocs;
 	h->njobs = LEDGER_MAX_JOBS;
 	h->ncgroups = LEDGER_MAX_CGROUPS;
 	h->npidlimits = LEDGER_MAX_PIDLIMITS;
@@ -113,7 +120,8 @@ static void hdr_fill(struct lhdr *h, const char *magic, size_t size, uint64_t id
 	h->checksum = fnv1a(h, offsetof(struct lhdr, checksum));
 }
 
-static int hdr_check(const struct lhdr *h, const char *magic, size_t size, const char *path)
+/* A header of this format; nprocs 0: any number of process slots within range (the policy file). */
+static int hdr_check(const struct lhdr *h, const char *magic, size_t size, const char *path, uint32_t nprocs)
 {
 	if (memcmp(h->magic, magic, 8))
 		return seterr(-EBADMSG, "%s: not an rdmactl ledger file (bad magic)", path);
@@ -122,14 +130,14 @@ static int hdr_check(const struct lhdr *h, const char *magic, size_t size, const
 	if (h->version != LEDGER_VERSION)
 		return seterr(-EPROTO, "%s: ledger format version %u, this rdmactl reads version %u", path,
 			      h->version, LEDGER_VERSION);
-	if (h->hdr_size != sizeof(*h) || h->file_size != size || h->nprocs != LEDGER_MAX_PROCS ||
+	if (h->hdr_size != sizeof(*h) || h->file_size != size || (nprocs ? h->nprocs != nprocs : !h->nprocs || h->nprocs > LEDGER_PROCS_MAX) ||
 	    h->njobs != LEDGER_MAX_JOBS || h->ncgroups != LEDGER_MAX_CGROUPS ||
 	    h->npidlimits != LEDGER_MAX_PIDLIMITS || h->nring != LEDGER_DENIAL_RING || h->nkinds != LEDGER_NKINDS)
 		return seterr(-EBADMSG, "%s: ledger header describes a different layout", path);
 	return 0;
 }
 
-static int map_file(const char *path, const char *magic, size_t size, bool rw, void **out)
+static int map_file(const char *path, const char *magic, size_t size, bool rw, uint32_t nprocs, void **out)
 {
 	struct stat st;
 	void *p;
@@ -176,7 +184,7 @@ static int map_file(const char *path, const char *magic, size_t size, bool rw, v
 	close(fd);
 	if (p == MAP_FAILED)
 		return seterr(err, "%s: mmap: %s", path, strerror(-err));
-	err = hdr_check(p, magic, size, path);
+	err = hdr_check(p, magic, size, path, nprocs);
 	if (err) {
 		munmap(p, size);
 		return err;
@@ -193,7 +201,7 @@ static int usage_path(const char *path, char *out, size_t len)
 }
 
 static int write_new(const char *path, const char *magic, size_t size, mode_t mode, uint64_t id, uint64_t created,
-		     void (*fill)(void *))
+		     uint32_t nprocs, void (*fill)(void *, uint32_t))
 {
 	char tmp[PATH_MAX + 16];
 	void *p;
@@ -215,8 +223,8 @@ static int write_new(const char *path, const char *magic, size_t size, mode_t mo
 		err = -errno;
 		goto err_fd;
 	}
-	fill(p);
-	hdr_fill(p, magic, size, id, created);
+	fill(p, nprocs);
+	hdr_fill(p, magic, size, id, created, nprocs);
 	munmap(p, size);
 	if (fsync(fd) && errno != EINVAL) {
 		err = -errno;
@@ -235,11 +243,12 @@ err_fd:
 	return seterr(err, "%s: cannot create: %s", path, strerror(-err));
 }
 
-static void fill_policy(void *p)
+static void fill_policy(void *p, uint32_t nprocs)
 {
 	struct policy *pol = p;
 	int i, k;
 
+	(void)nprocs;
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		pol->global_limit[k] = LEDGER_UNLIMITED;
 	for (i = 0; i < LEDGER_MAX_CGROUPS; i++)
@@ -250,17 +259,22 @@ static void fill_policy(void *p)
 			pol->pid[i].limit[k] = LEDGER_UNLIMITED;
 }
 
-static void fill_usage(void *p)
+static void fill_usage(void *p, uint32_t nprocs)
 {
 	struct usage *u = p;
-	int i;
+	uint32_t i;
 
 	u->gen = 1; /* a fresh handle's view (0) is stale */
-	for (i = 0; i < LEDGER_MAX_PROCS; i++)
+	for (i = 0; i < nprocs; i++)
 		u->slots[i].job = -1;
 }
 
 int ledger_init(const char *path)
+{
+	return ledger_init_procs(path, LEDGER_DEFAULT_PROCS);
+}
+
+int ledger_init_procs(const char *path, unsigned int nprocs)
 {
 	char upath[PATH_MAX];
 	uint64_t id, created = clock_rt_ns();
@@ -273,10 +287,12 @@ int ledger_init(const char *path)
 		return err;
 	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != sizeof(id))
 		id = created ^ ((uint64_t)getpid() << 32);
-	err = write_new(upath, USAGE_MAGIC, sizeof(struct usage), 0666, id, created, fill_usage);
+	if (!nprocs || nprocs > LEDGER_PROCS_MAX)
+		return seterr(-EINVAL, "%u process slots: the ledger holds 1 to %u", nprocs, LEDGER_PROCS_MAX);
+	err = write_new(upath, USAGE_MAGIC, usage_size(nprocs), 0666, id, created, nprocs, fill_usage);
 	if (err)
 		return err;
-	return write_new(path, POLICY_MAGIC, sizeof(struct policy), 0644, id, created, fill_policy);
+	return write_new(path, POLICY_MAGIC, sizeof(struct policy), 0644, id, created, nprocs, fill_policy);
 }
 
 static int open_at(void *mem, const char *path, unsigned int flags, struct ledger **out)
@@ -315,15 +331,17 @@ static int open_at(void *mem, const char *path, unsigned int flags, struct ledge
 	l->fast_slot = NULL;
 	l->job = -1;
 	l->policy_rw = flags & LEDGER_POLICY_RW;
-	err = map_file(path, POLICY_MAGIC, sizeof(struct policy), l->policy_rw, &p);
+	err = map_file(path, POLICY_MAGIC, sizeof(struct policy), l->policy_rw, 0, &p);
 	if (err)
 		goto err_free;
 	l->pol = p;
+	/* the number of slots: the policy's header (checked, read-only to most), the usage file's must agree */
+	l->nprocs = l->pol->h.nprocs;
 	l->usage_rw = true;
-	err = map_file(upath, USAGE_MAGIC, sizeof(struct usage), true, &p);
+	err = map_file(upath, USAGE_MAGIC, usage_size(l->nprocs), true, l->nprocs, &p);
 	if (err == -EACCES) {
 		l->usage_rw = false;
-		err = map_file(upath, USAGE_MAGIC, sizeof(struct usage), false, &p);
+		err = map_file(upath, USAGE_MAGIC, usage_size(l->nprocs), false, l->nprocs, &p);
 	}
 	if (err)
 		goto err_pol;
@@ -335,7 +353,7 @@ static int open_at(void *mem, const char *path, unsigned int flags, struct ledge
 	*out = l;
 	return 0;
 err_use:
-	munmap(l->use, sizeof(struct usage));
+	munmap(l->use, usage_size(l->nprocs));
 err_pol:
 	munmap(l->pol, sizeof(struct policy));
 err_free:
@@ -362,7 +380,7 @@ void ledger_close(struct ledger *l)
 {
 	if (!l)
 		return;
-	munmap(l->use, sizeof(struct usage));
+	munmap(l->use, usage_size(l->nprocs));
 	munmap(l->pol, sizeof(struct policy));
 	pthread_mutex_destroy(&l->mtx);
 	free(l->path);

@@ -100,8 +100,12 @@
 #define LEDGER_NAME_MAX 64   /* job name, including NUL */
 #define LEDGER_CGROUP_MAX 256 /* cgroup path relative to the cgroup2 root ("/a/b"), including NUL */
 
-/* Capacity of the tables (fixed by the file format). */
-#define LEDGER_MAX_PROCS 1024
+/*
+ * Capacity of the tables. Process slots: set by `quota init --procs N` (ledger_init_procs()), 1 KiB of the
+ * usage file each; the others are fixed by the file format.
+ */
+#define LEDGER_DEFAULT_PROCS 16384
+#define LEDGER_PROCS_MAX (1u << 20)
 #define LEDGER_MAX_JOBS 128
 #define LEDGER_MAX_CGROUPS 64
 #define LEDGER_MAX_PIDLIMITS 256
@@ -209,6 +213,10 @@ const char *ledger_path(const struct ledger *l);
  * whatever is there (atomically, by rename) — processes that still map the old files keep the old ledger.
  */
 int ledger_init(const char *path);
+/* ledger_init() with nprocs process slots (1..LEDGER_PROCS_MAX; ledger_init() has LEDGER_DEFAULT_PROCS). */
+int ledger_init_procs(const char *path, unsigned int nprocs);
+/* The number of process slots of an open ledger; *in_use (may be NULL) gets how many are taken now. */
+unsigned int ledger_capacity(const struct ledger *l, unsigned int *in_use);
 
 /* Human-readable reason for the last failure of ledger_open/ledger_init in this thread. */
 const char *ledger_error(void);

@@ -96,7 +96,7 @@ static void slots_usage(struct ledger *l, struct ledger_scope_stat *st,
 {
 	int i;
 
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		const struct slot *s = &l->use->slots[i];
 
 		if (ALOAD(&s->state) == ENT_LIVE && in(l, s, arg))
@@ -173,7 +173,7 @@ static void fill_pid_scope(struct ledger *l, pid_t pid, uint64_t start, struct l
 			for (k = 0; k < LEDGER_NKINDS; k++)
 				st->limit[k] = ALOADR(&pp->limit[k]);
 	}
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		const struct slot *s = &l->use->slots[i];
 
 		if (ALOAD(&s->state) == ENT_LIVE && s->pid == pid && s->start == start) {
@@ -195,7 +195,7 @@ static void fill_cgroup_scope(struct ledger *l, const char *path, struct ledger_
 	for (i = 0; i < LEDGER_MAX_CGROUPS; i++)
 		if (ALOAD(&l->pol->cg[i].state) == ENT_LIVE && !strncmp(l->pol->cg[i].path, path, LEDGER_CGROUP_MAX))
 			e = i;
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		const struct slot *s = &l->use->slots[i];
 
 		if (!slot_live(s))
@@ -231,7 +231,7 @@ static void fill_job_scope(struct ledger *l, int j, struct ledger_scope_stat *st
 	}
 	slots_usage(l, st, in_job, &j);
 	clamp_to_totals(st, jb->total);
-	for (i = 0; i < LEDGER_MAX_PROCS; i++)
+	for (i = 0; i < (int)slots_used(l); i++)
 		if (slot_job(&l->use->slots[i]) == j && slot_live(&l->use->slots[i]))
 			st->nprocs++;
 }
@@ -247,7 +247,7 @@ static void fill_global_scope(struct ledger *l, struct ledger_scope_stat *st)
 	}
 	slots_usage(l, st, in_global, NULL);
 	clamp_to_totals(st, l->use->global_total);
-	for (i = 0; i < LEDGER_MAX_PROCS; i++)
+	for (i = 0; i < (int)slots_used(l); i++)
 		if (slot_live(&l->use->slots[i]))
 			st->nprocs++;
 }
@@ -313,7 +313,7 @@ int ledger_foreach_scope(struct ledger *l, int (*cb)(const struct ledger_scope_s
 			return ret;
 	}
 	/* processes: each live (pid, start) once, whether it has a limit, a slot, or both */
-	for (i = 0; i < LEDGER_MAX_PIDLIMITS + LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < LEDGER_MAX_PIDLIMITS + (int)slots_used(l); i++) {
 		pid_t pid;
 		uint64_t start;
 		int d;
@@ -364,7 +364,7 @@ int ledger_foreach_proc(struct ledger *l, int (*cb)(const struct ledger_proc_sta
 	struct ledger_proc_stat ps;
 	int i, k, ret;
 
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)slots_used(l); i++) {
 		const struct slot *s = &l->use->slots[i];
 		struct ledger_scope_stat sc;
 		int j;
@@ -387,6 +387,18 @@ int ledger_foreach_proc(struct ledger *l, int (*cb)(const struct ledger_proc_sta
 			return ret;
 	}
 	return 0;
+}
+
+unsigned int ledger_capacity(const struct ledger *l, unsigned int *in_use)
+{
+	unsigned int i, n = 0;
+
+	if (in_use) {
+		for (i = 0; i < slots_used(l); i++)
+			n += ALOAD(&l->use->slots[i].state) != ENT_FREE;
+		*in_use = n;
+	}
+	return l->nprocs;
 }
 
 int ledger_denial_counts(struct ledger *l, uint64_t *total, uint64_t per_kind[LEDGER_NKINDS])

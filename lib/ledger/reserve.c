@@ -66,7 +66,7 @@ static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
 	struct slot *s;
 	int k, i;
 
-	if (l->slot < 0 || l->slot >= LEDGER_MAX_PROCS || l->job >= LEDGER_MAX_JOBS || ncg > PLAN_MAX - 3) {
+	if (l->slot < 0 || l->slot >= (int)l->nprocs || l->job >= LEDGER_MAX_JOBS || ncg > PLAN_MAX - 3) {
 		__atomic_store_n(&l->plan_ok, false, __ATOMIC_RELAXED);
 		return;
 	}
@@ -150,11 +150,11 @@ static COLD_FN bool wait_unfrozen(struct ledger *l)
 			start = clock_mono_ns();
 		if (clock_mono_ns() - start > 500000000ull && !gc_lock(l, 0)) {
 			/* the lock was free or stolen from a dead gc: nobody else is recounting */
-			gc_locked(l, true, NULL, NULL);
+			gc_dead(l, true);
 			gc_unlock(l);
 			start = 0;
 		}
-		usleep(100);
+		usleep(spins < 64 ? 100 : 1000);
 	}
 	return true;
 }
@@ -168,7 +168,7 @@ static COLD_FN void stuck_repair(struct ledger *l)
 		return;
 	__atomic_store_n(&l->stuck_check, now, __ATOMIC_RELAXED);
 	if (!gc_lock(l, 0)) {
-		gc_locked(l, true, NULL, NULL);
+		gc_dead(l, true);
 		gc_unlock(l);
 	}
 }
@@ -313,7 +313,7 @@ static COLD_FN void count_scope_denial(struct ledger *l, const struct ledger_den
 			AADD(&u->jobs[l->job].refused[d->kind], 1);
 		break;
 	case LEDGER_SCOPE_PROCESS:
-		if (l->slot >= 0 && l->slot < LEDGER_MAX_PROCS)
+		if (l->slot >= 0 && l->slot < (int)l->nprocs)
 			AADD(&u->slots[l->slot].refused[d->kind], 1);
 		break;
 	}
@@ -554,6 +554,8 @@ static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns);
  * took every allowance back, and creations that come meanwhile must not take new ones before it retried.
  */
 #define TIGHT_NS 1000000000ull
+/* How long a refusal by a shared scope may look for room that grants, not usage, fill (refusal_gc()). */
+#define REFUSAL_WAIT_NS 30000000000ull
 
 /*
  * The allowance a raise of kind k through plan p takes now (and a trim leaves): a quarter of the room left
@@ -823,24 +825,6 @@ static inline ALWAYS_INLINE bool kinds_valid(const enum ledger_kind *kinds, unsi
 	return true;
 }
 
-/* Does a live slot hold an allowance of kind k (a grant above its usage that some total carries)? */
-static COLD_FN bool allowances_held(const struct ledger *l, enum ledger_kind k)
-{
-	int i;
-
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
-		const struct slot *s = &l->use->slots[i];
-		uint64_t g;
-
-		if (ALOAD(&s->state) != ENT_LIVE)
-			continue;
-		g = ALOADR(&s->grant[k]);
-		if (g != GRANT_UNLIMITED && g > ALOADR(&s->usage[k]))
-			return true;
-	}
-	return false;
-}
-
 /*
  * What a refusing scope has in use of kind k (the read side's sum of its live slots' usage, as quota show
  * says it), in place of its total, which also carries grants: a refusal names usage, never grants.
@@ -852,6 +836,67 @@ static COLD_FN void denial_usage(struct ledger *l, struct ledger_denial *d)
 	if (d->scope.type != LEDGER_SCOPE_PROCESS && (unsigned int)d->kind < LEDGER_NKINDS &&
 	    !ledger_get_scope(l, &d->scope, &st))
 		d->usage = st.usage[d->kind];
+}
+
+/* Does what is in use (denial_usage()) of the refusing scope leave no room for the request? */
+static COLD_FN bool denial_full(struct ledger *l, struct ledger_denial *d)
+{
+	denial_usage(l, d);
+	return d->usage > d->limit || d->amount > d->limit - d->usage;
+}
+
+/*
+ * A refusal of kind k by a shared scope at time now: the kind is tight for TIGHT_NS (raises take what is
+ * missing only). A tight period that begins here notes how many recounts had begun (tight_seq): every
+ * operation that read the kind as not tight was in flight then, so a recount begun later waits for it and
+ * takes its allowance back, and none is taken after.
+ */
+static COLD_FN void tighten(struct ledger *l, enum ledger_kind k, uint64_t now)
+{
+	struct usage *u = l->use;
+	bool begins = ALOAD(&u->tight_until[k]) <= now;
+	uint64_t seq, old;
+
+	__atomic_store_n(&u->tight_until[k], now + TIGHT_NS, __ATOMIC_SEQ_CST);
+	if (!begins)
+		return;
+	seq = __atomic_load_n(&u->recounts, __ATOMIC_SEQ_CST);
+	old = ALOAD(&u->tight_seq[k]);
+	while (old < seq && !ACAS(&u->tight_seq[k], &old, seq))
+		;
+}
+
+/*
+ * Before the retry of a refusal of kind k at time now (tighten() done): dead holders given back by a gc
+ * pass begun after now, and every allowance of k taken back by a recount begun after its tight period did,
+ * and finished. Hundreds refused at once share those: a process that finds both done (and no gc running)
+ * waits for nothing more; else the one that takes the gc lock runs what is missing. At most 5 s (a gc stuck
+ * in a live process); the caller looks again.
+ */
+static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t now)
+{
+	struct usage *u = l->use;
+	uint64_t deadline = now + 5000000000ull;
+	unsigned int nap = 200;
+	bool pass, count;
+
+	do {
+		count = ALOAD(&u->recounts_done) <= ALOAD(&u->tight_seq[k]);
+		pass = ALOAD(&u->gc_begun_ns) <= now;
+		if (!count && !pass && !ALOAD(&u->gc_owner))
+			return;
+		if (!gc_lock(l, 0)) {
+			count = ALOAD(&u->recounts_done) <= ALOAD(&u->tight_seq[k]);
+			if (count || ALOAD(&u->gc_begun_ns) <= now)
+				gc_dead(l, count);
+			gc_unlock(l);
+			return;
+		}
+		/* hundreds wait here at once: their wake-ups must leave the gc pass its processor */
+		usleep(nap);
+		if (nap < 16000)
+			nap *= 2;
+	} while (clock_mono_ns() < deadline);
 }
 
 /*
@@ -873,25 +918,27 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 	if (d->kind == LEDGER_WR || (unsigned int)d->kind >= LEDGER_NKINDS)
 		goto out;
 	if (d->scope.type != LEDGER_SCOPE_PROCESS) {
-		uint32_t tight = 0;
+		uint64_t first = clock_mono_ns(), deadline = first + REFUSAL_WAIT_NS;
+		unsigned int nap = 500;
 
-		/* again while another shared scope refuses another kind (an MR's count, then its bytes) */
-		while (err && d->scope.type != LEDGER_SCOPE_PROCESS && (unsigned int)d->kind < LEDGER_NKINDS &&
-		       d->kind != LEDGER_WR && !(tight & 1u << d->kind)) {
+		/*
+		 * Until what is in use fills the refusing scope (creations of others still in flight fill it, or
+		 * finish), another shared scope refuses another kind (an MR's count, then its bytes: that kind's
+		 * turn), or it has taken too long (a ledger frozen by a stuck gc): that refusal stands.
+		 */
+		for (;;) {
 			enum ledger_kind k = d->kind;
-			uint64_t now = clock_mono_ns();
 
-			tight |= 1u << k;
-			ASTORE(&l->use->tight_until[k], now + TIGHT_NS);
-			if (!gc_lock(l, 5000)) {
-				bool held = allowances_held(l, k);
-
-				/* a pass begun since the refusal saw every death before it: many refused at once run one */
-				if (held || ALOAD(&l->use->gc_begun_ns) <= now)
-					gc_dead(l, held);
-				gc_unlock(l);
-			}
+			/* one gc pass since the first refusal is enough: the dead stay dead */
+			tighten(l, k, clock_mono_ns());
+			refusal_gc(l, k, first);
 			err = try_reserve(l, s, kinds, amounts, n, d);
+			if (!err || d->scope.type == LEDGER_SCOPE_PROCESS || d->kind == LEDGER_WR ||
+			    (unsigned int)d->kind >= LEDGER_NKINDS || denial_full(l, d) || clock_mono_ns() > deadline)
+				break;
+			usleep(nap);
+			if (nap < 16000)
+				nap *= 2;
 		}
 	} else if (clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
 		unsigned int freed = 0, given = 0;
@@ -1137,7 +1184,7 @@ struct slot ledger_no_slot;
 
 struct slot *ledger_own_slot(struct ledger *l)
 {
-	return l->slot >= 0 && l->slot < LEDGER_MAX_PROCS ? &l->use->slots[l->slot] : &ledger_no_slot;
+	return l->slot >= 0 && l->slot < (int)l->nprocs ? &l->use->slots[l->slot] : &ledger_no_slot;
 }
 
 static inline ALWAYS_INLINE struct slot *fast_slot_of(struct ledger *l)

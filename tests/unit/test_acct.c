@@ -59,7 +59,7 @@ static void test_closed_error_names_the_queue(void)
 
 		acct_atfork_child(); /* what the preload's pthread_atfork handler does */
 		/* every other slot taken by a live process (the parent): no slot for this child */
-		for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+		for (i = 0; i < (int)l->nprocs; i++) {
 			struct slot *s = &u->slots[i];
 
 			if (ALOAD(&s->owner))

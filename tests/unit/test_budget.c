@@ -113,13 +113,16 @@ static void child(int i, enum where w, int ready, int go, int go2, int end)
 		enum ledger_kind k = round2_kind(i, j);
 		uint64_t bytes = k == LEDGER_MR ? round2_bytes(i, j) : 0;
 
-		err = ledger_reserve_obj(l, k, bytes, NULL);
+		err = ledger_reserve_obj(l, k, bytes, &d);
 		if (err == 0) {
 			me->made[k]++;
 			if (bytes)
 				me->made[LEDGER_MR_BYTES] += (unsigned int)(bytes / MR_UNIT);
 		} else if (err == -EDQUOT) {
 			me->refused2++;
+			if (getenv("BUDGET_DEBUG"))
+				fprintf(stderr, "# round2 refused %s by %d: %lu/%lu (+%lu)\n", ledger_kind_name(d.kind),
+					d.scope.type, (unsigned long)d.usage, (unsigned long)d.limit, (unsigned long)d.amount);
 		} else {
 			me->err = 2;
 		}
@@ -278,9 +281,14 @@ static void start_together(int n, enum where w, uint64_t qp_limit, uint64_t room
 	ledger_close(l);
 }
 
-/* Under a job's budget, as `rdmactl run` starts an MPI job: limits N+1, 10N, and N-10 (exactly 10 refused). */
+/*
+ * Under a job's budget, as `rdmactl run` starts an MPI job: limits N+1, 10N, and N-10 (exactly 10 refused);
+ * 1100 processes: more than the 1024 slots ledgers had before their capacity was set at init.
+ */
 static void test_job_start(void)
 {
+	start_together(1100, IN_JOB, 1101, 10);
+	start_together(1100, IN_JOB, 1090, 10);
 	start_together(100, IN_JOB, 101, 10);
 	start_together(100, IN_JOB, 1000, 10);
 	start_together(100, IN_JOB, 90, 10);
@@ -295,6 +303,52 @@ static void test_cgroup_start(void)
 	start_together(100, IN_CGROUP, 101, 10);
 	start_together(300, IN_CGROUP, 3000, 10);
 	start_together(300, IN_CGROUP, 290, 10);
+}
+
+/*
+ * A ledger made for 8 processes: 8 attach, the 9th is refused a slot with a message that names the fix,
+ * and the capacity says so; a slot given back is taken again.
+ */
+static void test_capacity(void)
+{
+	struct ledger *ls[9] = { 0 }, *l = NULL;
+	unsigned int used = 0;
+	pid_t pid;
+	int i, status, fd[2];
+
+	unlink(lpath);
+	CHECK(ledger_init_procs(lpath, 0) == -EINVAL && ledger_init_procs(lpath, LEDGER_PROCS_MAX + 1) == -EINVAL,
+	      "0 and too many slots refused: %s", ledger_error());
+	CHECK(ledger_init_procs(lpath, 8) == 0, "init 8: %s", ledger_error());
+	CHECK(ledger_open(lpath, 0, &l) == 0 && ledger_capacity(l, &used) == 8 && used == 0, "8 slots, none used");
+	/* one process attaches once: eight children hold a slot each, this process is the ninth */
+	if (pipe(fd))
+		return;
+	for (i = 0; i < 8; i++) {
+		pid = fork();
+		if (pid == 0) {
+			char c;
+
+			close(fd[1]);
+			if (ledger_open(lpath, 0, &ls[0]) || ledger_attach(ls[0], NULL))
+				_exit(1);
+			if (read(fd[0], &c, 1) != 0)
+				_exit(2);
+			_exit(0);
+		}
+	}
+	close(fd[0]);
+	for (i = 0; i < 200 && ledger_capacity(l, &used) && used < 8; i++)
+		usleep(10000);
+	CHECK(used == 8, "8 of 8 in use: %u", used);
+	CHECK(ledger_attach(l, NULL) == -ENOSPC && strstr(ledger_error(), "all 8 process slots") &&
+		      strstr(ledger_error(), "quota init --procs"),
+	      "the ninth: %s", ledger_error());
+	close(fd[1]);
+	while (wait(&status) > 0)
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a holder");
+	CHECK(ledger_attach(l, NULL) == 0, "after they exited, a slot again: %s", ledger_error());
+	ledger_close(l);
 }
 
 static void test_global_start(void)
@@ -321,6 +375,7 @@ int main(void)
 	RUN(test_job_start);
 	RUN(test_cgroup_start);
 	RUN(test_global_start);
+	RUN(test_capacity);
 	{
 		char cmd[128];
 

@@ -823,7 +823,7 @@ static uint64_t slots_sum(struct ledger *l, int j, const char *cg, enum ledger_k
 	uint64_t sum = 0;
 	int i;
 
-	for (i = 0; i < LEDGER_MAX_PROCS; i++) {
+	for (i = 0; i < (int)l->nprocs; i++) {
 		struct slot *s = &l->use->slots[i];
 
 		if (ALOAD(&s->state) != ENT_LIVE || (j >= 0 && slot_job(s) != j) || (cg && !cg_covers(cg, s->cgroup)))
@@ -1049,7 +1049,7 @@ static int live_slots(struct ledger *l)
 {
 	int i, n = 0;
 
-	for (i = 0; i < LEDGER_MAX_PROCS; i++)
+	for (i = 0; i < (int)l->nprocs; i++)
 		n += ALOAD(&l->use->slots[i].owner) != 0;
 	return n;
 }
@@ -1558,6 +1558,8 @@ static void test_pid_reuse(void)
 	fake = real_start - 1;
 	/* plant a dead holder with the same pid, another start time: slot with 7 QPs and a pid limit of 1 */
 	s = &l->use->slots[5];
+	if (ALOAD(&l->use->slot_hw) < 6)
+		ASTORE(&l->use->slot_hw, 6); /* as a claim of it would */
 	s->owner = pack_owner(pid, fake);
 	s->pid = pid;
 	s->start = fake;
