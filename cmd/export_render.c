@@ -336,6 +336,15 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 			}
 		}
 	}
+	if (s->slots) {
+		prom_family(b, "rdmactl_ledger_process_slots", PROM_GAUGE,
+			    "The quota ledger's process slots (quota init --procs): taken (state=\"used\") and all "
+			    "(state=\"capacity\"). A full ledger refuses RDMA to the processes its limits cover.");
+		prom_sample_u64(b, "rdmactl_ledger_process_slots", &(struct prom_label){ "state", "used" }, 1,
+				s->slots_used);
+		prom_sample_u64(b, "rdmactl_ledger_process_slots", &(struct prom_label){ "state", "capacity" }, 1,
+				s->slots);
+	}
 	prom_family(b, "rdmactl_quota_processes", PROM_GAUGE,
 		    "Live processes attached to the ledger in a global, cgroup or job scope.");
 	for (i = 0; i < s->nscopes; i++) {

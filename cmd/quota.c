@@ -25,6 +25,7 @@ static const char *const verbs[] = { "set", "unset", "show", "gc", "init", "kern
 
 static struct {
 	const char *ledger;
+	unsigned int procs; /* init --procs: process slots of the new ledger, 0 the default */
 	bool create;
 	bool kernel;
 	const char *dev;
@@ -36,7 +37,7 @@ static struct {
 	int nargs;
 } o;
 
-enum { OPT_LEDGER = 0x100, OPT_PID, OPT_JOB, OPT_CGROUP, OPT_GLOBAL, OPT_KERNEL, OPT_DEV, OPT_CREATE };
+enum { OPT_LEDGER = 0x100, OPT_PID, OPT_JOB, OPT_CGROUP, OPT_GLOBAL, OPT_KERNEL, OPT_DEV, OPT_CREATE, OPT_PROCS };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Scope (exactly one for set and unset; show takes at most one):", 1 },
@@ -54,6 +55,8 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Ledger:", 3 },
 	{ "ledger", OPT_LEDGER, "PATH", 0, "Ledger file (default $RDMACTL_LEDGER, else " LEDGER_DEFAULT_PATH ")", 3 },
 	{ "create", OPT_CREATE, NULL, 0, "Create an empty ledger if there is none", 3 },
+	{ "procs", OPT_PROCS, "N", 0,
+	  "With init: how many processes the ledger holds at once (default 16384; 1 KiB of the usage file each)", 3 },
 	{ 0 },
 };
 
@@ -128,6 +131,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_CREATE:
 		o.create = true;
 		break;
+	case OPT_PROCS: {
+		uint64_t v;
+
+		if (parse_u64(arg, 1, LEDGER_PROCS_MAX, &v))
+			argp_error(state, "--procs '%s': a number of processes from 1 to %u", arg, LEDGER_PROCS_MAX);
+		o.procs = (unsigned int)v;
+		break;
+	}
 	case OPT_KERNEL:
 		o.kernel = true;
 		break;
@@ -191,7 +202,7 @@ static const struct argp argp = {
 	"unset KIND SCOPE [--kernel [--dev DEV]]\n"
 	"show [SCOPE]\n"
 	"gc\n"
-	"init\n"
+	"init [--procs N]\n"
 	"kernel unknown-driver-methods [pass|refuse]",
 	"Set, unset and show RDMA resource quotas in the rdmactl ledger.\n\n"
 	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr (per-queue work-request depth cap). "
@@ -207,7 +218,8 @@ static const struct argp argp = {
 	"  rdmactl quota unset qp --global\n"
 	"  rdmactl quota show --cgroup /sys/fs/cgroup/tenant-a -j\n"
 	"  rdmactl quota gc\n"
-	"  RDMACTL_LEDGER=/tmp/l rdmactl quota init\n",
+	"  RDMACTL_LEDGER=/tmp/l rdmactl quota init\n"
+	"  rdmactl quota init --procs 65536\n",
 	children, NULL, NULL,
 };
 
@@ -734,12 +746,19 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 	return 0;
 }
 
-/* The show document: {"ledger", "denials", "scopes": [...]}; its text is only the scopes. */
-static void show_begin(const char *path, uint64_t denials)
+/*
+ * The show document: {"ledger", "denials", "procs": {"in_use", "capacity"}, "scopes": [...]}; its text is
+ * the scopes (and, for the whole ledger, denials and slots after them).
+ */
+static void show_begin(const char *path, uint64_t denials, unsigned int in_use, unsigned int capacity)
 {
 	out_open_object(NULL);
 	print_string(PRINT_JSON, "ledger", NULL, path);
 	print_uint(PRINT_JSON, "denials", NULL, denials);
+	out_open_object("procs");
+	print_uint(PRINT_JSON, "in_use", NULL, in_use);
+	print_uint(PRINT_JSON, "capacity", NULL, capacity);
+	out_close_object();
 	out_open_array("scopes");
 }
 
@@ -807,7 +826,7 @@ static int show_missing(void)
 		return EXIT_OK;
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		st.limit[k] = LEDGER_UNLIMITED;
-	show_begin(ledger_file(), 0);
+	show_begin(ledger_file(), 0, 0, LEDGER_DEFAULT_PROCS); /* as the ledger quota init makes */
 	show_scope(&st, NULL);
 	show_end();
 	return EXIT_OK;
@@ -816,6 +835,7 @@ static int show_missing(void)
 static int do_show(void)
 {
 	struct ledger_scope_stat st;
+	unsigned int in_use = 0, capacity;
 	struct ledger *l;
 	uint64_t denials = 0;
 	int err;
@@ -845,14 +865,18 @@ static int do_show(void)
 		return EXIT_FAIL;
 	}
 	ledger_denial_counts(l, &denials, NULL);
-	show_begin(ledger_path(l), denials);
+	capacity = ledger_capacity(l, &in_use);
+	show_begin(ledger_path(l), denials, in_use, capacity);
 	if (o.nscopes)
 		show_scope(&st, NULL);
 	else
 		ledger_foreach_scope(l, show_scope, NULL);
 	show_end();
-	if (!o.nscopes)
+	if (!o.nscopes) {
 		print_uint(PRINT_FP, NULL, "denials: %" PRIu64 "\n", denials);
+		print_uint(PRINT_FP, NULL, "process slots: %" PRIu64, in_use);
+		print_uint(PRINT_FP, NULL, " of %" PRIu64 " in use\n", capacity);
+	}
 	ledger_close(l);
 	return EXIT_OK;
 }
@@ -972,7 +996,7 @@ static int do_init(void)
 		pr_err("cannot recreate the ledger: %s: permission denied (only the owner of the policy file may)", path);
 		return EXIT_FAIL;
 	}
-	err = ledger_init(path);
+	err = ledger_init_procs(path, o.procs ? o.procs : LEDGER_DEFAULT_PROCS);
 	if (err == -EACCES || err == -EPERM) {
 		pr_err("cannot create the ledger: %s: permission denied", path);
 		return EXIT_FAIL;
@@ -982,7 +1006,8 @@ static int do_init(void)
 		return EXIT_FAIL;
 	}
 	out_open_object(NULL);
-	print_string(PRINT_ANY, "ledger", "created an empty ledger at %s\n", path);
+	print_string(PRINT_ANY, "ledger", "created an empty ledger at %s", path);
+	print_uint(PRINT_ANY, "procs", " for %" PRIu64 " processes\n", o.procs ? o.procs : LEDGER_DEFAULT_PROCS);
 	out_close_object();
 	return EXIT_OK;
 }
@@ -1059,6 +1084,11 @@ int cmd_quota(int argc, char **argv)
 	if ((v == V_SET || v == V_UNSET) == false && o.kernel) {
 		fprintf(stderr, "%s: --kernel goes with set and unset\nTry '%s --help' for more information.\n",
 			util_prog, util_prog);
+		return EXIT_USAGE;
+	}
+	if (v != V_INIT && o.procs) {
+		fprintf(stderr, "%s: --procs goes with init (the number of processes a new ledger holds)\nTry '%s --help' "
+			"for more information.\n", util_prog, util_prog);
 		return EXIT_USAGE;
 	}
 	switch (v) {

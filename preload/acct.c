@@ -182,6 +182,14 @@ static void open_ledger(void)
 			ledger = l;
 			return;
 		}
+		if (ret == -ENOSPC && ledger_limits_apply(l, NULL)) {
+			/* a full ledger must not let a process its limits cover run unlimited */
+			plog(1, "ledger %s: %s (refusing every creation: limits of the ledger apply to this process)",
+			     ledger_default_path(), ledger_error());
+			ledger_close(l);
+			refuse_all = true;
+			return;
+		}
 		ledger_close(l);
 		if (!wanted && ret == -ENOENT)
 			return;
@@ -221,8 +229,13 @@ static COLD_FN void attach_child(void)
 	if (atomic_exchange(&reattach, false) && ledger) {
 		int ret = ledger_attach_child(ledger);
 
-		if (ret)
+		if (ret == -ENOSPC && ledger_limits_apply(ledger, my_job)) {
+			plog(1, "ledger: forked child %d: %s (refusing every creation: limits of the ledger apply to it)",
+			     (int)getpid(), ledger_error());
+			refuse_all = true;
+		} else if (ret) {
 			plog(1, "ledger: forked child %d cannot attach: %s", (int)getpid(), strerror(-ret));
+		}
 	}
 	update_slow();
 }

@@ -101,7 +101,7 @@ exec_start() {
 	local mine=$BATS_TEST_TMPDIR/shm/rdmactl.ledger
 	mkdir -p "${mine%/*}"
 	run -0 ${cmd//$path/$mine}
-	assert_output "created an empty ledger at $mine"
+	assert_output "created an empty ledger at $mine for 16384 processes"
 	run -0 stat -c '%U %a' "$mine"
 	assert_output "$(id -un) 644"
 	run -0 "$RDMACTL" quota show --ledger "$mine" -j

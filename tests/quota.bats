@@ -182,7 +182,7 @@ showq() {
 	[[ $stderr == *"cannot open the ledger"* ]]
 
 	run -0 "$RDMACTL" quota init
-	assert_output "created an empty ledger at $RDMACTL_LEDGER"
+	assert_output "created an empty ledger at $RDMACTL_LEDGER for 16384 processes"
 	run -0 "$RDMACTL" quota show
 	run -0 "$RDMACTL" quota set qp 3 --global
 }
@@ -427,4 +427,18 @@ showq() {
 	run -0 jq -e '.cgroups_removed == 1' <<<"$output"
 	run -0 "$RDMACTL" -j quota show
 	run -0 jq -e "[.scopes[] | select(.scope == \"cgroup\") | .cgroup] == [\"/rdmactl-gc-live.$$\"]" <<<"$output"
+}
+
+@test "init --procs: the ledger holds that many processes, show says how many slots are in use; the next is refused with the fix" {
+	run -0 "$RDMACTL" quota init --procs 2
+	assert_output "created an empty ledger at $RDMACTL_LEDGER for 2 processes"
+	run -0 "$RDMACTL" quota show
+	assert_line "process slots: 0 of 2 in use"
+	run -0 "$RDMACTL" quota show -j
+	assert_equal "$(jq -c .procs <<<"$output")" '{"in_use":0,"capacity":2}'
+	run -2 "$RDMACTL" quota init --procs 0
+	assert_output --partial "--procs '0': a number of processes from 1 to 1048576"
+	run -2 "$RDMACTL" quota init --procs 2x
+	run -2 "$RDMACTL" quota show --procs 2
+	assert_output --partial "--procs goes with init"
 }

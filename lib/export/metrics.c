@@ -657,6 +657,7 @@ static int collect_ledger(struct metrics_ctx *x, struct gather *g)
 
 	if (ledger_get(x, s))
 		return 0;
+	s->slots = ledger_capacity(x->ledger, &s->slots_used);
 	ret = ledger_foreach_scope(x->ledger, on_scope, &c);
 	if (!ret)
 		ret = ledger_foreach_proc(x->ledger, on_proc, &c);

@@ -122,6 +122,7 @@ struct metrics_snap {
 	/* ledger: every scope (global, cgroups, jobs, processes), as ledger_foreach_scope() gives them */
 	struct ledger_scope_stat *scopes;
 	size_t nscopes;
+	unsigned int slots_used, slots; /* the ledger's process slots: taken, and how many it has (0: no ledger) */
 	uint64_t refusals[METRICS_NSCOPES][LEDGER_NKINDS];
 	/* monitor: created and destroyed since it started, every process summed */
 	struct mon_counts mon;

@@ -188,6 +188,30 @@ void ledger_open_mark(struct ledger *l)
 		AADD(&s->vseq, 1);
 }
 
+bool ledger_limits_apply(struct ledger *l, const char *job)
+{
+	int idx[MAX_CG_PER_PROC], i, k;
+	char cg[LEDGER_CGROUP_MAX];
+	uint64_t start = 0;
+
+	if (!job)
+		job = getenv(LEDGER_ENV_JOB);
+	if (job && *job)
+		return true;
+	self_cgroup(cg, sizeof(cg));
+	if (cg_matches(l->pol, cg, idx, MAX_CG_PER_PROC) > 0)
+		return true;
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		if (ALOADR(&l->pol->global_limit[k]) != LEDGER_UNLIMITED)
+			return true;
+	ledger_pid_start_time(getpid(), &start);
+	for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++)
+		if (ALOAD(&l->pol->pid[i].state) == ENT_LIVE && l->pol->pid[i].pid == getpid() &&
+		    l->pol->pid[i].start == start)
+			return true;
+	return false;
+}
+
 bool ledger_attached(const struct ledger *l)
 {
 	return l->slot >= 0;

@@ -240,6 +240,12 @@ int ledger_detach(struct ledger *l);
 /* True when this handle has a slot. */
 bool ledger_attached(const struct ledger *l);
 /*
+ * Would a limit of the ledger apply to the calling process: it is in a job (job, or $RDMACTL_JOB when NULL),
+ * its cgroup is or is below a cgroup entry, a global limit is set, or a pid limit names it. For a process
+ * that could not attach (a full ledger): what has limits must fail closed.
+ */
+bool ledger_limits_apply(struct ledger *l, const char *job);
+/*
  * For the interceptor: call before a device open is charged and again once the open returned and its charge
  * is settled. It marks the slot as one whose usage mirrors uverbs objects, so that the gc may give back the
  * usage of a live process that holds no uverbs device (see ledger_gc). No-op when not attached.

@@ -135,3 +135,19 @@ job_burst() { # N L
 	assert_equal "$(jq '.scopes[0].kinds.qp.usage' <<<"$output")" "$(kernel_count_all qp)"
 	end_burst
 }
+
+@test "a ledger made for 4 processes: 4 ranks of a job attach and are counted, the others are refused RDMA with the fix, never unlimited" {
+	run -0 "$RDMACTL" quota init --procs 4
+	burst timeout 600 "$RDMACTL" run --job full --max-qp 100 -- "$SB" -n 6 -k 1 || true
+	grep -q '^holding' "$OUT"
+	# the two ranks without a slot could not even open the device: their setup failed, no QP made
+	assert_equal "$(field round1 created qp)" 4
+	grep -q '^errors=2$' "$OUT"
+	run grep -c 'all 4 process slots of the ledger are taken (a larger one: rdmactl quota init --procs N) (refusing every creation' "$BATS_TEST_TMPDIR/err"
+	assert_output 2
+	run -0 "$RDMACTL" quota show -j
+	assert_equal "$(jq -c .procs <<<"$output")" '{"in_use":4,"capacity":4}'
+	run same_as_netlink job full
+	assert_success
+	end_burst
+}

@@ -344,6 +344,17 @@ static void test_capacity(void)
 	CHECK(ledger_attach(l, NULL) == -ENOSPC && strstr(ledger_error(), "all 8 process slots") &&
 		      strstr(ledger_error(), "quota init --procs"),
 	      "the ninth: %s", ledger_error());
+	/* what the interceptor then asks: do limits apply to it (then it refuses every creation) */
+	CHECK(!ledger_limits_apply(l, NULL) && ledger_limits_apply(l, "somejob"), "no limit applies; a job's would");
+	{
+		struct ledger *lw = NULL;
+		struct ledger_scope g = { .type = LEDGER_SCOPE_GLOBAL };
+
+		CHECK(ledger_open(lpath, LEDGER_POLICY_RW, &lw) == 0 && ledger_set_limit(lw, &g, LEDGER_MR, 5) == 0,
+		      "a global limit: %s", ledger_error());
+		CHECK(ledger_limits_apply(l, NULL), "a global limit applies");
+		ledger_close(lw);
+	}
 	close(fd[1]);
 	while (wait(&status) > 0)
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a holder");
