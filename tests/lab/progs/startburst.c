@@ -32,7 +32,9 @@ struct result {
 	int round1; /* 1 created, 0 refused, -1 error */
 	int asked[NK], made[NK], refused[NK];
 	unsigned long long bytes;
-	int err;
+	int err;  /* setup failed */
+	int err2; /* round 2 failures that were not refusals */
+	int last_errno; /* of a failure that was not a refusal */
 };
 
 static const char *dev_name = "rxe0";
@@ -58,7 +60,10 @@ static struct ibv_qp *new_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 	return ibv_create_qp(pd, &qa);
 }
 
-/* A refusal of the interceptor (any errno it chose) is told from other failures by the ledger's words on stderr. */
+/*
+ * A refusal is a failure with errno EDQUOT (run the ranks with RDMACTL_ERRNO=EDQUOT): any other failure is
+ * an error, counted apart with its errno.
+ */
 static void child(int i, int k, struct result *r, int ready, int go1, int go2)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -72,14 +77,18 @@ static void child(int i, int k, struct result *r, int ready, int go1, int go2)
 	for (d = 0; list && list[d] && !ctx; d++)
 		if (!strcmp(ibv_get_device_name(list[d]), dev_name))
 			ctx = ibv_open_device(list[d]);
-	if (!ctx || !(pd = ibv_alloc_pd(ctx)) || !(cq = ibv_create_cq(ctx, 4, NULL, NULL, 0)))
+	if (!ctx || !(pd = ibv_alloc_pd(ctx)) || !(cq = ibv_create_cq(ctx, 4, NULL, NULL, 0))) {
 		r->err++;
+		r->last_errno = errno;
+	}
 	if (write(ready, "r", 1) != 1 || read(go1, &c, 1) != 0)
 		_exit(1);
 	r->round1 = -1;
 	if (pd && cq) {
 		errno = 0;
-		r->round1 = new_qp(pd, cq) ? 1 : 0;
+		r->round1 = new_qp(pd, cq) ? 1 : errno == EDQUOT ? 0 : -1;
+		if (r->round1 < 0)
+			r->last_errno = errno;
 	}
 	if (write(ready, "r", 1) != 1 || read(go2, &c, 1) != 0)
 		_exit(1);
@@ -101,10 +110,14 @@ static void child(int i, int k, struct result *r, int ready, int go1, int go2)
 			if (ok)
 				r->bytes += len;
 		}
-		if (ok)
+		if (ok) {
 			r->made[kk]++;
-		else
+		} else if (errno == EDQUOT) {
 			r->refused[kk]++;
+		} else {
+			r->err2++;
+			r->last_errno = errno;
+		}
 	}
 	if (write(ready, "r", 1) != 1)
 		_exit(1);
@@ -195,9 +208,9 @@ int main(int argc, char **argv)
 	wait_for(ready[0], n);
 	for (i = 0; i < n; i++) {
 		r1[res[i].round1 + 1]++;
-		errs += res[i].err;
+		/* a rank whose setup failed tried no QP: one error */
+		errs += res[i].err ? res[i].err : res[i].round1 < 0;
 	}
-	errs += r1[0];
 	printf("round1 qp asked=%d created=%d refused=%d\n", n, r1[2], r1[1]);
 	fflush(stdout);
 	close(go2[1]);
@@ -209,13 +222,21 @@ int main(int argc, char **argv)
 			refused[kk] += res[i].refused[kk];
 		}
 		bytes += res[i].bytes;
+		errs += res[i].err2;
 	}
 	printf("round2");
 	for (kk = 0; kk < NK; kk++)
 		printf(" %s asked=%d created=%d refused=%d", kname[kk], asked[kk], made[kk], refused[kk]);
 	printf(" mr_bytes created=%llu\n", bytes);
-	if (errs)
-		printf("errors=%d\n", errs);
+	if (errs) {
+		printf("errors=%d", errs);
+		for (i = 0; i < n; i++)
+			if (res[i].last_errno) {
+				printf(" (rank %d: %s)", i, strerror(res[i].last_errno));
+				break;
+			}
+		printf("\n");
+	}
 	printf("holding\n");
 	fflush(stdout);
 	while (!done)
