@@ -4,15 +4,18 @@
  * and its descendants, a process, everything) past its limit, whatever made the call (interceptor or not,
  * static binaries, raw ioctl or write on /dev/infiniband/uverbsN).
  *
- *   lsm.s/file_ioctl    reads the uverbs ioctl's header (and the write command of INVOKE_WRITE, the length of
- *                       an MR) and answers -EDQUOT when the creation would go past a limit: the clean refusal.
+ *   lsm.s/file_ioctl    reads the uverbs ioctl's header (and every attribute of INVOKE_WRITE when the write
+ *                       command is not first, the length of an MR) and answers -EDQUOT when the creation would
+ *                       go past a limit: the clean refusal. What it lets through it reserves (kq_resv).
+ *   fexit/ib_uverbs_ioctl  gives back a reservation no object took (the kernel refused the request).
  *   lsm/file_ioctl_compat  32-bit programs' uverbs ioctls: refused for processes with kernel limits.
- *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit (fexit/ib_uverbs_open
- *                       records and charges the context once the open succeeded).
+ *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit, reserved otherwise
+ *                       (fexit/ib_uverbs_open records the context with that charge once the open succeeded).
  *   fentry/ib_uverbs_close  gives a context back when its file is released; only uverbs files pay for it.
  *   fexit/rdma_alloc_begin_uobject   the kernel's own copy of the type: every object of a counted kind is
- *                       charged here, whichever path created it; one that goes past a limit (a request
- *                       rewritten after the check, a legacy write()) is answered with SIGKILL and recorded.
+ *                       recorded here, whichever path created it, with its request's reservation as its charge;
+ *                       one without a reservation (a request rewritten after the check, a legacy write()) is
+ *                       charged here, and answered with SIGKILL when that goes past a limit.
  *   fentry/rdma_alloc_commit_uobject MRs: their length, as mr_bytes (the same backstop).
  *   fexit/uverbs_destroy_uobject     gives the charge back (destroy, abort of a failed create, the
  *                       cleanup at the last close of the file, wherever that runs).
@@ -35,6 +38,8 @@
 
 #include "kq.h"
 
+#define EFAULT 14
+#define EINVAL 22
 #define EDQUOT 122
 #define SIGKILL 9
 
@@ -100,6 +105,20 @@ struct {
 	__type(value, struct kq_event);
 } kq_events SEC(".maps");
 
+/*
+ * Reservations: a creation the ioctl hook (or file_open, for a context) let through has its charge made
+ * already, kept here by thread (its kind, scopes and MR bytes) until the kernel allocates the object
+ * (kq_begin, kq_opened take it as the object's charge) or the call returns without one (kq_ioctl_done gives
+ * it back). Only a creation that comes without one (a legacy write(), a request rewritten after the check) is
+ * charged at the allocation, and killed there past a limit.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct kq_obj);
+} kq_resv SEC(".maps");
+
 /* Objects that could not be recorded (kq_objs full): never charged, so never credited. */
 __u64 kq_lost;
 
@@ -112,21 +131,29 @@ static __always_inline __u32 limited_types(void)
 	return st && st->nlimits ? st->types | KQ_TYPE_VALID : 0;
 }
 
-/* A uverbs character device (read straight from the kernel's structures: no helper call). */
+/*
+ * A uverbs character device (read straight from the kernel's structures: no helper call): the first 32 on
+ * 231:192-223, the others on the dynamic major ib_uverbs allocated (kq_state.dyn_major, from /proc/devices).
+ */
 static __always_inline bool is_uverbs(struct file *file)
 {
 	struct inode *ino = file->f_inode;
+	struct kq_state *st;
+	unsigned int major, minor;
+	__u32 zero = 0;
 	dev_t rdev;
-	unsigned int minor;
 
 	if (!ino)
 		return false;
 	rdev = ino->i_rdev;
-	if ((rdev >> 20) != KQ_UVERBS_MAJOR)
+	major = rdev >> 20;
+	if (!major || (ino->i_mode & 00170000) != 0020000)
 		return false;
 	minor = rdev & 0xfffff;
-	return (ino->i_mode & 00170000) == 0020000 && minor >= KQ_UVERBS_MINOR_BASE &&
-	       minor < KQ_UVERBS_MINOR_BASE + KQ_UVERBS_MINORS;
+	if (major == KQ_UVERBS_MAJOR)
+		return minor >= KQ_UVERBS_MINOR_BASE && minor < KQ_UVERBS_MINOR_BASE + KQ_UVERBS_MINORS;
+	st = bpf_map_lookup_elem(&kq_state, &zero);
+	return st && st->dyn_major && major == st->dyn_major && minor < KQ_UVERBS_DYN_MINORS;
 }
 
 /*
@@ -163,6 +190,40 @@ static __always_inline void candidates(struct cand *c, __u32 types)
 	}
 }
 
+/*
+ * The i-th scope that applies to the current task (i from 0): global, process, then its cgroups from level 1
+ * down; false past the last. A scope of a type that has no limit anywhere stays type 0 (skipped). One scope at
+ * a time, on the caller's stack (candidates() fills all of them at once).
+ */
+static __always_inline bool scope_at(__u32 types, int i, struct kq_scope *sc)
+{
+	__u64 id;
+
+	sc->type = 0;
+	sc->pad = 0;
+	sc->id = 0;
+	if (i == 0) {
+		if (types & KQ_TYPE_GLOBAL)
+			sc->type = KQ_SCOPE_GLOBAL;
+		return true;
+	}
+	if (i == 1) {
+		if (types & KQ_TYPE_PID) {
+			sc->type = KQ_SCOPE_PID;
+			sc->id = bpf_get_current_pid_tgid() >> 32;
+		}
+		return true;
+	}
+	if (!(types & KQ_TYPE_CGROUP) || i > 1 + KQ_MAXLVL)
+		return false;
+	id = bpf_get_current_ancestor_cgroup_id(i - 1);
+	if (!id)
+		return false;
+	sc->type = KQ_SCOPE_CGROUP;
+	sc->id = id;
+	return true;
+}
+
 static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *sc, __u64 amount, __s64 usage,
 				 __u64 limit)
 {
@@ -195,35 +256,35 @@ static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *
 }
 
 /* Would amount more of kind take one of the task's limited scopes past its limit? -EDQUOT, counted. */
-static __always_inline int check(__u32 types, __u32 kind, __u64 amount)
+static __noinline int check(__u32 types, __u32 kind, __u64 amount) /* a call: its stack apart */
 {
-	struct cand c = {};
+	struct kq_scope sc;
 	int i;
 
 	if (kind >= KQ_NK)
 		return 0;
-	candidates(&c, types);
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 		struct kq_usage *use;
 		__s64 u;
 
-		if (i >= c.n)
+		if (!scope_at(types, i, &sc))
 			break;
-		if (!c.sc[i].type)
+		if (!sc.type)
 			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim || lim->max[kind] == KQ_UNLIMITED)
 			continue;
-		use = bpf_map_lookup_elem(&kq_usage, &c.sc[i]);
+		use = bpf_map_lookup_elem(&kq_usage, &sc);
 		if (!use)
 			continue;
 		u = use->use[kind] + lim->base[kind];
 		if (u < 0)
 			u = 0;
-		if ((__u64)u + amount > lim->max[kind]) {
+		/* u + amount > max, without a wrap (an MR's length can be anything up to UINT64_MAX) */
+		if (amount > lim->max[kind] || (__u64)u > lim->max[kind] - amount) {
 			__sync_fetch_and_add(&use->refused[kind], 1);
-			emit(KQ_EV_REFUSE, kind, &c.sc[i], amount, u, lim->max[kind]);
+			emit(KQ_EV_REFUSE, kind, &sc, amount, u, lim->max[kind]);
 			return -EDQUOT;
 		}
 	}
@@ -261,7 +322,7 @@ static __always_inline bool charge(__u32 types, struct kq_obj *o, __u32 kind, __
 			continue;
 		idx = o->n;
 		if (idx >= KQ_MAXCHG)
-			break;
+			break; /* more limited scopes than a record holds: quota set refuses that, reserve() too */
 		o->sc[idx] = c.sc[i];
 		o->n = idx + 1;
 		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
@@ -318,6 +379,112 @@ static __always_inline void credit(const struct kq_obj *o)
 		if (o->bytes)
 			__sync_fetch_and_add(&use->use[KQ_MR_BYTES], -(__s64)o->bytes);
 	}
+}
+
+/* Would usage u be past limit max? */
+static __always_inline bool past(__s64 u, __u64 max)
+{
+	return max != KQ_UNLIMITED && u > 0 && (__u64)u > max;
+}
+
+/* Give back the reservation this thread holds, if any. */
+static __always_inline void unreserve(__u32 tid)
+{
+	struct kq_obj *r = bpf_map_lookup_elem(&kq_resv, &tid);
+
+	if (!r)
+		return;
+	credit(r);
+	bpf_map_delete_elem(&kq_resv, &tid);
+}
+
+/* An empty record: what a reservation starts from (a map value, so that no call's stack holds one). */
+static const struct kq_obj kq_obj_none = {};
+
+/*
+ * The check, as a reservation: one of kind (and bytes of mr_bytes) added at once to every limited scope of the
+ * task, and taken off again when one of them would go past its limit: -EDQUOT, counted. Two creators at
+ * limit - 1 can therefore not both pass (each add is atomic, the second sees the first's). What passed stays
+ * charged, as this thread's reservation (kq_resv, filled in place), for the allocation to take (kq_begin,
+ * kq_opened).
+ */
+static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes) /* a call: its stack apart */
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct kq_scope sc;
+	struct kq_obj *r;
+	int i, err = 0;
+
+	if (kind >= KQ_NK)
+		return 0;
+	unreserve(tid); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
+	/* no room to keep it: refused, cleanly */
+	if (bpf_map_update_elem(&kq_resv, &tid, &kq_obj_none, BPF_ANY))
+		return -EDQUOT;
+	r = bpf_map_lookup_elem(&kq_resv, &tid);
+	if (!r)
+		return -EDQUOT;
+	r->kind = kind;
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__u32 idx = r->n;
+		__s64 u;
+
+		if (!scope_at(types, i, &sc))
+			break;
+		if (!sc.type)
+			continue;
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
+		if (!lim)
+			continue;
+		use = bpf_map_lookup_elem(&kq_usage, &sc);
+		if (!use)
+			continue;
+		if (idx >= KQ_MAXCHG) {
+			err = -EDQUOT; /* more limited scopes than a record holds (quota set refuses that) */
+			break;
+		}
+		u = __sync_fetch_and_add(&use->use[kind], 1) + 1 + lim->base[kind];
+		if (past(u, lim->max[kind])) {
+			__sync_fetch_and_add(&use->use[kind], -1);
+			__sync_fetch_and_add(&use->refused[kind], 1);
+			emit(KQ_EV_REFUSE, kind, &sc, 1, u - 1, lim->max[kind]);
+			err = -EDQUOT;
+			break;
+		}
+		if (bytes) {
+			u = __sync_fetch_and_add(&use->use[KQ_MR_BYTES], bytes) + bytes + lim->base[KQ_MR_BYTES];
+			if (past(u, lim->max[KQ_MR_BYTES])) {
+				__sync_fetch_and_add(&use->use[KQ_MR_BYTES], -(__s64)bytes);
+				__sync_fetch_and_add(&use->use[kind], -1);
+				__sync_fetch_and_add(&use->refused[KQ_MR_BYTES], 1);
+				emit(KQ_EV_REFUSE, KQ_MR_BYTES, &sc, bytes, u - bytes, lim->max[KQ_MR_BYTES]);
+				err = -EDQUOT;
+				break;
+			}
+		}
+		r->sc[idx] = sc;
+		r->n = idx + 1;
+		r->bytes = bytes;
+	}
+	/* refused: what the scopes before the one that refused got is taken off again; nothing limited: no reservation */
+	if (err || !r->n)
+		unreserve(tid);
+	return err;
+}
+
+/* Take the thread's reservation for an object of kind being allocated: o becomes its charge. */
+static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct kq_obj *r = bpf_map_lookup_elem(&kq_resv, &tid);
+
+	if (!r || r->kind != kind)
+		return false;
+	*o = *r;
+	bpf_map_delete_elem(&kq_resv, &tid);
+	return true;
 }
 
 static __always_inline void record(__u64 key, struct kq_obj *o)
@@ -400,23 +567,23 @@ struct ureq {
 	struct uattr a[KQ_FIRST_ATTRS];
 };
 
+/* The attributes bpf/kqdrv.bpf.h looks at (the core verbs' requests are read whole: scan_attrs). */
 #define KQ_MAX_ATTRS 16
 
 /* Has the current task a scope with a limit (a process with kernel limits)? */
-static __always_inline bool limited_task(__u32 types)
+static __noinline bool limited_task(__u32 types) /* a call: its stack apart */
 {
-	struct cand c = {};
+	struct kq_scope sc;
 	int i, k;
 
-	candidates(&c, types);
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 
-		if (i >= c.n)
+		if (!scope_at(types, i, &sc))
 			break;
-		if (!c.sc[i].type)
+		if (!sc.type)
 			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim)
 			continue;
 		/* a scope whose limits were all lifted stays (it keeps counting) but limits nothing */
@@ -447,29 +614,53 @@ int BPF_PROG(kq_ioctl_compat, struct file *file, unsigned int cmd, unsigned long
 	return limited_task(types) ? -EDQUOT : 0;
 }
 
-/* The write command, CORE_IN and a dma-buf MR's length, wherever they are among the attributes. */
-static __always_inline int scan_attrs(unsigned long arg, __u16 num_attrs, bool dmabuf, __u32 *wcmd, __u64 *core_in,
-				      __u64 *dmabuf_len)
+/* What a scan of a request's attributes finds (the write command, CORE_IN, a dma-buf MR's length). */
+struct scan {
+	unsigned long arg;
+	__u64 core_in;
+	__u64 dmabuf_len;
+	__u32 wcmd;
+	__u16 core_in_len;
+	bool dmabuf;
+	bool have_wcmd;
+	bool have_core_in;
+	bool fault;
+};
+
+static long scan_one(__u32 i, void *ctx)
 {
-	int i;
+	struct scan *s = ctx;
+	struct uattr a;
 
-	for (i = 0; i < KQ_MAX_ATTRS; i++) {
-		struct uattr a;
-
-		if (i >= num_attrs)
-			break;
-		if (bpf_copy_from_user(&a, sizeof(a), (void *)(arg + sizeof(struct uhdr) + i * sizeof(a))))
-			return -1;
-		if (dmabuf) {
-			if (a.attr_id == UVERBS_ATTR_REG_DMABUF_MR_LENGTH)
-				*dmabuf_len = a.data;
-		} else if (a.attr_id == UVERBS_ATTR_WRITE_CMD) {
-			*wcmd = (__u32)a.data;
-		} else if (a.attr_id == UVERBS_ATTR_CORE_IN) {
-			*core_in = a.data;
-		}
+	if (bpf_copy_from_user(&a, sizeof(a), (void *)(s->arg + sizeof(struct uhdr) + (__u64)i * sizeof(a)))) {
+		s->fault = true;
+		return 1;
+	}
+	if (s->dmabuf) {
+		if (a.attr_id == UVERBS_ATTR_REG_DMABUF_MR_LENGTH)
+			s->dmabuf_len = a.data;
+	} else if (a.attr_id == UVERBS_ATTR_WRITE_CMD) {
+		s->wcmd = (__u32)a.data;
+		s->have_wcmd = true;
+	} else if (a.attr_id == UVERBS_ATTR_CORE_IN) {
+		s->core_in = a.data;
+		s->core_in_len = a.len;
+		s->have_core_in = true;
 	}
 	return 0;
+}
+
+/*
+ * Every attribute of the request, as many as the kernel takes (it skips unknown optional ones, so the write
+ * command can come after 250 of them): 0, -EFAULT when one cannot be read, -EINVAL for more than the kernel
+ * takes. A limited task's request that cannot be read whole is refused with that errno (the kernel's own).
+ */
+static __always_inline int scan_attrs(struct scan *s, __u16 num_attrs)
+{
+	if (num_attrs > KQ_UVERBS_MAX_ATTRS)
+		return -EINVAL;
+	bpf_loop(num_attrs, scan_one, s, 0);
+	return s->fault ? -EFAULT : 0;
 }
 
 /*
@@ -477,25 +668,48 @@ static __always_inline int scan_attrs(unsigned long arg, __u16 num_attrs, bool d
  * attached (kq_opened did not run) and whose fd was installed after the population read its process's
  * table. Every file that holds objects asks for its context first: recorded and charged here.
  */
-static __always_inline void late_ctx(struct file *file, __u32 types)
+static __noinline void late_ctx(struct file *file, __u32 types) /* a call: its stack apart */
 {
-	__u64 key = (__u64)file;
-	struct kq_obj o = {};
+	__u64 key = (__u64)file, pidtgid = bpf_get_current_pid_tgid();
+	struct kq_scope sc;
+	struct kq_obj *o;
+	int i;
 
-	if (bpf_map_lookup_elem(&kq_objs, &key))
+	/* recorded first (one there already: nothing to do), then charged in place: no charge without a record */
+	if (bpf_map_update_elem(&kq_objs, &key, &kq_obj_none, BPF_NOEXIST))
 		return;
-	o.kind = KQ_CTX;
-	charge(types, &o, KQ_CTX, 1);
-	record(key, &o);
+	o = bpf_map_lookup_elem(&kq_objs, &key);
+	if (!o)
+		return;
+	o->kind = KQ_CTX;
+	o->tgid = pidtgid >> 32;
+	o->cgid = bpf_get_current_cgroup_id();
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_usage *use;
+		__u32 idx = o->n;
+
+		if (!scope_at(types, i, &sc))
+			break;
+		if (!sc.type || !bpf_map_lookup_elem(&kq_limits, &sc))
+			continue;
+		use = bpf_map_lookup_elem(&kq_usage, &sc);
+		if (!use || idx >= KQ_MAXCHG)
+			continue;
+		__sync_fetch_and_add(&use->use[KQ_CTX], 1);
+		o->sc[idx] = sc;
+		o->n = idx + 1;
+	}
 }
 
 SEC("lsm.s/file_ioctl")
 int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct ureq r;
-	__u32 types, kind = KQ_NK, wcmd = 0;
-	__u64 bytes = 0, core_in = 0, dmabuf_len = 0;
+	struct scan sc = { .arg = arg };
+	__u32 types, kind = KQ_NK;
+	__u64 mr[2] = {}; /* struct ib_uverbs_reg_mr's start and length */
 	int nattr = KQ_FIRST_ATTRS, err;
+	bool scanned = false;
 
 	if (cmd != KQ_RDMA_VERBS_IOCTL)
 		return 0;
@@ -505,7 +719,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	if (bpf_copy_from_user(&r, sizeof(r), (void *)arg)) {
 		/* shorter than that (the copy stops at a page nobody mapped): the header alone */
 		if (bpf_copy_from_user(&r.h, sizeof(r.h), (void *)arg))
-			return 0; /* the kernel's own copy fails the same way */
+			return limited_task(types) ? -EFAULT : 0; /* the kernel's own copy fails the same way */
 		nattr = 0;
 	}
 	if (r.h.num_attrs < nattr)
@@ -534,10 +748,12 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		if (r.h.method_id == UVERBS_METHOD_DM_MR_REG)
 			kind = KQ_MR;
 		else if (r.h.method_id == UVERBS_METHOD_REG_DMABUF_MR) {
-			if (scan_attrs(arg, r.h.num_attrs, true, &wcmd, &core_in, &dmabuf_len))
-				return 0;
+			sc.dmabuf = true;
+			err = scan_attrs(&sc, r.h.num_attrs);
+			if (err)
+				return limited_task(types) ? err : 0;
 			kind = KQ_MR;
-			bytes = dmabuf_len;
+			mr[1] = sc.dmabuf_len;
 		}
 		break;
 	case UVERBS_OBJECT_DEVICE:
@@ -547,41 +763,55 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		}
 		if (r.h.method_id != UVERBS_METHOD_INVOKE_WRITE)
 			return 0;
-		/* the write command: first among the attributes as libibverbs sends it, else anywhere */
+		/* the write command: first among the attributes as libibverbs sends it, else anywhere (all of them) */
 		if (nattr >= 1 && r.a[0].attr_id == UVERBS_ATTR_WRITE_CMD) {
-			wcmd = (__u32)r.a[0].data;
-			if (nattr >= 2 && r.a[1].attr_id == UVERBS_ATTR_CORE_IN)
-				core_in = r.a[1].data;
-		} else if (scan_attrs(arg, r.h.num_attrs, false, &wcmd, &core_in, &dmabuf_len)) {
-			return 0;
+			sc.wcmd = (__u32)r.a[0].data;
+			sc.have_wcmd = true;
+			if (nattr >= 2 && r.a[1].attr_id == UVERBS_ATTR_CORE_IN) {
+				sc.core_in = r.a[1].data;
+				sc.core_in_len = r.a[1].len;
+				sc.have_core_in = true;
+			}
+		} else {
+			err = scan_attrs(&sc, r.h.num_attrs);
+			if (err)
+				return limited_task(types) ? err : 0;
+			scanned = true;
 		}
-		if (wcmd == KQ_CMD_GET_CONTEXT) {
+		/* no write command: the kernel refuses it too (a mandatory attribute); never read as a context */
+		if (!sc.have_wcmd)
+			return limited_task(types) ? -EINVAL : 0;
+		if (sc.wcmd == KQ_CMD_GET_CONTEXT) {
 			late_ctx(file, types);
 			return 0;
 		}
-		if (wcmd == KQ_CMD_REREG_MR) {
+		if (sc.wcmd == KQ_CMD_REREG_MR) {
 			/* rereg changes an MR's length in place, past what was charged: not under an mr_bytes limit */
 			if (check(types, KQ_MR_BYTES, KQ_UNLIMITED >> 1))
 				return -EDQUOT;
 			return 0;
 		}
-		kind = kind_of_write(wcmd);
+		kind = kind_of_write(sc.wcmd);
 		if (kind == KQ_MR) {
 			/* CORE_IN not second: look for it */
-			if (!core_in && scan_attrs(arg, r.h.num_attrs, false, &wcmd, &core_in, &dmabuf_len))
-				return 0;
-			/* struct ib_uverbs_reg_mr: response, start, length, ... */
-			if (core_in && bpf_copy_from_user(&bytes, sizeof(bytes), (void *)(core_in + 16)))
-				bytes = 0;
+			if (!sc.have_core_in && !scanned) {
+				err = scan_attrs(&sc, r.h.num_attrs);
+				if (err)
+					return limited_task(types) ? err : 0;
+			}
+			/* struct ib_uverbs_reg_mr: response, start, length, ... (shorter: the kernel reads zeros) */
+			if (sc.have_core_in && sc.core_in_len >= 24 &&
+			    bpf_copy_from_user(mr, sizeof(mr), (void *)(sc.core_in + 8)))
+				return limited_task(types) ? -EFAULT : 0;
 		}
 		break;
 	}
 	if (kind == KQ_NK)
 		return 0; /* not a creation: the early return */
-	err = check(types, kind, 1);
-	if (!err && kind == KQ_MR && bytes)
-		err = check(types, KQ_MR_BYTES, bytes);
-	return err;
+	/* a length no device can pin (an implicit ODP MR's UINT64_MAX), or one whose end wraps: not for limited tasks */
+	if (kind == KQ_MR && (mr[1] > KQ_MR_MAXLEN || mr[0] + mr[1] < mr[0]))
+		return limited_task(types) ? -EDQUOT : 0;
+	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0);
 }
 
 /* Attached only while a limit exists (lib/kq/kq.c): the clean refusal of a context past its limit. */
@@ -593,9 +823,7 @@ int BPF_PROG(kq_open, struct file *file)
 	if (!is_uverbs(file))
 		return 0;
 	types = limited_types();
-	if (types && check(types, KQ_CTX, 1))
-		return -EDQUOT;
-	return 0;
+	return types ? reserve(types, KQ_CTX, 0) : 0;
 }
 
 /*
@@ -637,12 +865,15 @@ int BPF_PROG(kq_opened, struct inode *inode, struct file *filp, int ret)
 	struct kq_obj o = {};
 	__u32 types;
 
-	if (ret)
+	if (ret) {
+		unreserve((__u32)bpf_get_current_pid_tgid());
 		return 0;
+	}
 	o.kind = KQ_CTX;
 	types = limited_types();
-	if (types && charge(types, &o, KQ_CTX, 1))
-		bpf_send_signal(SIGKILL); /* a race with another open of the same scope past the limit */
+	/* the reservation kq_open made is its charge; without one (attached meanwhile) charged here */
+	if (types && !take_reservation(KQ_CTX, &o) && charge(types, &o, KQ_CTX, 1))
+		bpf_send_signal(SIGKILL);
 	record((__u64)filp, &o);
 	return 0;
 }
@@ -664,9 +895,18 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 		return 0;
 	o.kind = kind;
 	types = limited_types();
-	if (types && charge(types, &o, kind, 1))
+	/* the reservation its request made is its charge; only a creation without one can go past a limit */
+	if (types && !take_reservation(kind, &o) && charge(types, &o, kind, 1))
 		bpf_send_signal(SIGKILL);
 	record((__u64)ret, &o);
+	return 0;
+}
+
+/* A uverbs ioctl returns: a reservation no object took (the kernel refused the request) is given back. */
+SEC("fexit/ib_uverbs_ioctl")
+int BPF_PROG(kq_ioctl_done, struct file *filp, unsigned int cmd, unsigned long arg, long ret)
+{
+	unreserve((__u32)bpf_get_current_pid_tgid());
 	return 0;
 }
 
@@ -705,11 +945,22 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 		return 0;
 	mr = BPF_CORE_READ(uobj, object); /* a void * the verifier cannot follow */
 	len = BPF_CORE_READ(mr, length);
-	if (!len)
+	if (len > KQ_MR_MAXLEN)
+		len = KQ_MR_MAXLEN; /* an implicit ODP MR (UINT64_MAX): no wrap of the usage */
+	/* o->bytes: what its reservation charged; the MR's own length is what counts */
+	if (len == o->bytes)
 		return 0;
+	if (len > o->bytes) {
+		if (o->n && charge_more(o, KQ_MR_BYTES, len - o->bytes))
+			bpf_send_signal(SIGKILL);
+	} else {
+		struct kq_obj less = *o;
+
+		less.kind = KQ_NK; /* only bytes */
+		less.bytes = o->bytes - len;
+		credit(&less);
+	}
 	o->bytes = len;
-	if (o->n && charge_more(o, KQ_MR_BYTES, len))
-		bpf_send_signal(SIGKILL);
 	return 0;
 }
 

@@ -42,7 +42,11 @@ struct kq_usage {
 	__u64 killed[KQ_NK];
 };
 
-/* Scopes one object can be charged to: global, its process, and up to KQ_MAXCHG - 2 cgroups. */
+/*
+ * Scopes one object can be charged to: global, its process, and up to KQ_MAXCHG - 2 cgroups (more when global
+ * and process are not limited). quota set refuses a limit that would put more limited scopes than that on one
+ * path, or a cgroup deeper than KQ_MAXLVL (lib/kq/kq.c fits); a creation that meets more anyway is refused.
+ */
 #define KQ_MAXCHG 6
 /* Cgroup levels looked at above a task (level 1 is a child of the root). */
 #define KQ_MAXLVL 8
@@ -85,6 +89,8 @@ struct kq_state {
 	__u64 evseq;      /* the last event's seq */
 	__u32 populating; /* the iterators are recording what exists (lib/kq/kq.c populate): destroys mark kq_gone */
 	__u32 pop_miss;   /* during it: a destroy not marked (kq_gone full), a list not walked to its end */
+	__u32 dyn_major;  /* the major of uverbs devices 32 and up (alloc_chrdev_region), from /proc/devices */
+	__u32 pad;
 };
 
 /* kq_obj.pad of a record the population made (not a program): not yet charged to anything. */
@@ -100,6 +106,15 @@ struct kq_state {
 #define KQ_UVERBS_MAJOR 231
 #define KQ_UVERBS_MINOR_BASE 192
 #define KQ_UVERBS_MINORS 32
+/* devices 32 and up: a major of their own, minors from 0 (IB_UVERBS_NUM_DYNAMIC_MINOR = RDMA_MAX_PORTS - 32) */
+#define KQ_UVERBS_DYN_MINORS (1024 - 32)
+/* the most attributes a uverbs ioctl carries: (PAGE_SIZE - header) / attribute, 4 KiB pages */
+#define KQ_UVERBS_MAX_ATTRS ((4096 - 24) / 16)
+/*
+ * No device pins an MR longer than this (57-bit virtual addresses, 5-level paging): a longer length (an implicit
+ * ODP MR asks for UINT64_MAX) is refused to limited tasks, and charged as this much where it gets through.
+ */
+#define KQ_MR_MAXLEN (1ULL << 57)
 #define KQ_CMD_GET_CONTEXT 0
 #define KQ_CMD_ALLOC_PD 3
 #define KQ_CMD_CREATE_AH 5

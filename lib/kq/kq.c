@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "core/cgroup.h"
 #include "kq.skel.h"
 #include "kq/kqdrv.h"
 #include "ledger/ledger.h"
@@ -125,7 +126,7 @@ static int open_pinned(struct kq *q, bool ro)
  * an older rdmactl (links without prog_ pins) stays attached as it is.
  */
 static const char *const ondemand[] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
-					"kq_begin", "kq_commit", "kq_destroy" };
+					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done" };
 
 /* Load and pin (programs, then maps); called with the pin root locked and nothing pinned. */
 static int load_and_pin(void)
@@ -576,6 +577,45 @@ static int attach_all(void *arg)
 }
 
 /*
+ * The major of uverbs devices 32 and up: ib_uverbs registers "infiniband_verbs" twice in /proc/devices, the
+ * fixed 231 (devices 0-31) and a major alloc_chrdev_region gave it (devices 32-1023). 0: none (not loaded).
+ */
+static __u32 uverbs_dyn_major(void)
+{
+	FILE *f = fopen("/proc/devices", "re");
+	char line[128], name[64];
+	unsigned int major;
+	__u32 dyn = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Block devices:", 14))
+			break;
+		if (sscanf(line, "%u %63s", &major, name) == 2 && !strcmp(name, "infiniband_verbs") &&
+		    major != KQ_UVERBS_MAJOR)
+			dyn = major;
+	}
+	fclose(f);
+	return dyn;
+}
+
+/* Tell the programs the dynamic major (before they run: the population looks at every uverbs file). */
+static int set_dyn_major(struct kq *q)
+{
+	struct kq_state st = {};
+	__u32 zero = 0, dyn = uverbs_dyn_major();
+
+	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
+	if (st.dyn_major == dyn)
+		return 0;
+	st.dyn_major = dyn;
+	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY))
+		return fail(-errno, "cannot update kq_state: %s", strerror(errno));
+	return 0;
+}
+
+/*
  * Count the limited scopes and their types for the programs, and attach every program while there is one
  * (under the pin root's lock: a set and an unset at once must not leave a limit without them); the first
  * limit records what already exists (populate), after the last kq_objs is emptied.
@@ -592,6 +632,9 @@ static int count_limits(struct kq *q)
 		err = fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
 		goto out;
 	}
+	err = set_dyn_major(q);
+	if (err)
+		goto out;
 	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
 		key = next;
 		prev = &key;
@@ -647,6 +690,106 @@ out:
 	return err;
 }
 
+/* A cgroup directory's level below the cgroup2 mount (1: a child of the root), or -errno. */
+static int cgroup_level(const char *dir)
+{
+	char path[PATH_MAX], *slash;
+	struct stat st, up;
+	int level = 0;
+
+	if (!realpath(dir, path))
+		return -errno;
+	for (;;) {
+		if (stat(path, &st))
+			return -errno;
+		slash = strrchr(path, '/');
+		if (!slash || slash == path)
+			return level; /* "/": not below a cgroup2 mount, or the mount is / itself */
+		*slash = '\0';
+		if (stat(path, &up))
+			return -errno;
+		if (up.st_dev != st.st_dev)
+			return level; /* the mount point was the last step */
+		level++;
+	}
+}
+
+/* The most limited cgroups (ids in lim) on one path from dir down. */
+static void limited_chain(const char *dir, const struct idset *lim, int above, int depth, int *most)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int n = above;
+
+	if (depth > 64 || stat(dir, &st))
+		return;
+	if (idset_has(lim, st.st_ino))
+		n++;
+	if (n > *most)
+		*most = n;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char sub[4096];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
+			continue;
+		limited_chain(sub, lim, n, depth + 1, most);
+	}
+	closedir(d);
+}
+
+/*
+ * Can the programs hold a new scope's limits? They look at the cgroups of a task down to level KQ_MAXLVL, and
+ * record an object's charge in at most KQ_MAXCHG scopes: global, its process, its limited cgroups. A limit
+ * they could not hold is refused here, with the reason, rather than set and silently not enforced.
+ */
+static int fits(struct kq *q, const struct kq_scope *sc, const char *dir)
+{
+	struct kq_scope key, next, *prev = NULL;
+	struct idset lim = {};
+	char root[PATH_MAX];
+	bool global = sc->type == KQ_SCOPE_GLOBAL, pid = sc->type == KQ_SCOPE_PID;
+	int most = 0, level, n, err = 0;
+
+	if (sc->type == KQ_SCOPE_CGROUP && dir) {
+		level = cgroup_level(dir);
+		if (level < 0)
+			return fail(level, "%s: %s", dir, strerror(-level));
+		if (level > KQ_MAXLVL)
+			return fail(-ERANGE, "%s is %d levels below the cgroup root: the kernel's programs look at cgroups "
+				    "down to level %d (limit an ancestor at level %d or above)", dir, level, KQ_MAXLVL,
+				    KQ_MAXLVL);
+	}
+	if (sc->type == KQ_SCOPE_CGROUP && idset_add(&lim, sc->id))
+		return fail(-ENOMEM, "out of memory");
+	while (!err && !bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
+		key = next;
+		prev = &key;
+		if (key.type == KQ_SCOPE_GLOBAL)
+			global = true;
+		else if (key.type == KQ_SCOPE_PID)
+			pid = true;
+		else if (key.type == KQ_SCOPE_CGROUP && idset_add(&lim, key.id))
+			err = fail(-ENOMEM, "out of memory");
+	}
+	if (!err) {
+		cgroup2_root(root, sizeof(root));
+		limited_chain(root, &lim, 0, 0, &most);
+		n = most + global + pid;
+		if (n > KQ_MAXCHG)
+			err = fail(-ERANGE, "this limit would put %d limited scopes on one path (the global scope, a process, "
+				   "%d limited cgroups from the root down), more than the %d the kernel's programs record "
+				   "for an object: lift a limit on that path first", n, most, KQ_MAXCHG);
+	}
+	free(lim.v);
+	return err;
+}
+
 int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned int kind, uint64_t max)
 {
 	struct kq_limit lim;
@@ -669,6 +812,9 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	/* a scope without any limit is not made: a limit set later counts what it holds then (populate, rescan) */
 	if (max == KQ_UNLIMITED)
 		return 0;
+	err = fits(q, sc, dir);
+	if (err)
+		return err;
 	/*
 	 * A new scope: once its entries exist, the programs charge its new objects; then the rescan counts
 	 * what it held before. The limit goes in last, so nothing is refused against a usage not yet known.

@@ -90,14 +90,7 @@ int slot_job(const struct slot *s)
 	return j >= 0 && j < LEDGER_MAX_JOBS ? j : -1;
 }
 
-/* The scopes a slot's usage counts in besides the global one: its job and the cgroup entries it matches. */
-struct slot_scopes {
-	int job; /* -1 none */
-	int ncg;
-	int cg[MAX_CG_PER_PROC];
-};
-
-static void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc)
+void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc)
 {
 	char cg[LEDGER_CGROUP_MAX];
 
@@ -107,7 +100,7 @@ static void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scop
 }
 
 /* Take n of kind k off the global total and every scope in sc (the slot's own count is the caller's). */
-static void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n)
+void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n)
 {
 	int c;
 
@@ -151,14 +144,13 @@ int recount(struct ledger *l)
 	uint64_t sums_cg[LEDGER_MAX_CGROUPS][LEDGER_NKINDS];
 	uint64_t sums_g[LEDGER_NKINDS] = { 0 }, sums_j[LEDGER_MAX_JOBS][LEDGER_NKINDS];
 	struct slot_scopes sc;
-	uint64_t deadline, seq, done;
+	uint64_t deadline;
 	int i, j, k;
 
 	memset(sums_j, 0, sizeof(sums_j));
 	memset(sums_cg, 0, sizeof(sums_cg));
 	ASTORE(&u->need_recount, 1);
 	__atomic_store_n(&u->frozen, 1, __ATOMIC_SEQ_CST);
-	seq = AADD(&u->recounts, 1) + 1;
 	deadline = clock_mono_ns() + 2000000000ull;
 	for (i = 0; i < (int)slots_used(l); i++) {
 		struct slot *s = &u->slots[i];
@@ -214,9 +206,6 @@ int recount(struct ledger *l)
 			ASTORE(&u->cg_total[i][k], sums_cg[i][k]);
 	}
 	ASTORE(&u->need_recount, 0);
-	done = ALOAD(&u->recounts_done);
-	while (done < seq && !ACAS(&u->recounts_done, &done, seq))
-		;
 	__atomic_store_n(&u->frozen, 0, __ATOMIC_SEQ_CST);
 	return 0;
 }

@@ -151,13 +151,6 @@ struct usage {
 	 * allowance back (lib/ledger/reserve.c, reserve_refused()). Cold: read by raises and trims only.
 	 */
 	uint64_t tight_until[LEDGER_NKINDS];
-	/*
-	 * Per kind, the number of recounts begun (recounts) when its tight period began: once a recount begun
-	 * since then has finished, no allowance of the kind is left, nor in flight (see refusal_gc()).
-	 */
-	uint64_t tight_seq[LEDGER_NKINDS];
-	uint64_t recounts;      /* recounts begun, counted once operations are frozen */
-	uint64_t recounts_done; /* the number (in recounts) of the last recount that finished */
 	uint64_t gc_begun_ns; /* CLOCK_MONOTONIC ns when the last gc pass began (under the gc lock) */
 	/*
 	 * One past the highest slot ever claimed (only grows): scans of the slots stop there, so that a ledger
@@ -266,6 +259,15 @@ int slot_job(const struct slot *s);
 int recount(struct ledger *l);
 void reclaim_slot(struct ledger *l, struct slot *s);
 int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given);
+/* The scopes a slot's usage counts in besides the global one: its job and the cgroup entries it matches. */
+struct slot_scopes {
+	int job; /* -1 none */
+	int ncg;
+	int cg[MAX_CG_PER_PROC];
+};
+void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc);
+/* Take n of kind k off the global total and every scope in sc (the slot's own count is the caller's). */
+void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n);
 /* How many slots a scan looks at: up to the highest ever claimed (slot_hw), never past the ledger's. */
 static inline unsigned int slots_used(const struct ledger *l)
 {

@@ -845,54 +845,63 @@ static COLD_FN bool denial_full(struct ledger *l, struct ledger_denial *d)
 	return d->usage > d->limit || d->amount > d->limit - d->usage;
 }
 
-/*
- * A refusal of kind k by a shared scope at time now: the kind is tight for TIGHT_NS (raises take what is
- * missing only). A tight period that begins here notes how many recounts had begun (tight_seq): every
- * operation that read the kind as not tight was in flight then, so a recount begun later waits for it and
- * takes its allowance back, and none is taken after.
- */
+/* A refusal of kind k by a shared scope at time now: the kind is tight for TIGHT_NS (no new allowances). */
 static COLD_FN void tighten(struct ledger *l, enum ledger_kind k, uint64_t now)
 {
-	struct usage *u = l->use;
-	bool begins = ALOAD(&u->tight_until[k]) <= now;
-	uint64_t seq, old;
-
-	__atomic_store_n(&u->tight_until[k], now + TIGHT_NS, __ATOMIC_SEQ_CST);
-	if (!begins)
-		return;
-	seq = __atomic_load_n(&u->recounts, __ATOMIC_SEQ_CST);
-	old = ALOAD(&u->tight_seq[k]);
-	while (old < seq && !ACAS(&u->tight_seq[k], &old, seq))
-		;
+	__atomic_store_n(&l->use->tight_until[k], now + TIGHT_NS, __ATOMIC_SEQ_CST);
 }
 
 /*
- * Before the retry of a refusal of kind k at time now (tighten() done): dead holders given back by a gc
- * pass begun after now, and every allowance of k taken back by a recount begun after its tight period did,
- * and finished. Hundreds refused at once share those: a process that finds both done (and no gc running)
- * waits for nothing more; else the one that takes the gc lock runs what is missing. At most 5 s (a gc stuck
- * in a live process); the caller looks again.
+ * Every live process's allowance of kind k given back (gc lock held), without a freeze: its grant cut to its
+ * usage by grant_cut() (a create of its owner that raced is kept), what was cut taken off the totals of its
+ * scopes. The owner's own operations on the grant are compare-and-swaps, so each side takes off what it
+ * cut. A raise in flight that took an allowance before the kind went tight adds it after: the refused
+ * process looks again (reserve_refused()).
  */
-static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t now)
+static COLD_FN void revoke_allowances(struct ledger *l, enum ledger_kind k)
 {
 	struct usage *u = l->use;
-	uint64_t deadline = now + 5000000000ull;
+	struct slot_scopes sc;
+	unsigned int i, n = slots_used(l);
+
+	for (i = 0; i < n; i++) {
+		struct slot *s = &u->slots[i];
+		uint64_t g, back;
+
+		if (ALOAD(&s->state) != ENT_LIVE)
+			continue;
+		g = ALOAD(&s->grant[k]);
+		if (g == GRANT_UNLIMITED || g <= ALOAD(&s->usage[k]))
+			continue;
+		back = grant_cut(s, k, 0);
+		if (back) {
+			slot_scopes(l, s, &sc);
+			scopes_sub(u, &sc, k, back);
+		}
+	}
+}
+
+/*
+ * Before the retry of a refusal of kind k first made at time first (the kind tight), under the gc lock:
+ * dead holders given back by a gc pass begun after first (one pass serves every process refused before it
+ * began), and every live allowance of k given back (revoke_allowances(): no freeze, so processes refused
+ * by the thousand and the others creating meanwhile never wait for each other's operations). The lock is
+ * waited for with naps (their wake-ups must leave its holder the processor), at most 5 s (a gc stuck in a
+ * live process); the caller looks again.
+ */
+static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t first)
+{
+	uint64_t deadline = clock_mono_ns() + 5000000000ull;
 	unsigned int nap = 200;
-	bool pass, count;
 
 	do {
-		count = ALOAD(&u->recounts_done) <= ALOAD(&u->tight_seq[k]);
-		pass = ALOAD(&u->gc_begun_ns) <= now;
-		if (!count && !pass && !ALOAD(&u->gc_owner))
-			return;
 		if (!gc_lock(l, 0)) {
-			count = ALOAD(&u->recounts_done) <= ALOAD(&u->tight_seq[k]);
-			if (count || ALOAD(&u->gc_begun_ns) <= now)
-				gc_dead(l, count);
+			if (ALOAD(&l->use->gc_begun_ns) <= first)
+				gc_dead(l, false);
+			revoke_allowances(l, k);
 			gc_unlock(l);
 			return;
 		}
-		/* hundreds wait here at once: their wake-ups must leave the gc pass its processor */
 		usleep(nap);
 		if (nap < 16000)
 			nap *= 2;

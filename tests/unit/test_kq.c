@@ -27,6 +27,12 @@ static void test_abi(void)
 	CHECK(sizeof(struct ib_uverbs_ioctl_hdr) == 24 && sizeof(struct ib_uverbs_attr) == 16, "ioctl layout");
 	/* the MR length the check reads from INVOKE_WRITE's CORE_IN */
 	CHECK(__builtin_offsetof(struct ib_uverbs_reg_mr, length) == 16, "ib_uverbs_reg_mr.length at 16");
+	/* and its start just before: an MR whose end wraps is refused to limited tasks */
+	CHECK(__builtin_offsetof(struct ib_uverbs_reg_mr, start) == 8, "ib_uverbs_reg_mr.start at 8");
+	/* the most attributes the kernel takes in one request: hdr.length <= PAGE_SIZE (4 KiB on x86) */
+	CHECK(sizeof(struct ib_uverbs_ioctl_hdr) + KQ_UVERBS_MAX_ATTRS * sizeof(struct ib_uverbs_attr) <= 4096 &&
+		      sizeof(struct ib_uverbs_ioctl_hdr) + (KQ_UVERBS_MAX_ATTRS + 1) * sizeof(struct ib_uverbs_attr) > 4096,
+	      "KQ_UVERBS_MAX_ATTRS fills a page");
 }
 
 static void test_kinds(void)

@@ -1,0 +1,243 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Kernel quotas against a hostile tenant (issue 33): each test plays an attack that got around a kernel limit
+# (or an honest program the limit killed) and checks that the limit holds, cleanly, and that the kernel's
+# usage equals what RDMA netlink lists afterwards.
+
+load ../helper
+
+KQS=$BUILD/lab-progs/kqverbs-static
+KQA=$BUILD/lab-progs/kqattack
+PIN=/sys/fs/bpf/rdmactl/kq
+
+setup() {
+	require_lab
+	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; return 1; }
+	export RDMACTL_LEDGER=/dev/shm/rdmactl-kqa-lab.$$
+	run -0 "$RDMACTL" quota init
+	# the kernel limits other suites left on processes and cgroups that are gone (a process limit anywhere
+	# counts on every path: see "limited scopes" below)
+	"$RDMACTL" quota gc >/dev/null 2>&1 || true
+	CG=/sys/fs/cgroup/rdmactl-kqa.$$.$BATS_TEST_NUMBER
+	mkdir "$CG"
+	PIDS=()
+	DEVS=()
+}
+
+teardown() {
+	local p d
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	for k in qp pd; do "$RDMACTL" quota unset "$k" --global --kernel 2>/dev/null || true; done
+	for d in "${DEVS[@]}"; do
+		rdma link delete "kqrxe$d" 2>/dev/null || true
+		ip link del "kqv$d" 2>/dev/null || true
+	done
+	sleep 0.2
+	# the cgroups, deepest first; then the kernel's limits of those that are gone
+	find "$CG" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	"$RDMACTL" quota gc >/dev/null 2>&1 || true
+	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+}
+
+# Run a command inside cgroup $CG (or the cgroup in $INCG).
+in_cg() {
+	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "${INCG:-$CG}" "$@"
+}
+
+# The kernel's count of one kind ($2) for the processes named $1 (RDMA netlink).
+nl_count() {
+	rdma -j res show "$2" | jq --arg c "$1" '[.[] | select(.comm == $c)] | length'
+}
+
+# The kernel quota's usage of every kind of cgroup $1 equals what RDMA netlink lists for the commands $2...
+assert_usage_is_netlink() {
+	local cg=$1 k want j
+	shift
+	run -0 "$RDMACTL" -j quota show --cgroup "$cg"
+	j=$output
+	for k in ctx pd cq qp mr; do
+		want=$(rdma -j res show "$k" | jq --arg c "$*" '[.[] | select(.comm as $n | $c | split(" ") | index($n))] | length')
+		jq -e --arg k "$k" --argjson w "$want" '(.scopes[0].kinds[$k].kernel_usage // 0) == $w' <<<"$j" >/dev/null ||
+			{ echo "$k: netlink $want, kernel usage:" >&2; jq -c '.scopes[0].kinds' <<<"$j" >&2; return 1; }
+	done
+	want=$(rdma -j res show mr | jq --arg c "$*" '[.[] | select(.comm as $n | $c | split(" ") | index($n)) | .mrlen] | add // 0')
+	jq -e --argjson w "$want" '(.scopes[0].kinds.mr_bytes.kernel_usage // 0) == $w' <<<"$j" >/dev/null ||
+		{ echo "mr_bytes: netlink $want, kernel usage:" >&2; jq -c '.scopes[0].kinds' <<<"$j" >&2; return 1; }
+}
+
+@test "a padded INVOKE_WRITE (WRITE_CMD after unknown attributes) from forked children leaves no PD past the limit" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/keeper pad
+	run -0 "$RDMACTL" quota set pd 2 --cgroup "$CG" --kernel
+	for pad in 16 200; do
+		rm -f "$hold"
+		# the keeper holds 2 PDs; 10 children sharing its uverbs file each send the padded ALLOC_PD
+		in_cg "$KQA" pad -c 10 -p "$pad" -H "$hold" >"$out" 2>&1 3>&- &
+		PIDS+=($!)
+		wait_for 120 grep -q holding "$out" || { cat "$out" >&2; false; }
+		run -0 cat "$out"
+		assert_line "keeper pd=2 errno=122"
+		# refused (EDQUOT) and alive, never created and never killed
+		assert_line "children ok=0 refused=10 killed=0 other=0"
+		[ "$(nl_count kqattack pd)" = 2 ] || { echo "pad $pad: $(nl_count kqattack pd) PDs" >&2; false; }
+		assert_usage_is_netlink "$CG" kqattack
+		touch "$hold"
+		wait "${PIDS[-1]}"
+	done
+	PIDS=()
+	# INVOKE_WRITE without a WRITE_CMD is no context request: refused, nothing created
+	run -0 in_cg "$KQA" nocmd
+	refute_line "nocmd errno=0"
+	assert_usage_is_netlink "$CG" kqattack
+}
+
+@test "uverbs devices past the 32nd (dynamic major): a limit holds there with EDQUOT, nobody is killed" {
+	local i d ibdev=
+	for i in $(seq 1 33); do
+		DEVS+=("$i")
+		ip link add "kqv$i" type veth peer name "kqw$i"
+		ip link set "kqv$i" up
+		rdma link add "kqrxe$i" type rxe netdev "kqv$i"
+	done
+	# the first device whose uverbs character device has another major than 231 (the fixed range)
+	for d in /sys/class/infiniband_verbs/uverbs*; do
+		if [ "$(cut -d: -f1 "$d/dev")" != 231 ]; then
+			ibdev=$(cat "$d/ibdev")
+			echo "$d $(cat "$d/dev") $ibdev" >&2
+			break
+		fi
+	done
+	[ -n "$ibdev" ]
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set ctx 2 --cgroup "$CG" --kernel
+	run in_cg timeout 120 "$KQS" -d "$ibdev" -k qp -n 4
+	[ "$status" = 3 ] || { echo "status $status: $output" >&2; false; }
+	assert_line "qp created=2 errno=EDQUOT"
+	assert_line "alive"
+	# contexts on it: the open past the limit is refused (libibverbs says ENOENT), not killed
+	run in_cg timeout 120 "$KQS" -d "$ibdev" -k ctx -n 4
+	[ "$status" = 3 ] || { echo "status $status: $output" >&2; false; }
+	assert_line --regexp "^ctx created=2 errno="
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0].kinds | .qp.kernel_killed == 0 and .ctx.kernel_killed == 0 and
+		.qp.kernel_usage == 0 and .ctx.kernel_usage == 0' <<<"$output"
+}
+
+@test "a limit on a cgroup deeper than the programs look, or past the limited scopes one path can hold, is refused with a reason" {
+	local lv=("$CG") l
+	# lv[i]: the cgroup at level i + 1 ($CG is at level 1)
+	for l in 2 3 4 5 6 7 8 9 10; do
+		lv+=("${lv[-1]}/l$l")
+	done
+	mkdir -p "${lv[9]}"
+	# level 10: refused, and says why
+	run --separate-stderr -1 "$RDMACTL" quota set qp 2 --cgroup "${lv[9]}" --kernel
+	[[ $stderr == *level* ]] || { echo "$stderr" >&2; false; }
+	# six limited ancestors of a process at level 10 (levels 1 to 6), the deepest strict: all hold
+	for l in 0 1 2 3 4 5; do
+		run -0 "$RDMACTL" quota set qp $((7 - l)) --cgroup "${lv[$l]}" --kernel
+	done
+	INCG=${lv[9]} run -3 in_cg timeout 120 "$KQS" -k qp -n 8
+	assert_line "qp created=2 errno=EDQUOT"
+	# a seventh limited scope on that path (a cgroup below, the global scope): refused with the reason
+	run --separate-stderr -1 "$RDMACTL" quota set qp 9 --cgroup "${lv[6]}" --kernel
+	[[ $stderr == *scopes* ]] || { echo "$stderr" >&2; false; }
+	run --separate-stderr -1 "$RDMACTL" quota set qp 100 --global --kernel
+	[[ $stderr == *scopes* ]] || { echo "$stderr" >&2; false; }
+	# the limits hold as they were: the deepest lifted, the next one (3) is the strictest
+	run -0 "$RDMACTL" quota unset qp --cgroup "${lv[5]}" --kernel
+	INCG=${lv[9]} run -3 in_cg timeout 120 "$KQS" -k qp -n 8
+	assert_line "qp created=3 errno=EDQUOT"
+	# the shallowest strict
+	run -0 "$RDMACTL" quota set qp 1 --cgroup "$CG" --kernel
+	INCG=${lv[9]} run -3 in_cg timeout 120 "$KQS" -k qp -n 8
+	assert_line "qp created=1 errno=EDQUOT"
+	assert_usage_is_netlink "$CG" kqverbs-static
+}
+
+@test "mr_bytes: ODP-sized and wrapping lengths are refused for a limited task; the usage stays exact" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h
+	mkdir "$CG/m" "$CG/q"
+	run -0 "$RDMACTL" quota set mr_bytes 1M --cgroup "$CG/m" --kernel
+	INCG=$CG/m in_cg "$KQS" -k mr -s 65536 -n 1 -H "$hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q holding "$out"
+	# an implicit ODP MR (start 0, length UINT64_MAX): usage + length wraps past the limit's test
+	INCG=$CG/m run -0 in_cg "$KQA" mr -a 0 -l 0xffffffffffffffff -o
+	assert_line "mr errno=122"
+	# start + length wraps (and usage + length wraps to 0)
+	INCG=$CG/m run -0 in_cg "$KQA" mr -a 0x10000 -l 0xffffffffffff0000
+	assert_line "mr errno=122"
+	# a length no device can pin (2^60)
+	INCG=$CG/m run -0 in_cg "$KQA" mr -a 0x7f0000000000 -l 0x1000000000000000
+	assert_line "mr errno=122"
+	assert_usage_is_netlink "$CG/m" kqverbs-static kqattack
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG/m"
+	run -0 jq -e '.scopes[0].kinds.mr_bytes.kernel_usage == 65536' <<<"$output"
+	# under a limit of another kind only, the same lengths are refused too (they would wrap the usage)
+	run -0 "$RDMACTL" quota set qp 4 --cgroup "$CG/q" --kernel
+	INCG=$CG/q run -0 in_cg "$KQA" mr -a 0 -l 0xffffffffffffffff -o
+	assert_line "mr errno=122"
+	INCG=$CG/q run -0 in_cg "$KQA" mr -a 0x10000 -l 0xffffffffffff0000
+	assert_line "mr errno=122"
+	assert_usage_is_netlink "$CG/q" kqattack
+	# honest registrations still pass
+	INCG=$CG/m run -0 in_cg timeout 60 "$KQS" -k mr -s 65536 -n 8
+	assert_line "mr created=8 errno=0"
+	touch "$hold"
+	wait "${PIDS[0]}"
+	PIDS=()
+	assert_usage_is_netlink "$CG/m" kqverbs-static kqattack
+}
+
+@test "honest creators racing at the limit (processes and threads) get EDQUOT, never SIGKILL, never over it" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h p kind
+	mkdir "$CG/pd" "$CG/mr" "$CG/ctx"
+	# the parent counts everything below it (compared with RDMA netlink at the end)
+	run -0 "$RDMACTL" quota set pd 1000 --cgroup "$CG" --kernel
+	# one object left under each limit: a holder keeps the rest
+	run -0 "$RDMACTL" quota set pd 3 --cgroup "$CG/pd" --kernel
+	INCG=$CG/pd in_cg "$KQS" -k pd -n 2 -H "$hold" >"$out.pd" 2>&1 3>&- &
+	PIDS+=($!)
+	run -0 "$RDMACTL" quota set mr_bytes 192K --cgroup "$CG/mr" --kernel
+	INCG=$CG/mr in_cg "$KQS" -k mr -s 131072 -n 1 -H "$hold" >"$out.mr" 2>&1 3>&- &
+	PIDS+=($!)
+	run -0 "$RDMACTL" quota set ctx 4 --cgroup "$CG/ctx" --kernel
+	INCG=$CG/ctx in_cg "$KQS" -k ctx -n 3 -H "$hold" >"$out.ctx" 2>&1 3>&- &
+	PIDS+=($!)
+	for kind in pd mr ctx; do
+		wait_for 60 grep -q holding "$out.$kind" || { cat "$out.$kind" >&2; false; }
+	done
+	# three processes of two threads each, creating and destroying at the limit, in every cgroup at once
+	local racers=() names=()
+	for kind in pd mr ctx; do
+		for p in 1 2 3; do
+			INCG=$CG/$kind in_cg timeout 900 "$KQA" bound -k "$kind" -t 2 -r 1000 >"$out.$kind.$p" 2>&1 3>&- &
+			racers+=($!)
+			names+=("$kind.$p")
+		done
+	done
+	# each exits by itself (no SIGKILL), every failure is EDQUOT; some of each kind got through (which ones
+	# is the scheduler's business: a racer may lose every round)
+	for p in "${!racers[@]}"; do
+		local st=0
+		wait "${racers[$p]}" || st=$?
+		[ "$st" = 0 ] || { echo "racer ${names[$p]}: status $st: $(cat "$out.${names[$p]}")" >&2; false; }
+		grep -q '^bound ok=[0-9]* refused=[0-9]* other=0 ' "$out.${names[$p]}" ||
+			{ echo "racer ${names[$p]}: $(cat "$out.${names[$p]}")" >&2; false; }
+		echo "${names[$p]}: $(cat "$out.${names[$p]}")" >&2
+	done
+	for kind in pd mr ctx; do
+		cat "$out.$kind".* | grep -q '^bound ok=[1-9]' || { echo "no $kind racer got one" >&2; false; }
+	done
+	for kind in pd mr ctx; do
+		run -0 "$RDMACTL" -j quota show --cgroup "$CG/$kind"
+		run -0 jq -e '[.scopes[0].kinds[] | .kernel_killed // 0] | add == 0' <<<"$output" ||
+			{ jq -c '.scopes[0].kinds' <<<"$output" >&2; false; }
+	done
+	assert_usage_is_netlink "$CG" kqverbs-static kqattack
+	touch "$hold"
+	wait "${PIDS[@]}"
+	PIDS=()
+	assert_usage_is_netlink "$CG" kqverbs-static kqattack
+}

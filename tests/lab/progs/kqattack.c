@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Lab helper for kernel quotas: what a hostile tenant would send, in raw uverbs ioctls (libibverbs only opens
+ * the device and allocates what a request needs), and honest creators racing at a limit.
+ *   kqattack pad [-d DEV] [-c CHILDREN] [-p PAD] [-H FILE]
+ *       The keeper allocates PDs until the kernel refuses, then forks CHILDREN children that share its uverbs
+ *       file; each sends ALLOC_PD through INVOKE_WRITE with PAD unknown optional attributes (the kernel skips
+ *       them) before WRITE_CMD, and exits. Prints "keeper pd=N errno=E", then "children ok=O refused=R
+ *       killed=K other=X": a PD a child created stays in the keeper's file even when the child is killed.
+ *   kqattack nocmd [-d DEV]
+ *       INVOKE_WRITE without a WRITE_CMD attribute (its input an ALLOC_PD's). Prints "nocmd errno=E".
+ *   kqattack mr [-d DEV] -a START -l LENGTH [-o]
+ *       REG_MR through INVOKE_WRITE with any start and length (-o: on-demand paging, as an implicit ODP MR of
+ *       length UINT64_MAX asks). Prints "mr errno=E".
+ *   kqattack bound [-d DEV] [-k ctx|pd|qp|mr] [-t THREADS] [-r ROUNDS]
+ *       THREADS threads (one context each) create and destroy one object of the kind (an MR of 64 KiB, a
+ *       second context), ROUNDS times each:
+ *       honest creators racing at a limit. Prints "bound ok=O refused=R other=X (errno E)".
+ * Exit 0 unless something could not be set up (1) or the arguments are wrong (2).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_ioctl.h>
+
+#define MAXATTR 254 /* (PAGE_SIZE - header) / attribute: the most the kernel takes */
+
+struct ioreq {
+	struct ib_uverbs_ioctl_hdr hdr;
+	struct ib_uverbs_attr attrs[MAXATTR];
+};
+
+static const char *dev = "rxe0";
+
+static void attr(struct ioreq *r, __u16 id, __u16 len, __u64 data)
+{
+	struct ib_uverbs_attr *a = &r->attrs[r->hdr.num_attrs++];
+
+	memset(a, 0, sizeof(*a));
+	a->attr_id = id;
+	a->len = len;
+	a->data = data;
+}
+
+static int send_ioctl(int fd, struct ioreq *r)
+{
+	r->hdr.length = sizeof(r->hdr) + r->hdr.num_attrs * sizeof(r->attrs[0]);
+	r->hdr.driver_id = RDMA_DRIVER_RXE; /* the kernel checks it against the device's driver */
+	return ioctl(fd, RDMA_VERBS_IOCTL, r) ? errno : 0;
+}
+
+static struct ibv_context *open_dev(void)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int i, num;
+
+	list = ibv_get_device_list(&num);
+	for (i = 0; list && i < num; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		fprintf(stderr, "kqattack: cannot open %s: %s\n", dev, strerror(errno));
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
+static void hold_until(const char *file)
+{
+	struct stat st;
+
+	if (!file)
+		return;
+	printf("holding\n");
+	while (stat(file, &st))
+		usleep(20000);
+}
+
+/* ALLOC_PD through INVOKE_WRITE, WRITE_CMD after pad unknown optional attributes. */
+static int padded_alloc_pd(int fd, int pad)
+{
+	static struct ioreq r;
+	struct ib_uverbs_alloc_pd_resp resp;
+	int i;
+
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+	for (i = 0; i < pad; i++)
+		attr(&r, 0x100 + i, 0, 0); /* no method has these: skipped, not mandatory */
+	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(__u64), 0); /* struct ib_uverbs_alloc_pd, inline */
+	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
+	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_ALLOC_PD);
+	return send_ioctl(fd, &r);
+}
+
+static int cmd_pad(int children, int pad, const char *hold)
+{
+	struct ibv_context *ctx = open_dev();
+	int held = 0, err = 0, i, ok = 0, refused = 0, killed = 0, other = 0;
+
+	if (!ctx)
+		return 1;
+	while (held < 4096 && ibv_alloc_pd(ctx))
+		held++;
+	err = errno;
+	printf("keeper pd=%d errno=%d\n", held, err);
+	for (i = 0; i < children; i++) {
+		int st;
+		pid_t p = fork();
+
+		if (p < 0)
+			return 1;
+		if (p == 0)
+			_exit(padded_alloc_pd(ctx->cmd_fd, pad) & 0x7f);
+		if (waitpid(p, &st, 0) != p)
+			return 1;
+		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+			killed++;
+		else if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+		else if (WIFEXITED(st) && WEXITSTATUS(st) == EDQUOT)
+			refused++;
+		else
+			other++;
+	}
+	printf("children ok=%d refused=%d killed=%d other=%d\n", ok, refused, killed, other);
+	hold_until(hold);
+	return 0;
+}
+
+static int cmd_nocmd(void)
+{
+	struct ibv_context *ctx = open_dev();
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ioreq r;
+
+	if (!ctx)
+		return 1;
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(__u64), 0);
+	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
+	printf("nocmd errno=%d\n", send_ioctl(ctx->cmd_fd, &r));
+	return 0;
+}
+
+static int cmd_mr(__u64 start, __u64 length, bool odp)
+{
+	struct ibv_context *ctx = open_dev();
+	struct ibv_pd *pd;
+	struct ib_uverbs_reg_mr cmd;
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ioreq r;
+
+	if (!ctx || !(pd = ibv_alloc_pd(ctx)))
+		return 1;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.start = start;
+	cmd.length = length;
+	cmd.hca_va = start;
+	cmd.pd_handle = pd->handle;
+	cmd.access_flags = IBV_ACCESS_LOCAL_WRITE | (odp ? IBV_ACCESS_ON_DEMAND : 0);
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_REG_MR);
+	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(cmd), (uintptr_t)&cmd);
+	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
+	printf("mr errno=%d\n", send_ioctl(ctx->cmd_fd, &r));
+	return 0;
+}
+
+struct bound {
+	const char *kind;
+	long rounds, ok, refused, other;
+	int lasterr;
+};
+
+static void *bound_thread(void *arg)
+{
+	struct bound *b = arg;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	static char buf[65536] __attribute__((aligned(4096)));
+	long i;
+
+	if (!strcmp(b->kind, "ctx")) {
+		/* no context held: each round opens one and closes it */
+		struct ibv_device **list, *d = NULL;
+		int num, n;
+
+		list = ibv_get_device_list(&num);
+		for (n = 0; list && n < num; n++)
+			if (!strcmp(ibv_get_device_name(list[n]), dev))
+				d = list[n];
+		if (!d) {
+			b->other = -1;
+			return NULL;
+		}
+		for (i = 0; i < b->rounds; i++) {
+			struct ibv_context *c = ibv_open_device(d);
+
+			if (c && !ibv_close_device(c))
+				b->ok++;
+			else if (errno == EDQUOT || errno == ENOENT) /* libibverbs turns the open's EDQUOT into ENOENT */
+				b->refused++;
+			else
+				b->other++, b->lasterr = errno;
+		}
+		return NULL;
+	}
+	ctx = open_dev();
+	if (!ctx) {
+		b->other = -1;
+		return NULL;
+	}
+	if (strcmp(b->kind, "pd")) {
+		pd = ibv_alloc_pd(ctx);
+		cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+		if (!pd || !cq) {
+			b->other = -1;
+			return NULL;
+		}
+	}
+	for (i = 0; i < b->rounds; i++) {
+		int e = 0;
+
+		if (!strcmp(b->kind, "pd")) {
+			struct ibv_pd *p = ibv_alloc_pd(ctx);
+
+			if (!p || ibv_dealloc_pd(p))
+				e = errno ? errno : EIO;
+		} else if (!strcmp(b->kind, "mr")) {
+			struct ibv_mr *m = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+
+			if (!m || ibv_dereg_mr(m))
+				e = errno ? errno : EIO;
+		} else {
+			struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+						       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+								.max_send_sge = 1, .max_recv_sge = 1 } };
+			struct ibv_qp *q = ibv_create_qp(pd, &qa);
+
+			if (!q || ibv_destroy_qp(q))
+				e = errno ? errno : EIO;
+		}
+		if (!e)
+			b->ok++;
+		else if (e == EDQUOT)
+			b->refused++;
+		else
+			b->other++, b->lasterr = e;
+	}
+	return NULL;
+}
+
+static int cmd_bound(const char *kind, int threads, long rounds)
+{
+	struct bound b[64];
+	pthread_t t[64];
+	long ok = 0, refused = 0, other = 0;
+	int i, lasterr = 0;
+
+	if (threads < 1 || threads > 64)
+		return 2;
+	for (i = 0; i < threads; i++) {
+		b[i] = (struct bound){ .kind = kind, .rounds = rounds };
+		if (pthread_create(&t[i], NULL, bound_thread, &b[i]))
+			return 1;
+	}
+	for (i = 0; i < threads; i++) {
+		pthread_join(t[i], NULL);
+		if (b[i].other < 0)
+			return 1;
+		ok += b[i].ok;
+		refused += b[i].refused;
+		other += b[i].other;
+		if (b[i].lasterr)
+			lasterr = b[i].lasterr;
+	}
+	printf("bound ok=%ld refused=%ld other=%ld (errno %d)\n", ok, refused, other, lasterr);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode, *hold = NULL, *kind = "pd";
+	int opt, children = 20, pad = 16, threads = 2;
+	long rounds = 1000;
+	__u64 start = 0, length = 0;
+	bool odp = false;
+
+	if (argc < 2)
+		goto usage;
+	mode = argv[1];
+	optind = 2;
+	while ((opt = getopt(argc, argv, "d:c:p:H:a:l:ok:t:r:")) != -1) {
+		switch (opt) {
+		case 'd': dev = optarg; break;
+		case 'c': children = atoi(optarg); break;
+		case 'p': pad = atoi(optarg); break;
+		case 'H': hold = optarg; break;
+		case 'a': start = strtoull(optarg, NULL, 0); break;
+		case 'l': length = strtoull(optarg, NULL, 0); break;
+		case 'o': odp = true; break;
+		case 'k': kind = optarg; break;
+		case 't': threads = atoi(optarg); break;
+		case 'r': rounds = atol(optarg); break;
+		default: goto usage;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "pad") && pad >= 0 && pad <= MAXATTR - 3)
+		return cmd_pad(children, pad, hold);
+	if (!strcmp(mode, "nocmd"))
+		return cmd_nocmd();
+	if (!strcmp(mode, "mr"))
+		return cmd_mr(start, length, odp);
+	if (!strcmp(mode, "bound"))
+		return cmd_bound(kind, threads, rounds);
+usage:
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|bound [options] (see the source)\n");
+	return 2;
+}
