@@ -29,8 +29,8 @@
  * Scope totals are kept by lock-free compare-and-swap that never lets a total pass its limit. Each
  * operation that moves a grant brackets itself with an in-flight counter in its own slot. A reclaimer (gc)
  * holds the gc lock; a dead slot with no operation in flight has its grants subtracted from the totals it
- * was charged to; a dead slot that died mid-operation (in-flight != 0), a new cgroup entry, a limit set or
- * changed, or a refusal while allowances are held, triggers a *recount*: the reclaimer freezes new
+ * was charged to; a dead slot that died mid-operation (in-flight != 0), a new cgroup entry, or a limit set
+ * or changed triggers a *recount*: the reclaimer freezes new
  * operations (one flag), waits until no live slot has an operation in flight, lowers every grant to its
  * usage, sets every total to the sum of live slot grants, and unfreezes. Totals therefore return to exactly
  * the sum of live usage. Liveness = /proc/PID exists and its start time (stat field 22) matches the slot's,
@@ -48,11 +48,12 @@
  * grant more than twice its allowance above usage gives the rest back (every destroy, while a limit is
  * reached or passed). A kind no limit applies to gets a grant no total carries (unlimited).
  * Allowances are taken back (a recount lowers each grant to its usage, never raises it) on every limit set
- * or changed, and before a refusal by a shared scope while some live slot holds one of that kind: such a
- * refusal first makes the kind tight for a second (raises take what is missing only, releases keep nothing,
- * so hundreds of processes starting at once cannot take new allowances while it retries), gives back what
- * dead processes held, recounts, and tries once more. A create is thus refused only when what is in use,
- * not what is granted, fills the limit, and the refusal names that usage. The read side (quota show,
+ * or changed. A refusal by a shared scope makes the kind tight for a second (raises take what is missing
+ * only, releases keep nothing, so hundreds of processes starting at once take no new allowances while it
+ * retries), gives back what dead processes held, cuts every live slot's allowance of the kind under the gc
+ * lock (no freeze: grant_cut's compare-and-swap, the owner's own), and tries again until the scope's usage
+ * leaves no room (30 s at most). A create is thus refused only when what is in use, not what is granted,
+ * fills the limit, and the refusal names that usage. The read side (quota show,
  * top, the exporter) shows the sum of the slots' usage; for a kind the scope limits, at most its total
  * (the slots are read one after the other: a sum read while processes come and go can pass what was in use
  * at any one time).
