@@ -926,6 +926,10 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 
 	if (bpf_core_read(&id, sizeof(id), &ao->id))
 		return 0;
+	if (id & UVERBS_ID_NS_MASK) {
+		kq_drv_commit(uobj, id); /* a driver's object: counted from the kernel's copy (bpf/kqdrv.bpf.h) */
+		return 0;
+	}
 	o = bpf_map_lookup_elem(&kq_objs, &key);
 	if (!o) {
 		struct kq_obj n = {};

@@ -212,4 +212,94 @@ static __always_inline void kq_drv_begin(__u32 object, __u64 key)
 	record(key, &o);
 }
 
+/*
+ * The kernel's own copy, at fentry/rdma_alloc_commit_uobject (the backstop): an mlx5 DEVX object's kind from
+ * the obj_id the kernel keeps in its devx_obj (opcode | obj_type << 16 in the top half), a DEVX UMEM's bytes
+ * from the ib_umem it pinned. mlx5_ib's types are resolved (CO-RE) against its BTF when the programs are
+ * loaded; without the module loaded then, there is no mlx5 device either, and these reads are left out.
+ */
+enum rdma_driver_id___kqd { KQD_DRIVER_MLX5 = 1 };
+
+struct ib_device_ops___kqd {
+	enum rdma_driver_id___kqd driver_id;
+} __attribute__((preserve_access_index));
+
+struct ib_device___kqd {
+	struct ib_device_ops___kqd ops;
+} __attribute__((preserve_access_index));
+
+struct ib_ucontext___kqd {
+	struct ib_device___kqd *device;
+} __attribute__((preserve_access_index));
+
+struct ib_uobject___kqd {
+	void *object;
+	struct ib_ucontext___kqd *context;
+} __attribute__((preserve_access_index));
+
+struct devx_obj___kqd {
+	__u64 obj_id;
+} __attribute__((preserve_access_index));
+
+struct ib_umem___kqd {
+	unsigned long length;
+} __attribute__((preserve_access_index));
+
+struct devx_umem___kqd {
+	struct ib_umem___kqd *umem;
+} __attribute__((preserve_access_index));
+
+#define KQD_MLX5_DEVX_OBJ 0x1001
+#define KQD_MLX5_DEVX_UMEM 0x1002
+
+/*
+ * A driver's uobject is committed: when it is mlx5's DEVX object or UMEM, its record is made to say what the
+ * kernel made (a request rewritten after the check, or one that began before the programs were attached).
+ */
+static __always_inline void kq_drv_commit(void *uobjp, __u32 id)
+{
+	struct ib_uobject___kqd *u = uobjp;
+	struct kq_obj *o, n = {};
+	__u64 key = (__u64)uobjp, bytes = 0, oid;
+	__u32 kind = KQ_NK, types;
+	bool over = false;
+	void *obj;
+
+	if (id != KQD_MLX5_DEVX_OBJ && id != KQD_MLX5_DEVX_UMEM)
+		return;
+	if (!bpf_core_type_exists(struct devx_obj___kqd) || !bpf_core_type_exists(struct devx_umem___kqd))
+		return; /* mlx5_ib was not loaded when the programs were */
+	if (BPF_CORE_READ(u, context, device, ops.driver_id) != KQD_DRIVER_MLX5)
+		return;
+	obj = BPF_CORE_READ(u, object);
+	if (!obj)
+		return;
+	if (id == KQD_MLX5_DEVX_OBJ) {
+		oid = BPF_CORE_READ((struct devx_obj___kqd *)obj, obj_id);
+		kind = kq_devx_kind((oid >> 32) & 0xffff) & 0xf;
+	} else {
+		bytes = BPF_CORE_READ((struct devx_umem___kqd *)obj, umem, length);
+	}
+	o = bpf_map_lookup_elem(&kq_objs, &key);
+	if (o && o->kind == kind && o->bytes == bytes)
+		return; /* what the check charged is what the kernel made */
+	if (!o && kind >= KQ_NK && !bytes)
+		return; /* nothing to count */
+	/* otherwise: the charge goes by the kernel's copy */
+	if (o)
+		credit(o);
+	n.kind = kind;
+	n.bytes = bytes;
+	types = limited_types();
+	if (types) {
+		if (kind < KQ_NK)
+			over = charge(types, &n, kind, 1);
+		else if (bytes)
+			over = charge(types, &n, KQ_MR_BYTES, bytes);
+	}
+	if (over)
+		bpf_send_signal(SIGKILL); /* a request rewritten after the check, past a limit */
+	record(key, &n);
+}
+
 #endif

@@ -57,16 +57,38 @@ kusage() {
 	"$RDMACTL" quota show --cgroup "$2" -j | jq -r --arg k "$1" '.scopes[0].kinds[$k] | "\(.kernel_usage) \(.kernel_refused)"'
 }
 
-@test "the programs load and attach with mlx5_ib (and bnxt_re where the kernel has it) loaded" {
+@test "the programs load and attach whether mlx5_ib and bnxt_re are loaded or not" {
+	local with
+	# without the modules (their BTF absent: the reads of devx_obj and devx_umem are left out)...
+	rmmod bnxt_re 2>/dev/null || true
+	rmmod mlx5_ib
+	[ ! -e /sys/kernel/btf/mlx5_ib ]
+	for with in no yes; do
+		if [ "$with" = yes ]; then
+			# ... and with them (CO-RE resolves mlx5_ib's types)
+			modprobe mlx5_ib
+			if modinfo bnxt_re >/dev/null 2>&1; then modprobe bnxt_re; fi
+			[ -e /sys/kernel/btf/mlx5_ib ]
+		fi
+		"$RDMACTL" quota unset qp --cgroup "$CG" --kernel >/dev/null 2>&1 || true
+		if ! ls "$PIN"/link_* >/dev/null 2>&1; then rm -rf "$PIN"; fi
+		[ ! -e "$PIN" ]
+		run -0 "$RDMACTL" quota set qp 1 --cgroup "$CG" --kernel
+		[ -e "$PIN/link_kq_ioctl" ]
+		[ -e "$PIN/link_kq_begin" ]
+		[ -e "$PIN/link_kq_commit" ]
+		[ -e "$PIN/kq_drvunk" ]
+		[ -e "$PIN/kq_drvcfg" ]
+		# and they work: a UAR allocation passes, a DEVX QP past the limit does not
+		run -0 in_cg timeout 60 "$KQD" -o 0x1008 -m 0x1000
+		assert_output --partial 'errno=EINVAL'
+		run -0 "$RDMACTL" quota set qp 0 --cgroup "$CG" --kernel
+		run -0 in_cg timeout 60 "$KQD" -o 0x1001 -m 0x1000 -c 0x500
+		assert_output --partial 'errno=EOPNOTSUPP'
+	done
 	run -0 lsmod
 	assert_line --regexp '^mlx5_ib '
 	if modinfo bnxt_re >/dev/null 2>&1; then assert_line --regexp '^bnxt_re '; fi
-	[ -d /sys/kernel/btf/mlx5_ib ] || [ -f /sys/kernel/btf/mlx5_ib ]
-	run -0 "$RDMACTL" quota set qp 1 --cgroup "$CG" --kernel
-	[ -e "$PIN/link_kq_ioctl" ]
-	[ -e "$PIN/link_kq_begin" ]
-	[ -e "$PIN/kq_drvunk" ]
-	[ -e "$PIN/kq_drvcfg" ]
 }
 
 @test "driver methods that create no counted kind pass for a task limited to 0 of every kind" {
@@ -197,4 +219,24 @@ kusage() {
 	assert_output --partial '20 iters'
 	wait "$srv"
 	PIDS=()
+}
+
+@test "the acceptance script for real hardware (tests/hw/kq-accept) passes against rxe and leaves nothing behind" {
+	# the programs are not loaded before it (no limit anywhere): it loads them, and takes them away after
+	if ! ls "$PIN"/link_* >/dev/null 2>&1; then rm -rf "$PIN"; fi
+	[ ! -e "$PIN" ]
+	run -0 env RDMACTL="$RDMACTL" KQDRV="$KQD" timeout 600 "$TOP/tests/hw/kq-accept" -d rxe0 -q 4
+	assert_line 'kq-accept: every step passed'
+	assert_line --regexp '^   PASS: 200 iters in'
+	assert_line --regexp '^   PASS: ib_write_bw -q 4 ran'
+	assert_line --regexp '^   PASS: ib_write_bw -q 5 failed with exit status [0-9]+'
+	# what the kernel counted while ib_write_bw -q 4 ran, and netlink's view of both sides
+	assert_line --regexp '^   while it runs: kernel: .*qp 4/4 \(refused 0\)'
+	assert_line --regexp '^   while it runs: netlink \(ib_write_bw, both sides\): qp=8 '
+	assert_line --regexp '^   kernel after: .*qp 0/4 \(refused 1\)'
+	assert_line --regexp '^   PASS: [0-9]+ driver methods that create nothing reached the driver, none refused'
+	# nothing behind: no cgroup, no ledger, no programs
+	[ -z "$(ls -d /sys/fs/cgroup/rdmactl-accept.* 2>/dev/null)" ]
+	[ -z "$(ls /dev/shm/rdmactl-accept.* 2>/dev/null)" ]
+	[ ! -e "$PIN" ]
 }
