@@ -119,9 +119,6 @@ struct {
 	__type(value, struct kq_obj);
 } kq_resv SEC(".maps");
 
-/* Objects that could not be recorded (kq_objs full): never charged, so never credited. */
-__u64 kq_lost;
-
 /* The scope types that have limits (a KQ_TYPE_* mask), 0 while no limit exists. */
 static __always_inline __u32 limited_types(void)
 {
@@ -487,14 +484,30 @@ static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
 	return true;
 }
 
+/* An object not recorded (kq_objs full): not counted against any limit; quota show says how many. */
+static __always_inline void lost(void)
+{
+	__u32 zero = 0;
+	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+
+	if (st)
+		__sync_fetch_and_add(&st->lost, 1);
+}
+
 static __always_inline void record(__u64 key, struct kq_obj *o)
 {
 	__u64 pidtgid = bpf_get_current_pid_tgid();
 
 	o->tgid = pidtgid >> 32;
 	o->cgid = bpf_get_current_cgroup_id();
-	if (bpf_map_update_elem(&kq_objs, &key, o, BPF_ANY))
-		__sync_fetch_and_add(&kq_lost, 1);
+	if (!bpf_map_update_elem(&kq_objs, &key, o, BPF_ANY))
+		return;
+	/*
+	 * Not recorded (kq_objs full): its destroy would find nothing to give back, so what was charged for it is
+	 * given back now, and it is counted where quota show reads it (kq_state.lost).
+	 */
+	credit(o);
+	lost();
 }
 
 /* The kind a uverbs object type is counted as, or KQ_NK. */
@@ -673,11 +686,16 @@ static __noinline void late_ctx(struct file *file, __u32 types) /* a call: its s
 	__u64 key = (__u64)file, pidtgid = bpf_get_current_pid_tgid();
 	struct kq_scope sc;
 	struct kq_obj *o;
+	long err;
 	int i;
 
 	/* recorded first (one there already: nothing to do), then charged in place: no charge without a record */
-	if (bpf_map_update_elem(&kq_objs, &key, &kq_obj_none, BPF_NOEXIST))
+	err = bpf_map_update_elem(&kq_objs, &key, &kq_obj_none, BPF_NOEXIST);
+	if (err) {
+		if (err != -17 /* EEXIST */)
+			lost(); /* kq_objs full */
 		return;
+	}
 	o = bpf_map_lookup_elem(&kq_objs, &key);
 	if (!o)
 		return;
@@ -1040,6 +1058,7 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 	__u64 next = 0, entry = uobj + bpf_core_field_offset(struct ib_uobject___kq, list);
 	__u32 id = 0, kind;
 	void *obj = NULL;
+	long err;
 
 	if (bpf_probe_read_kernel(&ao, sizeof(ao), &u->uapi_object) || !ao ||
 	    bpf_probe_read_kernel(&id, sizeof(id), &ao->id))
@@ -1053,8 +1072,13 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 	o.cgid = w->cgid;
 	if (kind == KQ_MR && !bpf_probe_read_kernel(&obj, sizeof(obj), &u->object) && obj)
 		bpf_probe_read_kernel(&o.bytes, sizeof(o.bytes), &((struct ib_mr___kq *)obj)->length);
-	if (bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST))
-		return; /* a program recorded it (or kq_objs is full: counted in kq_lost by the programs' way) */
+	err = bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST);
+	if (err) {
+		/* a program recorded it; or kq_objs is full: counted as a miss, the first limit is not set on it */
+		if (err != -17 /* EEXIST */)
+			pop_miss();
+		return;
+	}
 	if (bpf_map_lookup_elem(&kq_gone, &uobj) ||
 	    (!bpf_probe_read_kernel(&next, sizeof(next), (void *)entry) && next == entry))
 		bpf_map_delete_elem(&kq_objs, &uobj);
@@ -1102,6 +1126,8 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	err = bpf_map_update_elem(&kq_objs, &key, &o, BPF_NOEXIST);
 	if (err == -17 /* EEXIST */)
 		return; /* seen through another task already, or opened since the attach: its objects are recorded */
+	if (err)
+		pop_miss(); /* kq_objs full: what exists cannot all be counted */
 	uf = BPF_CORE_READ(file, private_data);
 	if (!uf)
 		return;

@@ -91,6 +91,7 @@ struct kq_state {
 	__u32 pop_miss;   /* during it: a destroy not marked (kq_gone full), a list not walked to its end */
 	__u32 dyn_major;  /* the major of uverbs devices 32 and up (alloc_chrdev_region), from /proc/devices */
 	__u32 pad;
+	__u64 lost;       /* objects not recorded (kq_objs full): not counted against any limit (quota show) */
 };
 
 /* kq_obj.pad of a record the population made (not a program): not yet charged to anything. */

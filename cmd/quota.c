@@ -617,13 +617,8 @@ static void print_amount(const char *key, enum ledger_kind k, uint64_t v, bool n
 static struct kq *show_kq;
 static bool show_kq_tried;
 
-/* The kernel's limits and usage of a ledger scope, if it has kernel limits. */
-static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kuse, uint64_t *krefused,
-		      uint64_t *kkilled)
+static struct kq *show_kq_open(void)
 {
-	char root[PATH_MAX];
-	struct kq_scope sc;
-
 	if (!show_kq_tried) {
 		show_kq_tried = true;
 		if (kq_open(false, &show_kq) && !kq_error()[0])
@@ -631,7 +626,17 @@ static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kus
 		if (!show_kq)
 			pr_debug("kernel limits: %s", kq_error());
 	}
-	if (!show_kq)
+	return show_kq;
+}
+
+/* The kernel's limits and usage of a ledger scope, if it has kernel limits. */
+static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kuse, uint64_t *krefused,
+		      uint64_t *kkilled)
+{
+	char root[PATH_MAX];
+	struct kq_scope sc;
+
+	if (!show_kq_open())
 		return false;
 	cgroup2_root(root, sizeof(root));
 	if (kq_scope_of_ledger(s, root, &sc))
@@ -788,7 +793,16 @@ static int show_drv_one(const struct kq_drv_unknown *u, void *arg)
 
 static void show_end(void)
 {
+	uint64_t lost;
+
 	out_close_array();
+	/* objects the kernel's programs could not record: no kernel limit counts them */
+	if (show_kq_open() && !kq_lost(show_kq, &lost)) {
+		print_uint(PRINT_JSON, "kernel_lost", NULL, lost);
+		if (lost)
+			print_uint(PRINT_FP, NULL, "kernel: %" PRIu64 " objects not recorded (the kernel quota programs' "
+				   "table is full): no kernel limit counts them\n", lost);
+	}
 	out_open_array("unknown_driver_methods");
 	kq_drv_unknown_foreach(show_drv_one, NULL);
 	out_close_array();

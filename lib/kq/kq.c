@@ -13,7 +13,10 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -85,6 +88,29 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/*
+ * A pin directory rdmactl trusts: a directory (not a link to one) on a BPF file system, root's and writable by
+ * root only. bpffs is mounted mode 1777 unless told otherwise: a user who made /sys/fs/bpf/rdmactl first
+ * could remove the programs' links (all enforcement) or put files of its own where they go.
+ */
+static int verify_dir(const char *path)
+{
+	struct statfs fs;
+	struct stat st;
+
+	if (lstat(path, &st))
+		return fail(-errno, "cannot check %s: %s", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(-ENOTDIR, "%s is not a directory: remove it (rm -r) and set the kernel limits again", path);
+	if (statfs(path, &fs) || fs.f_type != BPF_FS_MAGIC)
+		return fail(-EXDEV, "%s is not on a BPF file system (mount -t bpf bpf /sys/fs/bpf)", path);
+	if (st.st_uid != 0 || (st.st_mode & 077))
+		return fail(-EPERM, "%s belongs to uid %u with mode %04o, not to root with mode 0700: whoever can "
+			    "write there can remove the kernel's enforcement; remove it (rm -r) and set the kernel "
+			    "limits again", path, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
+	return 0;
+}
+
 static void pin_path(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "%s/%s", KQ_PIN_DIR, name);
@@ -145,6 +171,9 @@ static int load_and_pin(void)
 		err = fail(-errno, "cannot create %s: %s", KQ_PIN_DIR, strerror(errno));
 		goto out;
 	}
+	err = verify_dir(KQ_PIN_DIR);
+	if (err)
+		goto out;
 	/* programs first, maps last: a map set pinned means the programs behind it are in place */
 	bpf_object__for_each_program(prog, skel->obj) {
 		snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, bpf_program__name(prog));
@@ -191,13 +220,21 @@ int kq_open(bool create, struct kq **out)
 				   errno == EACCES || errno == EPERM ? " (root only)" : " (is bpffs mounted on /sys/fs/bpf?)");
 			goto fail;
 		}
+		err = verify_dir(PIN_ROOT);
+		if (err)
+			goto fail;
 		lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (lock < 0 || flock(lock, LOCK_EX)) {
 			err = fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
 			goto fail;
 		}
 	}
-	err = open_pinned(q, false);
+	/* pins in a directory others can write are not the programs': not used (to set or lift a limit) */
+	err = access(PIN_ROOT, F_OK) ? 0 : verify_dir(PIN_ROOT);
+	if (!err && !access(KQ_PIN_DIR, F_OK))
+		err = verify_dir(KQ_PIN_DIR);
+	if (!err)
+		err = open_pinned(q, false);
 	if (err == -ENOENT && create) {
 		for (i = 0; i < M_NR; i++)
 			if (q->fd[i] >= 0)
@@ -866,6 +903,17 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 		if (killed)
 			killed[i] = u.killed[i];
 	}
+	return 0;
+}
+
+int kq_lost(struct kq *q, uint64_t *lost)
+{
+	struct kq_state st;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
+		return -errno;
+	*lost = st.lost;
 	return 0;
 }
 

@@ -53,6 +53,9 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed);
 int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
 	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK]);
 
+/* How many objects the programs could not record (their table full): no kernel limit counts them. */
+int kq_lost(struct kq *q, uint64_t *lost);
+
 /* Every scope with kernel limits. */
 int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg);
 

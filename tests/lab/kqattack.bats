@@ -236,8 +236,37 @@ assert_usage_is_netlink() {
 			{ jq -c '.scopes[0].kinds' <<<"$output" >&2; false; }
 	done
 	assert_usage_is_netlink "$CG" kqverbs-static kqattack
+	# every object was recorded (quota show counts those the programs' table had no room for)
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '.kernel_lost == 0' <<<"$output"
 	touch "$hold"
 	wait "${PIDS[@]}"
 	PIDS=()
 	assert_usage_is_netlink "$CG" kqverbs-static kqattack
+}
+
+@test "pin directories an unprivileged user made first are refused, not used: the programs stay root's" {
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	# bpffs as it is mounted by default: mode 1777, anybody may make a directory at its top
+	rm -rf /sys/fs/bpf/rdmactl
+	chmod 1777 /sys/fs/bpf
+	run -0 "${nobody[@]}" mkdir -p /sys/fs/bpf/rdmactl/kq
+	run --separate-stderr -1 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	[[ $stderr == *"not to root"* ]] || { echo "$stderr" >&2; false; }
+	# nothing was pinned where that user can remove it
+	run -0 ls -A /sys/fs/bpf/rdmactl/kq
+	assert_output ""
+	# root's own directory inside the user's: refused as well
+	rm -rf /sys/fs/bpf/rdmactl/kq
+	run -0 "${nobody[@]}" chmod 777 /sys/fs/bpf/rdmactl
+	mkdir -m 0700 /sys/fs/bpf/rdmactl/kq
+	run --separate-stderr -1 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	[[ $stderr == *"not to root"* ]] || { echo "$stderr" >&2; false; }
+	# made by rdmactl itself (root, 0700): the limit holds, and that user cannot take it away
+	rm -rf /sys/fs/bpf/rdmactl
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
+	run "${nobody[@]}" rm -f "$PIN/link_kq_ioctl" "$PIN/link_kq_begin"
+	[ "$status" -ne 0 ]
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 4
+	assert_line "qp created=2 errno=EDQUOT"
 }
