@@ -553,7 +553,9 @@ static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns);
  * How long allowances of a kind stay off after a shared scope refused one of its creations: the refusal
  * took every allowance back, and creations that come meanwhile must not take new ones before it retried.
  */
+#ifndef TIGHT_NS
 #define TIGHT_NS 1000000000ull
+#endif
 /* How long a refusal by a shared scope may look for room that grants, not usage, fill (refusal_gc()). */
 #define REFUSAL_WAIT_NS 30000000000ull
 
@@ -868,7 +870,12 @@ static COLD_FN void revoke_allowances(struct ledger *l, enum ledger_kind k)
 		struct slot *s = &u->slots[i];
 		uint64_t g, back;
 
-		if (ALOAD(&s->state) != ENT_LIVE)
+		/*
+		 * Not while its owner is in an operation: a grant just raised for a create whose usage is not
+		 * added yet looks like an allowance, and cutting it would send the create round again (without
+		 * end, with many refused processes cutting). What such an operation takes, the next look gets.
+		 */
+		if (ALOAD(&s->state) != ENT_LIVE || __atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST))
 			continue;
 		g = ALOAD(&s->grant[k]);
 		if (g == GRANT_UNLIMITED || g <= ALOAD(&s->usage[k]))

@@ -50,6 +50,10 @@ burst() {
 check_rounds() { # N L
 	local n=$1 l=$2 r1=$(( $1 > $2 ? $1 - $2 : 0 )) made1 asked2 left
 	made1=$(( n - r1 ))
+	# what refused, and what else the ranks said (shown when a check below fails)
+	sed -nE 's/.*refused ([a-z_]+) for pid [0-9]+[^:]*: [0-9]+\/[0-9]+ in use, (.*)/refused \1: \2/p' \
+		"$BATS_TEST_TMPDIR/err" | sort | uniq -c
+	grep -v 'refused [a-z_]* for pid' "$BATS_TEST_TMPDIR/err" | sort | uniq -c | head -5
 	assert_equal "$(field round1 refused qp)" "$r1"
 	assert_equal "$(field round1 created qp)" "$made1"
 	asked2=$(field round2 asked qp)
@@ -83,7 +87,7 @@ same_as_netlink() {
 end_burst() {
 	kill -TERM "$BURST"
 	wait "$BURST" || true
-	wait_for 30 bash -c "[ \$(rdma -j res show qp | jq '[.[] | select(.pid != null)] | length') = 0 ]"
+	wait_for 180 bash -c "[ \$(rdma -j res show qp | jq '[.[] | select(.pid != null)] | length') = 0 ]"
 }
 
 job_burst() { # N L
@@ -149,6 +153,18 @@ job_burst() { # N L
 	run -0 "$RDMACTL" quota show -j
 	assert_equal "$(jq -c .procs <<<"$output")" '{"in_use":4,"capacity":4}'
 	run same_as_netlink job full
+	assert_success
+	end_burst
+}
+
+@test "1100 ranks at once under a job budget of 1090 QPs (more than the 1024 processes ledgers held before): exactly 10 refused" {
+	local n=1100 l=1090
+	burst timeout 1500 "$RDMACTL" run --job b1100 --max-qp "$l" -- "$SB" -n "$n" -k 1
+	assert_equal "$(field round1 refused qp)" 10
+	assert_equal "$(field round1 created qp)" "$l"
+	# round 2's QPs (if any) were all refused: the budget was full
+	assert_equal "$(field round2 created qp)" 0
+	run same_as_netlink job b1100
 	assert_success
 	end_burst
 }

@@ -28,12 +28,15 @@ static char lpath[128];
 enum where { IN_JOB, IN_CGROUP, IN_GLOBAL };
 
 /* What each process saw, in memory shared with the parent. */
+/* Round 2 of start_together(): the QP limit as it was (full), the other kinds' limits far above the asks. */
+static bool keep_qp;
+
 struct seen {
 	int first;               /* 0 created, 1 refused, -1 error */
 	uint64_t deny_usage, deny_limit;
 	int deny_scope;
 	unsigned int made[LEDGER_NKINDS]; /* objects created in the second round (MR bytes under LEDGER_MR_BYTES) */
-	unsigned int refused2;
+	unsigned int refused2, refused2_qp;
 	int err;
 };
 
@@ -118,6 +121,8 @@ static void child(int i, enum where w, int ready, int go, int go2, int end)
 			me->made[k]++;
 			if (bytes)
 				me->made[LEDGER_MR_BYTES] += (unsigned int)(bytes / MR_UNIT);
+		} else if (err == -EDQUOT && k == LEDGER_QP && keep_qp) {
+			me->refused2_qp++;
 		} else if (err == -EDQUOT) {
 			me->refused2++;
 			if (getenv("BUDGET_DEBUG"))
@@ -241,13 +246,26 @@ static void start_together(int n, enum where w, uint64_t qp_limit, uint64_t room
 				want[LEDGER_MR_BYTES] += round2_bytes(i, j);
 		}
 	}
-	CHECK(ledger_set_limit(l, &sc, LEDGER_QP, (uint64_t)made + room10 * (uint64_t)n) == 0 &&
+	CHECK(ledger_set_limit(l, &sc, LEDGER_QP, keep_qp ? qp_limit : (uint64_t)made + room10 * (uint64_t)n) == 0 &&
 		      ledger_set_limit(l, &sc, LEDGER_CQ, room10 * (uint64_t)n) == 0 &&
 		      ledger_set_limit(l, &sc, LEDGER_MR, room10 * (uint64_t)n) == 0 &&
-		      ledger_set_limit(l, &sc, LEDGER_MR_BYTES, want[LEDGER_MR_BYTES] + room10 * MR_UNIT) == 0,
+		      ledger_set_limit(l, &sc, LEDGER_MR_BYTES,
+				       keep_qp ? 1ull << 30 : want[LEDGER_MR_BYTES] + room10 * MR_UNIT) == 0,
 	      "second round's limits: %s", ledger_error());
 	close(go2[1]);
 	wait_for(ready[0], n);
+	{
+		uint64_t left = qp_limit > (uint64_t)made ? qp_limit - (uint64_t)made : 0, rq = 0;
+
+		for (i = 0; i < n; i++)
+			rq += seen[i].refused2_qp;
+		if (keep_qp)
+			CHECK(rq == (want[LEDGER_QP] > left ? want[LEDGER_QP] - left : 0),
+			      "%s, %d processes, second round's QPs under the full limit: %lu refused of %lu asked, %lu left",
+			      where_name(w), n, (unsigned long)rq, (unsigned long)want[LEDGER_QP], (unsigned long)left);
+		if (keep_qp)
+			want[LEDGER_QP] -= rq;
+	}
 	for (i = 0; i < n; i++) {
 		refused2 += (int)seen[i].refused2;
 		errs += seen[i].err != 0;
@@ -298,6 +316,15 @@ static void test_job_start(void)
 }
 
 /* The same under a cgroup's limit (processes in seven cgroups below it) and under the global limit. */
+/* As the lab runs a job: round 2 under the QP limit left full, MRs with bytes and CQs far below theirs. */
+static void test_job_full_qp(void)
+{
+	keep_qp = true;
+	start_together(300, IN_JOB, 301, 20);
+	start_together(100, IN_JOB, 101, 20);
+	keep_qp = false;
+}
+
 static void test_cgroup_start(void)
 {
 	start_together(100, IN_CGROUP, 101, 10);
@@ -384,6 +411,7 @@ int main(void)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	RUN(test_job_start);
+	RUN(test_job_full_qp);
 	RUN(test_cgroup_start);
 	RUN(test_global_start);
 	RUN(test_capacity);
