@@ -841,10 +841,22 @@ static COLD_FN void denial_usage(struct ledger *l, struct ledger_denial *d)
 }
 
 /* Does what is in use (denial_usage()) of the refusing scope leave no room for the request? */
-static COLD_FN bool denial_full(struct ledger *l, struct ledger_denial *d)
+static COLD_FN bool denial_full_now(struct ledger *l, struct ledger_denial *d)
 {
 	denial_usage(l, d);
 	return d->usage > d->limit || d->amount > d->limit - d->usage;
+}
+
+/*
+ * denial_full_now(), twice a millisecond apart: a create that finds its grant short adds to its usage and
+ * takes the add back, so a sum read at that moment can show more than is in use; such moments pass.
+ */
+static COLD_FN bool denial_full(struct ledger *l, struct ledger_denial *d)
+{
+	if (!denial_full_now(l, d))
+		return false;
+	usleep(1000);
+	return denial_full_now(l, d);
 }
 
 /* A refusal of kind k by a shared scope at time now: the kind is tight for TIGHT_NS (no new allowances). */
@@ -889,9 +901,32 @@ static COLD_FN void revoke_allowances(struct ledger *l, enum ledger_kind k)
 }
 
 /*
+ * Does a slot that holds kind k belong to a process that is gone? One kill(pid, 0) per slot, no /proc read:
+ * what a refusal asks before it pays for a gc pass (a zombie not reaped yet still counts as alive here).
+ */
+static COLD_FN bool holders_gone(const struct ledger *l, enum ledger_kind k)
+{
+	unsigned int i, n = slots_used(l);
+
+	for (i = 0; i < n; i++) {
+		const struct slot *s = &l->use->slots[i];
+		uint64_t g;
+
+		if (ALOAD(&s->state) != ENT_LIVE)
+			continue;
+		g = ALOADR(&s->grant[k]);
+		if (!ALOADR(&s->usage[k]) && (!g || g == GRANT_UNLIMITED))
+			continue;
+		if (s->pid > 0 && kill(s->pid, 0) && errno == ESRCH)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Before the retry of a refusal of kind k first made at time first (the kind tight), under the gc lock:
- * dead holders given back by a gc pass begun after first (one pass serves every process refused before it
- * began), and every live allowance of k given back (revoke_allowances(): no freeze, so processes refused
+ * dead holders given back by a gc pass begun after first when one is gone (one pass serves every process
+ * refused before it began), and every live allowance of k given back (revoke_allowances(): no freeze, so processes refused
  * by the thousand and the others creating meanwhile never wait for each other's operations). The lock is
  * waited for with naps (their wake-ups must leave its holder the processor), at most 5 s (a gc stuck in a
  * live process); the caller looks again.
@@ -903,7 +938,7 @@ static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t fi
 
 	do {
 		if (!gc_lock(l, 0)) {
-			if (ALOAD(&l->use->gc_begun_ns) <= first)
+			if (ALOAD(&l->use->gc_begun_ns) <= first && holders_gone(l, k))
 				gc_dead(l, false);
 			revoke_allowances(l, k);
 			gc_unlock(l);
