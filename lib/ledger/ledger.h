@@ -48,7 +48,7 @@
  * grant more than twice its allowance above usage gives the rest back (every destroy, while a limit is
  * reached or passed). A kind no limit applies to gets a grant no total carries (unlimited).
  * Allowances are taken back (a recount lowers each grant to its usage, never raises it) on every limit set
- * or changed. A refusal by a shared scope makes the kind tight for a second (raises take what is missing
+ * or changed. A refusal by a shared scope makes the kind tight for five seconds (raises take what is missing
  * only, releases keep nothing, so hundreds of processes starting at once take no new allowances while it
  * retries), gives back what dead processes held, cuts every live slot's allowance of the kind under the gc
  * lock (no freeze: grant_cut's compare-and-swap, the owner's own), and tries again until the scope's usage

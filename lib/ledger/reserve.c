@@ -554,7 +554,7 @@ static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns);
  * took every allowance back, and creations that come meanwhile must not take new ones before it retried.
  */
 #ifndef TIGHT_NS
-#define TIGHT_NS 1000000000ull
+#define TIGHT_NS 5000000000ull
 #endif
 /* How long a refusal by a shared scope may look for room that grants, not usage, fill (refusal_gc()). */
 #define REFUSAL_WAIT_NS 30000000000ull
@@ -938,6 +938,8 @@ static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t fi
 
 	do {
 		if (!gc_lock(l, 0)) {
+			/* tight again now: the wait for the lock can outlast a tight period that others let lapse */
+			tighten(l, k, clock_mono_ns());
 			if (ALOAD(&l->use->gc_begun_ns) <= first && holders_gone(l, k))
 				gc_dead(l, false);
 			revoke_allowances(l, k);

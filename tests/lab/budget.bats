@@ -54,6 +54,7 @@ check_rounds() { # N L
 	sed -nE 's/.*refused ([a-z_]+) for pid [0-9]+[^:]*: [0-9]+\/[0-9]+ in use, (.*)/refused \1: \2/p' \
 		"$BATS_TEST_TMPDIR/err" | sort | uniq -c
 	grep -v 'refused [a-z_]* for pid' "$BATS_TEST_TMPDIR/err" | sort | uniq -c | head -5
+	grep -m3 -E 'refused (mr|mr_bytes|cq) for' "$BATS_TEST_TMPDIR/err" || true
 	assert_equal "$(field round1 refused qp)" "$r1"
 	assert_equal "$(field round1 created qp)" "$made1"
 	asked2=$(field round2 asked qp)
