@@ -380,7 +380,7 @@ showq() {
 		printf '%s\n' "${COMPREPLY[@]}" | sort | xargs
 	}
 	run cw rdmactl quota ""
-	assert_output "gc init set show unset"
+	assert_output "gc init kernel set show unset"
 	run cw rdmactl quota s
 	assert_output "set show"
 	run cw rdmactl quota se m
