@@ -65,20 +65,24 @@ static __always_inline __u32 kq_devx_kind(__u32 opcode)
 	return KQ_NK;
 }
 
-/* The attribute id among the request's first KQ_MAX_ATTRS: 0 and *a filled, or -1. */
+/*
+ * The attribute id among the request's first KQ_MAX_ATTRS: 0 and *a filled, -1 (not there, or unreadable:
+ * the kernel fails the request the same way, the attributes the programs read are mandatory), or 1: not
+ * among the first KQ_MAX_ATTRS of a longer request (rdma-core sends 4 to 6; such a request is refused).
+ */
 static __always_inline int kq_drv_attr(unsigned long arg, __u16 num_attrs, __u16 id, struct uattr *a)
 {
 	int i;
 
 	for (i = 0; i < KQ_MAX_ATTRS; i++) {
 		if (i >= num_attrs)
-			break;
+			return -1;
 		if (bpf_copy_from_user(a, sizeof(*a), (void *)(arg + sizeof(struct uhdr) + i * sizeof(*a))))
 			return -1;
 		if (a->attr_id == id)
 			return 0;
 	}
-	return -1;
+	return num_attrs > KQ_MAX_ATTRS ? 1 : -1;
 }
 
 /* The first limited scope of the task (type 0: none): whom an unknown method is refused for. */
@@ -143,6 +147,7 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 	struct kq_drvpend p = { .kind = KQ_NK };
 	struct uattr a;
 	__u8 op[2];
+	int err;
 
 	/* a pending charge this thread's earlier request left (the kernel failed it first) is stale now */
 	if (bpf_map_lookup_elem(&kq_drvpend, &tid))
@@ -153,8 +158,10 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 		return 0;
 	case KQ_DRV_DEVX_CREATE:
 		/* no command, or unreadable: the kernel refuses it the same way (a mandatory attribute) */
-		if (kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_CMD_IN, &a) || a.len < sizeof(op) ||
-		    bpf_copy_from_user(op, sizeof(op), (void *)a.data))
+		err = kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_CMD_IN, &a);
+		if (err > 0)
+			return limited_task(types) ? -KQ_DRV_ERRNO : 0;
+		if (err || a.len < sizeof(op) || bpf_copy_from_user(op, sizeof(op), (void *)a.data))
 			return 0;
 		p.kind = kq_devx_kind((__u32)op[0] << 8 | op[1]);
 		if (p.kind >= KQ_NK)
@@ -163,8 +170,11 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 			return -KQ_DRV_ERRNO;
 		break;
 	case KQ_DRV_UMEM_REG:
-		if (kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_UMEM_LEN, &a) || a.len != sizeof(__u64))
-			return 0;
+		err = kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_UMEM_LEN, &a);
+		if (err > 0)
+			return limited_task(types) ? -KQ_DRV_ERRNO : 0;
+		if (err || a.len != sizeof(__u64))
+			return 0; /* the kernel takes exactly a u64 */
 		p.bytes = a.data;
 		if (p.bytes && check(types, KQ_MR_BYTES, p.bytes))
 			return -KQ_DRV_ERRNO;

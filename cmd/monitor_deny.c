@@ -183,7 +183,7 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	print_string(PRINT_JSON, "type", NULL, kind);
 	print_int(PRINT_ANY, "pid", "%7" PRId64 " ", ev->tgid);
 	print_uint(PRINT_JSON, "tid", NULL, ev->tid);
-	print_strn(PRINT_ANY, "comm", "%-15.15s ", ev->comm, sizeof(ev->comm));
+	print_strn(PRINT_ANY, "comm", "%-15.*s ", ev->comm, sizeof(ev->comm));
 	print_text("%-8s %-7s %-8s %8s  ", what, kind, "-", "-");
 	print_string(PRINT_JSON, "scope", NULL, kq_scope_name(ev->scope.type));
 	if (ev->scope.type == KQ_SCOPE_CGROUP)

@@ -6,7 +6,7 @@
 
 load ../helper
 
-KQD=${KQDRV_PROG:-$BUILD/lab-progs/kqdrv}
+KQD=${RDMACTL_TEST_KQDRV:-$BUILD/lab-progs/kqdrv}
 PIN=/sys/fs/bpf/rdmactl/kq
 
 setup_file() {
@@ -14,6 +14,7 @@ setup_file() {
 	# the driver modules load without their hardware; the programs are then loaded anew, with their BTF there
 	modprobe mlx5_ib
 	if modinfo bnxt_re >/dev/null 2>&1; then modprobe bnxt_re; fi
+	"$RDMACTL" quota gc >/dev/null 2>&1 || true
 	if [ -d "$PIN" ] && ! ls "$PIN"/link_* >/dev/null 2>&1; then rm -r "$PIN"; fi
 }
 
@@ -71,8 +72,10 @@ kusage() {
 			[ -e /sys/kernel/btf/mlx5_ib ]
 		fi
 		"$RDMACTL" quota unset qp --cgroup "$CG" --kernel >/dev/null 2>&1 || true
+		# (limits of cgroups and processes other suites left behind go first)
+		"$RDMACTL" quota gc >/dev/null 2>&1 || true
 		if ! ls "$PIN"/link_* >/dev/null 2>&1; then rm -rf "$PIN"; fi
-		[ ! -e "$PIN" ]
+		[ ! -e "$PIN" ] || { ls "$PIN" >&2; "$RDMACTL" quota show >&2; false; }
 		run -0 "$RDMACTL" quota set qp 1 --cgroup "$CG" --kernel
 		[ -e "$PIN/link_kq_ioctl" ]
 		[ -e "$PIN/link_kq_begin" ]
@@ -131,6 +134,17 @@ kusage() {
 		run -0 kusage "$kind" "$CG/$name"
 		assert_output '0 1'
 	done
+	# a command hidden behind 20 other attributes (the hook reads the first 16) is refused while a limit applies
+	mkdir "$CG/hidden"
+	run -0 "$RDMACTL" quota set qp 5 --cgroup "$CG/hidden" --kernel
+	CGX=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 20 -o 0x1001 -m 0x1000 -c 0x500
+	assert_output --partial 'errno=EOPNOTSUPP'
+	CGX=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 20 -o 0x1002 -m 0x1000 -l 4096
+	assert_output --partial 'errno=EOPNOTSUPP'
+	CGX=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 10 -o 0x1001 -m 0x1000 -c 0x500
+	assert_output --partial 'errno=EINVAL'
+	run -0 timeout 60 "$KQD" -P 20 -o 0x1001 -m 0x1000 -c 0x500
+	assert_output --partial 'errno=EINVAL'
 	# a DEVX create of no counted kind (a TIR) passes at any limit; a task without limits is not checked
 	limit_all 0 "$CG"
 	run -0 in_cg timeout 60 "$KQD" -o 0x1001 -m 0x1000 -c 0x900
@@ -161,6 +175,10 @@ kusage() {
 	"$RDMACTL" monitor -j >"$mon" 2>"$mon.err" 3>&- &
 	local monpid=$!
 	PIDS+=($monpid)
+	# and one in text
+	"$RDMACTL" monitor >"$mon.txt" 2>&1 3>&- &
+	local txtpid=$!
+	PIDS+=($txtpid)
 	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err" >&2; false; }
 	sleep 2.5 # the monitor looks for the kernel's maps every 2 s
 	# an mlx5 object the table does not have; a driver method on a core object (the QP); rxe has none at all
@@ -182,6 +200,8 @@ kusage() {
 		and .scope == "cgroup" and .cgroup == $cg)] | length == 1' "$mon" || { grep -v '"create"\|"destroy"' "$mon" >&2; false; }
 	jq -neR '[inputs | fromjson? | select(.type == "driver_method" and .driver == "rxe")] | length == 1' "$mon"
 	grep -q 'mlx5 object 0x4 (UVERBS_OBJECT_DEVICE)\|"object":4,' "$mon"
+	grep -q 'kernel refused mlx5 object 0x10aa method 0x1000 to pid [0-9]* (cgroup .*has limits): a driver method' "$mon.txt" ||
+		{ cat "$mon.txt" >&2; false; }
 	run -0 "$RDMACTL" quota show
 	assert_line --regexp '^kernel: unknown driver method mlx5 object 0x10aa method 0x1000: refused 1, passed 0, last pid [0-9]+ \(kqdrv\)$'
 	run -0 "$RDMACTL" quota show -j
@@ -202,8 +222,9 @@ kusage() {
 	assert_output 'mlx5 0x10aa 0x1000 errno=EOPNOTSUPP'
 	# only root changes it
 	run -1 setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" quota kernel unknown-driver-methods pass
-	kill -INT "$monpid"
+	kill -INT "$monpid" "$txtpid"
 	wait "$monpid" || true
+	wait "$txtpid" || true
 	PIDS=()
 }
 
@@ -223,6 +244,7 @@ kusage() {
 
 @test "the acceptance script for real hardware (tests/hw/kq-accept) passes against rxe and leaves nothing behind" {
 	# the programs are not loaded before it (no limit anywhere): it loads them, and takes them away after
+	"$RDMACTL" quota gc >/dev/null 2>&1 || true
 	if ! ls "$PIN"/link_* >/dev/null 2>&1; then rm -rf "$PIN"; fi
 	[ ! -e "$PIN" ]
 	run -0 env RDMACTL="$RDMACTL" KQDRV="$KQD" timeout 600 "$TOP/tests/hw/kq-accept" -d rxe0 -q 4

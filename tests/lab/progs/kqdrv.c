@@ -6,6 +6,7 @@
  *
  *   kqdrv -o OBJ -m METH [-d DRIVER] [-c OPCODE] [-l LEN] [-n N]   one request, N times
  *   kqdrv -T pass                                                  every method of the table that passes
+ *   -P N: N attributes of no meaning before the real ones
  * Prints "NAME errno=ENAME" per request (ENAME of the last of N), exits 0.
  */
 #include <errno.h>
@@ -21,16 +22,23 @@
 
 #include "kq/kqdrv.h"
 
+/* pad: attributes of no meaning put first (a request that hides what the hook reads far down) */
+static int pad;
+
 static int send_req(int fd, unsigned int drv, unsigned int obj, unsigned int meth, int opcode, long long len)
 {
 	struct {
 		struct ib_uverbs_ioctl_hdr h;
-		struct ib_uverbs_attr a[4];
+		struct ib_uverbs_attr a[64 + 4];
 	} req;
 	unsigned char cmd_in[64] = { 0 }, cmd_out[64], buf[4096];
 	int n = 0;
 
 	memset(&req, 0, sizeof(req));
+	while (n < pad && n < 64) {
+		req.a[n] = (struct ib_uverbs_attr){ .attr_id = 0x10f0 + n };
+		n++;
+	}
 	if (opcode >= 0) {
 		/* a DEVX create: the handle, then the PRM command (opcode big-endian), then its output */
 		cmd_in[0] = opcode >> 8;
@@ -87,7 +95,7 @@ int main(int argc, char **argv)
 	long long len = -1;
 	size_t k;
 
-	while ((c = getopt(argc, argv, "D:d:o:m:c:l:n:T:")) != -1) {
+	while ((c = getopt(argc, argv, "D:d:o:m:c:l:n:T:P:")) != -1) {
 		switch (c) {
 		case 'D': dev = optarg; break;
 		case 'd': drv = parse_driver(optarg); break;
@@ -97,6 +105,7 @@ int main(int argc, char **argv)
 		case 'l': len = strtoll(optarg, NULL, 0); break;
 		case 'n': n = atoi(optarg); break;
 		case 'T': table = optarg; break;
+		case 'P': pad = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: kqdrv -o OBJ -m METH [-d DRIVER] [-c OPCODE] [-l LEN] [-n N] | -T pass\n");
 			return 2;
