@@ -252,7 +252,8 @@ static void pin_counters(struct mon *m)
 {
 	size_t i;
 
-	if (mkdir(MON_PIN_DIR, 0755) && errno != EEXIST)
+	/* root's alone, as the kernel quotas' pins below it require (lib/kq/kq.c verify_dir) */
+	if (mkdir(MON_PIN_DIR, 0700) && errno != EEXIST)
 		return;
 	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
 		unlink(pins[i]); /* the newest monitor owns the pin */
