@@ -327,7 +327,7 @@ LAB_KERNELS ?= stable backports
 # On kernels after the first, only the suites where kernels differ: BPF (monitor), RDMA netlink (top) and
 # the kernel's enforcement (kq: BPF LSM), with the lab's own checks. The rest (preload, pingpong, export's
 # engines, Slurm, podman, rdma.max) run once.
-LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack|kqdrv)$$
+LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack)$$
 
 # F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
 # every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.
