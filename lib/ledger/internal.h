@@ -277,7 +277,7 @@ static inline unsigned int slots_used(const struct ledger *l)
 }
 /*
  * gc_locked() without the look at live processes' open files: dead holders given back, and a recount when
- * force_recount (or when one is needed). What a refusal by a shared scope runs, every time.
+ * force_recount (or when one is needed). What a refusal by a shared scope runs when a holder is gone.
  */
 int gc_dead(struct ledger *l, bool force_recount);
 int find_job(const struct usage *u, const char *name);

@@ -956,11 +956,9 @@ static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t fi
  * Cold: a refusal stands only when what is in use fills the limit. A process's own (pid) limit counts its
  * own grant, which is its usage but for what it creates now: its refusal is exact. A shared scope's total
  * also carries the allowances of live processes and what dead ones held: the kind goes tight (no new
- * allowances, tight_until), and under the gc lock dead holders are given back and, while any live slot
- * holds an allowance of the kind, a recount takes every allowance back (it waits for the operations in
- * flight, so none that began before the kind went tight keeps one); then the creation is tried once more.
- * After that the scope's total is what is in use plus what other creations have reserved this moment,
- * which is what a ledger without allowances would have refused on too.
+ * allowances, tight_until), and under the gc lock dead holders are given back (when one is gone) and every
+ * live allowance of the kind is cut (refusal_gc()); then the creation is tried again, until the scope's
+ * usage leaves no room for it (denial_full()) or REFUSAL_WAIT_NS pass.
  */
 static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 				   const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
