@@ -86,6 +86,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct kq_state);
 } kq_state SEC(".maps");
@@ -181,7 +182,7 @@ static __always_inline void candidates(struct cand *c, __u32 types)
 		if (!id)
 			break;
 		c->sc[1 + i].type = KQ_SCOPE_CGROUP;
-		c->sc[1 + i].pad = 0;
+		c->sc[1 + i].epoch = 0;
 		c->sc[1 + i].id = id;
 		c->n = 2 + i;
 	}
@@ -197,7 +198,7 @@ static __always_inline bool scope_at(__u32 types, int i, struct kq_scope *sc)
 	__u64 id;
 
 	sc->type = 0;
-	sc->pad = 0;
+	sc->epoch = 0;
 	sc->id = 0;
 	if (i == 0) {
 		if (types & KQ_TYPE_GLOBAL)
@@ -272,6 +273,7 @@ static __noinline int check(__u32 types, __u32 kind, __u64 amount) /* a call: it
 		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim || lim->max[kind] == KQ_UNLIMITED)
 			continue;
+		sc.epoch = lim->epoch;
 		use = bpf_map_lookup_elem(&kq_usage, &sc);
 		if (!use)
 			continue;
@@ -314,6 +316,7 @@ static __always_inline bool charge(__u32 types, struct kq_obj *o, __u32 kind, __
 		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
 		if (!lim)
 			continue;
+		c.sc[i].epoch = lim->epoch;
 		use = bpf_map_lookup_elem(&kq_usage, &c.sc[i]);
 		if (!use)
 			continue;
@@ -322,6 +325,9 @@ static __always_inline bool charge(__u32 types, struct kq_obj *o, __u32 kind, __
 			break; /* more limited scopes than a record holds: quota set refuses that, reserve() too */
 		o->sc[idx] = c.sc[i];
 		o->n = idx + 1;
+		barrier_var(kind); /* checked again in the register used below (the verifier sees the bound) */
+		if (kind >= KQ_NK)
+			break;
 		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
 		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
 			__sync_fetch_and_add(&use->killed[kind], 1);
@@ -339,15 +345,18 @@ static __always_inline bool charge_more(struct kq_obj *o, __u32 kind, __u64 amou
 	int i;
 
 	for (i = 0; i < KQ_MAXCHG; i++) {
+		struct kq_scope key;
 		struct kq_limit *lim;
 		struct kq_usage *use;
 		__s64 u;
 
 		if (i >= o->n)
 			break;
-		lim = bpf_map_lookup_elem(&kq_limits, &o->sc[i]);
+		key = o->sc[i];
+		key.epoch = 0;
+		lim = bpf_map_lookup_elem(&kq_limits, &key);
 		use = bpf_map_lookup_elem(&kq_usage, &o->sc[i]);
-		if (!lim || !use)
+		if (!lim || !use || lim->epoch != o->sc[i].epoch)
 			continue;
 		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
 		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
@@ -368,7 +377,7 @@ static __always_inline void credit(const struct kq_obj *o)
 
 		if (i >= o->n)
 			break;
-		use = bpf_map_lookup_elem(&kq_usage, &o->sc[i]);
+		use = bpf_map_lookup_elem(&kq_usage, &o->sc[i]); /* of its epoch: a scope set again since has another */
 		if (!use)
 			continue;
 		if (o->kind < KQ_NK)
@@ -435,6 +444,7 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes) /* a call: i
 		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim)
 			continue;
+		sc.epoch = lim->epoch;
 		use = bpf_map_lookup_elem(&kq_usage, &sc);
 		if (!use)
 			continue;
@@ -484,30 +494,44 @@ static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
 	return true;
 }
 
+/*
+ * A map update's error as the kernel meant it. On 6.1 the map operations return int and the verifier calls them
+ * directly: the upper half of the register stays zero, so -EEXIST reads as 4294967279 there (later kernels
+ * return long). Every error compared with a constant goes through this.
+ */
+static __always_inline int map_err(long ret)
+{
+	return (int)ret;
+}
+
 /* An object not recorded (kq_objs full): not counted against any limit; quota show says how many. */
-static __always_inline void lost(void)
+static __always_inline void lost(long err)
 {
 	__u32 zero = 0;
 	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
 
-	if (st)
-		__sync_fetch_and_add(&st->lost, 1);
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->lost, 1);
+	st->lost_err = (__s32)err;
 }
 
 static __always_inline void record(__u64 key, struct kq_obj *o)
 {
 	__u64 pidtgid = bpf_get_current_pid_tgid();
+	int err;
 
 	o->tgid = pidtgid >> 32;
 	o->cgid = bpf_get_current_cgroup_id();
-	if (!bpf_map_update_elem(&kq_objs, &key, o, BPF_ANY))
+	err = map_err(bpf_map_update_elem(&kq_objs, &key, o, BPF_ANY));
+	if (!err)
 		return;
 	/*
 	 * Not recorded (kq_objs full): its destroy would find nothing to give back, so what was charged for it is
 	 * given back now, and it is counted where quota show reads it (kq_state.lost).
 	 */
 	credit(o);
-	lost();
+	lost(err);
 }
 
 /* The kind a uverbs object type is counted as, or KQ_NK. */
@@ -686,14 +710,14 @@ static __noinline void late_ctx(struct file *file, __u32 types) /* a call: its s
 	__u64 key = (__u64)file, pidtgid = bpf_get_current_pid_tgid();
 	struct kq_scope sc;
 	struct kq_obj *o;
-	long err;
+	int err;
 	int i;
 
 	/* recorded first (one there already: nothing to do), then charged in place: no charge without a record */
-	err = bpf_map_update_elem(&kq_objs, &key, &kq_obj_none, BPF_NOEXIST);
+	err = map_err(bpf_map_update_elem(&kq_objs, &key, &kq_obj_none, BPF_NOEXIST));
 	if (err) {
 		if (err != -17 /* EEXIST */)
-			lost(); /* kq_objs full */
+			lost(err); /* kq_objs full */
 		return;
 	}
 	o = bpf_map_lookup_elem(&kq_objs, &key);
@@ -703,13 +727,18 @@ static __noinline void late_ctx(struct file *file, __u32 types) /* a call: its s
 	o->tgid = pidtgid >> 32;
 	o->cgid = bpf_get_current_cgroup_id();
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
 		struct kq_usage *use;
 		__u32 idx = o->n;
 
 		if (!scope_at(types, i, &sc))
 			break;
-		if (!sc.type || !bpf_map_lookup_elem(&kq_limits, &sc))
+		if (!sc.type)
 			continue;
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
+		if (!lim)
+			continue;
+		sc.epoch = lim->epoch;
 		use = bpf_map_lookup_elem(&kq_usage, &sc);
 		if (!use || idx >= KQ_MAXCHG)
 			continue;
@@ -1058,6 +1087,7 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 	__u64 next = 0, entry = uobj + bpf_core_field_offset(struct ib_uobject___kq, list);
 	__u32 id = 0, kind;
 	void *obj = NULL;
+	int err;
 
 	if (bpf_probe_read_kernel(&ao, sizeof(ao), &u->uapi_object) || !ao ||
 	    bpf_probe_read_kernel(&id, sizeof(id), &ao->id))
@@ -1071,12 +1101,13 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 	o.cgid = w->cgid;
 	if (kind == KQ_MR && !bpf_probe_read_kernel(&obj, sizeof(obj), &u->object) && obj)
 		bpf_probe_read_kernel(&o.bytes, sizeof(o.bytes), &((struct ib_mr___kq *)obj)->length);
-	/*
-	 * a program recorded it (or the insert failed otherwise: not counted as a miss, since 6.1 fails some
-	 * inserts here for reasons not understood yet, and the first limit would then never be set)
-	 */
-	if (bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST))
+	/* a program recorded it (EEXIST); any other failure (kq_objs full) is a miss: the count is not whole */
+	err = map_err(bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST));
+	if (err) {
+		if (err != -17 /* EEXIST */)
+			pop_miss();
 		return;
+	}
 	if (bpf_map_lookup_elem(&kq_gone, &uobj) ||
 	    (!bpf_probe_read_kernel(&next, sizeof(next), (void *)entry) && next == entry))
 		bpf_map_delete_elem(&kq_objs, &uobj);
@@ -1113,7 +1144,7 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	struct walk w = {};
 	struct kq_obj o = {};
 	__u64 key = (__u64)file;
-	long err;
+	int err;
 
 	if (!is_uverbs(file))
 		return;
@@ -1121,9 +1152,13 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	o.pad = KQ_OBJ_FOUND;
 	o.tgid = BPF_CORE_READ(task, tgid);
 	o.cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
-	err = bpf_map_update_elem(&kq_objs, &key, &o, BPF_NOEXIST);
+	err = map_err(bpf_map_update_elem(&kq_objs, &key, &o, BPF_NOEXIST));
 	if (err == -17 /* EEXIST */)
 		return; /* seen through another task already, or opened since the attach: its objects are recorded */
+	if (err) {
+		pop_miss(); /* not recorded (kq_objs full): the first limit cannot count what exists */
+		return;
+	}
 	uf = BPF_CORE_READ(file, private_data);
 	if (!uf)
 		return;

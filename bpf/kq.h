@@ -23,7 +23,7 @@ enum kq_scope_type { KQ_SCOPE_GLOBAL = 1, KQ_SCOPE_PID = 2, KQ_SCOPE_CGROUP = 3 
 /* A scope: the global one (id 0), a process (its tgid) or a cgroup (its cgroup id, the directory's inode). */
 struct kq_scope {
 	__u32 type;
-	__u32 pad;
+	__u32 epoch; /* 0 in kq_limits' keys; the limit's epoch in kq_usage's keys and in an object's charges */
 	__u64 id;
 };
 
@@ -33,6 +33,14 @@ struct kq_scope {
 struct kq_limit {
 	__u64 max[KQ_NK];
 	__s64 base[KQ_NK];
+	/*
+	 * Given when the scope is made, a number no earlier scope had (kq_state.epochs): its usage is kept under
+	 * the key (type, epoch, id), and an object's charges name it, so that a destroy gives back only to the
+	 * scope it was charged to. A limit lifted and set again is a new scope: the rescan counts what the old one
+	 * charged, and the old charges' destroys find no usage of theirs (nothing given back twice).
+	 */
+	__u32 epoch;
+	__u32 pad;
 };
 
 /* Written by the programs only, with atomic adds (map kq_usage); one entry per limited scope. */
@@ -82,7 +90,11 @@ struct kq_event {
 	char comm[16];
 };
 
-/* Global state (map kq_state, one entry). */
+/*
+ * Global state (map kq_state, one entry, mmapped by lib/kq/kq.c): each field has one writer side, the
+ * programs (atomic adds: evseq, lost, pop_miss) or rdmactl (plain stores, under the pin root's lock), so
+ * that neither overwrites what the other counts.
+ */
 struct kq_state {
 	__u32 nlimits;    /* limited scopes: 0 means every hook returns at once */
 	__u32 types;      /* KQ_TYPE_* of the scope types among them: the programs look up only those */
@@ -90,8 +102,10 @@ struct kq_state {
 	__u32 populating; /* the iterators are recording what exists (lib/kq/kq.c populate): destroys mark kq_gone */
 	__u32 pop_miss;   /* during it: a destroy not marked (kq_gone full), a list not walked to its end */
 	__u32 dyn_major;  /* the major of uverbs devices 32 and up (alloc_chrdev_region), from /proc/devices */
-	__u32 pad;
+	__u32 epochs;     /* the last epoch given to a scope (lib/kq/kq.c; the programs never write it) */
 	__u64 lost;       /* objects not recorded (kq_objs full): not counted against any limit (quota show) */
+	__s32 lost_err;   /* the error of the last insert that failed (-E2BIG: kq_objs full) */
+	__u32 pad;
 };
 
 /* kq_obj.pad of a record the population made (not a program): not yet charged to anything. */

@@ -389,7 +389,19 @@ static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 	unsigned int f, k;
 	size_t i;
 
-	if (s->err[METRICS_SRC_KERNEL] || !s->kscopes)
+	if (s->err[METRICS_SRC_KERNEL])
+		return;
+	if (s->kq_enforced) {
+		prom_family(b, "rdmactl_kernel_enforcement_up", PROM_GAUGE,
+			    "1 when every kernel limit is enforced (or none is set), 0 when kernel limits are set and "
+			    "their programs are not attached: nothing enforces them (rdmactl quota kernel repair).");
+		prom_sample_u64(b, "rdmactl_kernel_enforcement_up", NULL, 0, s->kq_enforced > 0);
+		prom_family(b, "rdmactl_kernel_unrecorded_objects", PROM_GAUGE,
+			    "Objects the kernel quota programs could not record since they were loaded: no kernel limit "
+			    "counts them (rdmactl quota show says the last error).");
+		prom_sample_u64(b, "rdmactl_kernel_unrecorded_objects", NULL, 0, s->kq_lost);
+	}
+	if (!s->kscopes)
 		return;
 	for (f = 0; f < NLAB(fam); f++) {
 		prom_family(b, fam[f].name, fam[f].type, fam[f].help);

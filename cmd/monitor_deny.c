@@ -211,6 +211,46 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	return 0;
 }
 
+/*
+ * Kernel limits that nothing enforces (their programs detached: a pin removed, bpffs unmounted): an event when
+ * that begins and when it ends, checked once a second.
+ */
+static void poll_enforcement(struct kq *q)
+{
+	static double next;
+	static int last = 1;
+	char why[512], tbuf[48], text[640];
+	uint64_t t;
+	int up;
+
+	if (clock_mono_s() < next)
+		return;
+	next = clock_mono_s() + 1;
+	up = kq_enforcement(q, why, sizeof(why));
+	if (up < 0 || up == last)
+		return;
+	last = up;
+	if (mopt.stats || mopt.pid || mopt.type >= 0)
+		return;
+	if (up)
+		snprintf(text, sizeof(text), "kernel limits are enforced again");
+	else
+		snprintf(text, sizeof(text), "kernel limits are set but not enforced: %s (rdmactl quota kernel repair "
+			 "enforces them again)", why);
+	t = clock_rt_ns();
+	text_header();
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "time", NULL, mon_time_iso(t, tbuf, sizeof(tbuf)));
+	print_string(PRINT_FP, NULL, "%-15s ", mon_time_text(t, tbuf, sizeof(tbuf)));
+	print_uint(PRINT_JSON, "time_ns", NULL, t);
+	print_string(PRINT_JSON, "event", NULL, "kernel_enforcement");
+	print_bool(PRINT_JSON, "up", NULL, up);
+	print_text("%7s %-15s %-8s %-7s %-8s %8s  ", "-", "-", up ? "up" : "down", "kernel", "-", "-");
+	print_string(PRINT_ANY, "message", "%s\n", text);
+	out_close_object();
+	out_flush();
+}
+
 /* The kernel quota programs may be loaded (the first quota set --kernel) while we run. */
 void poll_kdenials(struct kq **q, uint64_t *since, double *next_try)
 {
@@ -230,5 +270,7 @@ void poll_kdenials(struct kq **q, uint64_t *since, double *next_try)
 	if (kq_events_read(*q, since, on_kevent, NULL) < 0) {
 		kq_close(*q);
 		*q = NULL;
+		return;
 	}
+	poll_enforcement(*q);
 }

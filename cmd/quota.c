@@ -203,7 +203,8 @@ static const struct argp argp = {
 	"show [SCOPE]\n"
 	"gc\n"
 	"init [--procs N]\n"
-	"kernel unknown-driver-methods [pass|refuse]",
+	"kernel unknown-driver-methods [pass|refuse]\n"
+	"kernel repair",
 	"Set, unset and show RDMA resource quotas in the rdmactl ledger.\n\n"
 	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr (per-queue work-request depth cap). "
 	"VALUE: a count, 'unlimited', or for mr_bytes a size with K, M, G, T suffixes. "
@@ -791,22 +792,40 @@ static int show_drv_one(const struct kq_drv_unknown *u, void *arg)
 	return 0;
 }
 
-static void show_end(void)
+/* EXIT_FAIL when kernel limits exist that nothing enforces (said on stderr, and in JSON). */
+static int show_end(void)
 {
 	uint64_t lost;
+	char why[512];
+	int err, up = 1;
 
 	out_close_array();
+	if (show_kq_open()) {
+		up = kq_enforcement(show_kq, why, sizeof(why));
+		if (up < 0)
+			snprintf(why, sizeof(why), "cannot check the kernel quota programs: %s", strerror(-up));
+		print_bool(PRINT_JSON, "kernel_enforced", NULL, up == 1);
+		if (up != 1) {
+			print_string(PRINT_JSON, "kernel_not_enforced", NULL, why);
+			pr_err("kernel limits are set but not enforced: %s (rdmactl quota kernel repair enforces them "
+			       "again)", why);
+		}
+	}
 	/* objects the kernel's programs could not record: no kernel limit counts them */
-	if (show_kq_open() && !kq_lost(show_kq, &lost)) {
+	if (show_kq_open() && !kq_lost(show_kq, &lost, &err)) {
 		print_uint(PRINT_JSON, "kernel_lost", NULL, lost);
-		if (lost)
-			print_uint(PRINT_FP, NULL, "kernel: %" PRIu64 " objects not recorded (the kernel quota programs' "
-				   "table is full): no kernel limit counts them\n", lost);
+		if (lost) {
+			print_int(PRINT_JSON, "kernel_lost_errno", NULL, err);
+			print_uint(PRINT_FP, NULL, "kernel: %" PRIu64 " objects not recorded ", lost);
+			print_string(PRINT_FP, NULL, "(the last: %s): no kernel limit counts them\n",
+				     err == E2BIG ? "the kernel quota programs' table is full" : strerror(err));
+		}
 	}
 	out_open_array("unknown_driver_methods");
 	kq_drv_unknown_foreach(show_drv_one, NULL);
 	out_close_array();
 	out_close_object();
+	return up == 1 ? EXIT_OK : EXIT_FAIL;
 }
 
 static void no_entry(void)
@@ -842,8 +861,7 @@ static int show_missing(void)
 		st.limit[k] = LEDGER_UNLIMITED;
 	show_begin(ledger_file(), 0, 0, LEDGER_DEFAULT_PROCS); /* as the ledger quota init makes */
 	show_scope(&st, NULL);
-	show_end();
-	return EXIT_OK;
+	return show_end();
 }
 
 static int do_show(void)
@@ -852,7 +870,7 @@ static int do_show(void)
 	unsigned int in_use = 0, capacity;
 	struct ledger *l;
 	uint64_t denials = 0;
-	int err;
+	int err, rc;
 
 	if (o.nargs > 1) {
 		fprintf(stderr, "%s: show: unexpected argument '%s'\nTry '%s --help' for more information.\n", util_prog,
@@ -885,14 +903,14 @@ static int do_show(void)
 		show_scope(&st, NULL);
 	else
 		ledger_foreach_scope(l, show_scope, NULL);
-	show_end();
+	rc = show_end();
 	if (!o.nscopes) {
 		print_uint(PRINT_FP, NULL, "denials: %" PRIu64 "\n", denials);
 		print_uint(PRINT_FP, NULL, "process slots: %" PRIu64, in_use);
 		print_uint(PRINT_FP, NULL, " of %" PRIu64 " in use\n", capacity);
 	}
 	ledger_close(l);
-	return EXIT_OK;
+	return rc;
 }
 
 /* ---- gc, init ----------------------------------------------------------------------------------- */
@@ -1026,10 +1044,58 @@ static int do_init(void)
 	return EXIT_OK;
 }
 
+/* quota kernel repair: enforce again kernel limits that nothing enforces (their programs detached). */
+static int do_kernel_repair(void)
+{
+	char why[512], root[PATH_MAX];
+	struct kq *q;
+	int up, err;
+
+	if (o.nargs != 2) {
+		fprintf(stderr, "%s: kernel repair takes no value\nTry '%s --help' for more information.\n", util_prog,
+			util_prog);
+		return EXIT_USAGE;
+	}
+	err = kq_open(false, &q);
+	if (err == -ENOENT) {
+		out_open_object(NULL);
+		print_bool(PRINT_JSON, "kernel_enforced", NULL, true);
+		print_text("no kernel limits (the kernel quota programs are not loaded): nothing to repair\n");
+		out_close_object();
+		return EXIT_OK;
+	}
+	if (err) {
+		pr_err("cannot open the kernel quota programs: %s", kq_error());
+		return EXIT_FAIL;
+	}
+	up = kq_enforcement(q, why, sizeof(why));
+	if (up == 0) {
+		print_string(PRINT_FP, NULL, "kernel limits were not enforced: %s; setting every one again\n", why);
+		cgroup2_root(root, sizeof(root));
+		err = kq_repair(q, root);
+		if (err) {
+			pr_err("cannot enforce the kernel limits again: %s", kq_error());
+			kq_close(q);
+			return EXIT_FAIL;
+		}
+		up = kq_enforcement(q, why, sizeof(why));
+	}
+	kq_close(q);
+	if (up != 1) {
+		pr_err("kernel limits are still not enforced: %s", up < 0 ? strerror(-up) : why);
+		return EXIT_FAIL;
+	}
+	out_open_object(NULL);
+	print_bool(PRINT_JSON, "kernel_enforced", NULL, true);
+	print_text("kernel limits: enforced\n");
+	out_close_object();
+	return EXIT_OK;
+}
+
 /* quota kernel unknown-driver-methods [pass|refuse]: the host's choice for driver methods not in the table. */
 static int do_kernel(void)
 {
-	static const char *const opts[] = { "unknown-driver-methods", NULL };
+	static const char *const opts[] = { "unknown-driver-methods", "repair", NULL };
 	static const char *const vals[] = { "pass", "refuse", NULL };
 	char why[512];
 	struct kq *q;
@@ -1037,13 +1103,15 @@ static int do_kernel(void)
 	int v, err;
 
 	if (o.nargs < 2 || o.nargs > 3 || o.nscopes) {
-		fprintf(stderr, "%s: kernel takes a setting (unknown-driver-methods) and optionally its value (pass, "
-			"refuse), no scope\nTry '%s --help' for more information.\n", util_prog, util_prog);
+		fprintf(stderr, "%s: kernel takes repair, or a setting (unknown-driver-methods) and optionally its "
+			"value (pass, refuse); no scope\nTry '%s --help' for more information.\n", util_prog, util_prog);
 		return EXIT_USAGE;
 	}
-	v = match_word(o.args[1], opts, 1);
+	v = match_word(o.args[1], opts, 2);
 	if (v < 0)
-		return word_error("kernel setting", o.args[1], opts, 1, v);
+		return word_error("kernel setting", o.args[1], opts, 2, v);
+	if (v == 1)
+		return do_kernel_repair();
 	if (o.nargs == 2) {
 		err = kq_drv_get_pass_unknown(&pass);
 		if (err && err != -ENOENT) {

@@ -826,6 +826,7 @@ static void mondev_read(struct metrics_snap *s)
 /* The kernel's side of every ledger scope that has kernel limits (as rdmactl quota show pairs them). */
 static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
 {
+	char why[512];
 	size_t i;
 	int ret;
 
@@ -834,6 +835,9 @@ static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
 		set_err(s, METRICS_SRC_KERNEL, ret, "no kernel quotas: %s", kq_error());
 		return 0;
 	}
+	ret = kq_enforcement(x->kq, why, sizeof(why));
+	s->kq_enforced = ret < 0 ? 0 : ret ? 1 : -1;
+	kq_lost(x->kq, &s->kq_lost, NULL);
 	if (!s->nscopes)
 		return 0;
 	s->kscopes = calloc(s->nscopes, sizeof(*s->kscopes));

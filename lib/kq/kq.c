@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -35,6 +36,8 @@ static const size_t map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct k
 
 struct kq {
 	int fd[M_NR];
+	struct kq_state *st; /* kq_state, mapped: rdmactl's fields are stored, the programs' counters read */
+	size_t st_len;
 };
 
 static __thread char kq_errbuf[512];
@@ -142,6 +145,15 @@ static int open_pinned(struct kq *q, bool ro)
 				    "remove %s (rm -r) and set the kernel limits again",
 				    path, info.value_size, map_vsize[i], KQ_PIN_DIR);
 	}
+	if (ro)
+		return 0; /* a read-only descriptor cannot be mapped shared: kq_state is read by lookups */
+	q->st_len = (size_t)sysconf(_SC_PAGESIZE);
+	q->st = mmap(NULL, q->st_len, PROT_READ | PROT_WRITE, MAP_SHARED, q->fd[M_STATE], 0);
+	if (q->st == MAP_FAILED) {
+		q->st = NULL;
+		return fail(-EPROTO, "%s/kq_state was pinned by another version of rdmactl (cannot map it: %s): remove "
+			    "%s (rm -r) and set the kernel limits again", KQ_PIN_DIR, strerror(errno), KQ_PIN_DIR);
+	}
 	return 0;
 }
 
@@ -239,6 +251,8 @@ int kq_open(bool create, struct kq **out)
 		for (i = 0; i < M_NR; i++)
 			if (q->fd[i] >= 0)
 				close(q->fd[i]), q->fd[i] = -1;
+		if (q->st)
+			munmap(q->st, q->st_len), q->st = NULL;
 		err = load_and_pin();
 		if (!err)
 			err = open_pinned(q, false);
@@ -280,6 +294,8 @@ void kq_close(struct kq *q)
 
 	if (!q)
 		return;
+	if (q->st)
+		munmap(q->st, q->st_len);
 	for (i = 0; i < M_NR; i++)
 		if (q->fd[i] >= 0)
 			close(q->fd[i]);
@@ -389,14 +405,21 @@ static int collect_cgroups(const char *dir, struct idset *s, int depth)
 	return err;
 }
 
-static bool charged_to(const struct kq_obj *o, const struct kq_scope *sc)
+/*
+ * Where in o's charges scope sc (of epoch epoch) goes: the index of its own charge (*mine set), of a charge to
+ * an earlier scope of the same type and id (lifted and set again: replaced), or o->n (a new one); -1: no room.
+ */
+static int charge_slot(const struct kq_obj *o, const struct kq_scope *sc, __u32 epoch, bool *mine)
 {
 	int i;
 
+	*mine = false;
 	for (i = 0; i < o->n && i < KQ_MAXCHG; i++)
-		if (o->sc[i].type == sc->type && o->sc[i].id == sc->id)
-			return true;
-	return false;
+		if (o->sc[i].type == sc->type && o->sc[i].id == sc->id) {
+			*mine = o->sc[i].epoch == epoch;
+			return i;
+		}
+	return o->n < KQ_MAXCHG ? o->n : -1;
 }
 
 /*
@@ -404,12 +427,13 @@ static bool charged_to(const struct kq_obj *o, const struct kq_scope *sc)
  * charged to it so that their destroy gives it back. An object destroyed meanwhile fails the BPF_EXIST
  * update and is left out, as it should be.
  */
-static int rescan(struct kq *q, const struct kq_scope *sc, const char *dir, __s64 base[KQ_NK])
+static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const char *dir, __s64 base[KQ_NK])
 {
 	struct idset cg = {};
 	__u64 key, next, *prev = NULL;
 	struct kq_obj o;
-	int err = 0;
+	bool mine;
+	int err = 0, at;
 
 	if (sc->type == KQ_SCOPE_CGROUP && dir) {
 		err = collect_cgroups(dir, &cg, 0);
@@ -425,9 +449,13 @@ static int rescan(struct kq *q, const struct kq_scope *sc, const char *dir, __s6
 			continue;
 		if (sc->type == KQ_SCOPE_CGROUP && !idset_has(&cg, o.cgid))
 			continue;
-		if (charged_to(&o, sc) || o.n >= KQ_MAXCHG || o.kind >= KQ_NK)
+		at = charge_slot(&o, sc, epoch, &mine);
+		if (mine || at < 0 || o.kind >= KQ_NK)
 			continue;
-		o.sc[o.n++] = *sc;
+		o.sc[at] = *sc;
+		o.sc[at].epoch = epoch;
+		if (at == o.n)
+			o.n++;
 		if (bpf_map_update_elem(q->fd[M_OBJS], &key, &o, BPF_EXIST))
 			continue;
 		base[o.kind]++;
@@ -497,6 +525,69 @@ static int sync_ondemand(bool want, bool *attached)
 	return 0;
 }
 
+/* The id of the program pinned at path (0: not there or not readable). */
+static __u32 pinned_prog_id(const char *path)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_obj_get(path);
+
+	if (fd < 0)
+		return 0;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		info.id = 0;
+	close(fd);
+	return info.id;
+}
+
+int kq_enforcement(struct kq *q, char *why, size_t len)
+{
+	struct kq_scope key;
+	char prog[256], link[256];
+	size_t i;
+
+	if (bpf_map_get_next_key(q->fd[M_LIMITS], NULL, &key))
+		return 1; /* no kernel limit: nothing to enforce */
+	for (i = 0; i < sizeof(ondemand) / sizeof(ondemand[0]); i++) {
+		struct bpf_link_info info = {};
+		__u32 ilen = sizeof(info), want;
+		struct stat st;
+		int fd;
+
+		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, ondemand[i]);
+		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, ondemand[i]);
+		if (lstat(link, &st)) {
+			snprintf(why, len, "%s is not attached (no %s)", ondemand[i], link);
+			return 0;
+		}
+		if (!S_ISREG(st.st_mode) || st.st_uid != 0) {
+			snprintf(why, len, "%s is not the link rdmactl pinned (uid %u, mode %04o)", link,
+				 (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
+			return 0;
+		}
+		/* the link itself: a tracing link of the pinned program (only root can open it read-write) */
+		fd = bpf_obj_get(link);
+		if (fd < 0) {
+			if (errno == EACCES || errno == EPERM || errno == EINVAL)
+				continue; /* a reader that is not root: the pin's presence is what it can see */
+			snprintf(why, len, "%s cannot be opened: %s", link, strerror(errno));
+			return 0;
+		}
+		if (bpf_obj_get_info_by_fd(fd, &info, &ilen) || info.type != BPF_LINK_TYPE_TRACING) {
+			snprintf(why, len, "%s is not a tracing link (type %u)", link, info.type);
+			close(fd);
+			return 0;
+		}
+		close(fd);
+		want = access(prog, F_OK) ? info.prog_id : pinned_prog_id(prog);
+		if (!want || want != info.prog_id) {
+			snprintf(why, len, "%s holds program %u, not %s (%u)", link, info.prog_id, prog, want);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* Empty a hash map keyed by __u64 (kq_objs, kq_gone). */
 static void empty_map(int fd)
 {
@@ -542,16 +633,16 @@ static int run_iter(const char *name)
 
 static int set_populating(struct kq *q, bool on, __u32 *miss)
 {
-	struct kq_state st = {};
-	__u32 zero = 0;
+	/* on: the misses counted from here; off: those counted until the programs stopped marking */
+	if (on)
+		__atomic_store_n(&q->st->pop_miss, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&q->st->populating, on, __ATOMIC_SEQ_CST);
+	if (!on) {
+		__u32 m = __atomic_exchange_n(&q->st->pop_miss, 0, __ATOMIC_SEQ_CST);
 
-	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
-	if (miss)
-		*miss = st.pop_miss;
-	st.populating = on;
-	st.pop_miss = 0;
-	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY))
-		return fail(-errno, "cannot update kq_state: %s", strerror(errno));
+		if (miss)
+			*miss = m;
+	}
 	return 0;
 }
 
@@ -640,15 +731,7 @@ static __u32 uverbs_dyn_major(void)
 /* Tell the programs the dynamic major (before they run: the population looks at every uverbs file). */
 static int set_dyn_major(struct kq *q)
 {
-	struct kq_state st = {};
-	__u32 zero = 0, dyn = uverbs_dyn_major();
-
-	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
-	if (st.dyn_major == dyn)
-		return 0;
-	st.dyn_major = dyn;
-	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY))
-		return fail(-errno, "cannot update kq_state: %s", strerror(errno));
+	__atomic_store_n(&q->st->dyn_major, uverbs_dyn_major(), __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -660,10 +743,11 @@ static int set_dyn_major(struct kq *q)
 static int count_limits(struct kq *q)
 {
 	struct kq_scope key, next, *prev = NULL;
-	struct kq_state st = {};
-	__u32 zero = 0, n = 0, types = 0;
+	__u32 n = 0, types = 0;
 	int lock, err;
 
+	if (!q->st)
+		return fail(-EPERM, "the kernel quota programs were opened read-only");
 	lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (lock < 0 || flock(lock, LOCK_EX)) {
 		err = fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
@@ -683,7 +767,6 @@ static int count_limits(struct kq *q)
 	 * attached before the programs look for limits, detached after they stopped; when this attaches them
 	 * (the first limit), the objects that exist are recorded before any limit is in kq_state
 	 */
-	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
 	if (n) {
 		bool attached = false;
 		char begin[256], prog[256];
@@ -691,7 +774,7 @@ static int count_limits(struct kq *q)
 		snprintf(begin, sizeof(begin), "%s/link_kq_begin", KQ_PIN_DIR);
 		snprintf(prog, sizeof(prog), "%s/prog_kq_begin", KQ_PIN_DIR);
 		/* (links taken away while limits exist, as bench/kqprobe does: attached again, nothing emptied) */
-		if (!st.nlimits && access(begin, F_OK) && !access(prog, F_OK)) {
+		if (!__atomic_load_n(&q->st->nlimits, __ATOMIC_SEQ_CST) && access(begin, F_OK) && !access(prog, F_OK)) {
 			err = populate(q, attach_all, &attached);
 			if (err) {
 				/* no limit was in force: back to nothing attached, nothing recorded */
@@ -704,14 +787,12 @@ static int count_limits(struct kq *q)
 		if (err)
 			goto out;
 	}
-	/* the programs' event counter stays (they may add to it meanwhile: an event's seq could repeat) */
-	bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st);
-	st.nlimits = n;
-	st.types = types;
-	if (bpf_map_update_elem(q->fd[M_STATE], &zero, &st, BPF_ANY)) {
-		err = fail(-errno, "cannot update kq_state: %s", strerror(errno));
-		goto out;
-	}
+	/* the types a limit is looked up by before the count that makes the programs look (when none: no look) */
+	if (n)
+		__atomic_store_n(&q->st->types, types, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&q->st->nlimits, n, __ATOMIC_SEQ_CST);
+	if (!n)
+		__atomic_store_n(&q->st->types, 0, __ATOMIC_SEQ_CST);
 	err = n ? 0 : sync_ondemand(false, NULL);
 	/* no program sees a destroy any more: the records would be stale when the next limit comes */
 	if (!err && !n) {
@@ -831,10 +912,13 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 {
 	struct kq_limit lim;
 	struct kq_usage use = {};
+	struct kq_scope ukey = *sc;
 	int i, err;
 
 	if (kind >= KQ_NK)
 		return fail(-EINVAL, "kind %u is not counted by the kernel quota programs", kind);
+	if (!q->st)
+		return fail(-EPERM, "the kernel quota programs were opened read-only");
 	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim)) {
 		lim.max[kind] = max;
 		for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
@@ -856,11 +940,15 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	 * A new scope: once its entries exist, the programs charge its new objects; then the rescan counts
 	 * what it held before. The limit goes in last, so nothing is refused against a usage not yet known.
 	 */
-	for (i = 0; i < KQ_NK; i++) {
+	memset(&lim, 0, sizeof(lim));
+	for (i = 0; i < KQ_NK; i++)
 		lim.max[i] = KQ_UNLIMITED;
-		lim.base[i] = 0;
-	}
-	if (bpf_map_update_elem(q->fd[M_USAGE], sc, &use, BPF_NOEXIST) && errno != EEXIST)
+	/* an epoch no scope had: the charges of the scope this one replaces (lifted, set again) are not its own */
+	do
+		lim.epoch = __atomic_add_fetch(&q->st->epochs, 1, __ATOMIC_SEQ_CST);
+	while (!lim.epoch);
+	ukey.epoch = lim.epoch;
+	if (bpf_map_update_elem(q->fd[M_USAGE], &ukey, &use, BPF_NOEXIST) && errno != EEXIST)
 		return fail(-errno, "cannot add the scope to the kernel's usage: %s%s", strerror(errno),
 			    errno == E2BIG ? " (too many scopes: remove unused ones with 'rdmactl quota gc')" : "");
 	if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_NOEXIST))
@@ -869,10 +957,10 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	if (err) {
 		/* not set: the scope goes again */
 		bpf_map_delete_elem(q->fd[M_LIMITS], sc);
-		bpf_map_delete_elem(q->fd[M_USAGE], sc);
+		bpf_map_delete_elem(q->fd[M_USAGE], &ukey);
 		return err;
 	}
-	err = rescan(q, sc, dir, lim.base);
+	err = rescan(q, sc, lim.epoch, dir, lim.base);
 	if (err)
 		return fail(err, "cannot count what the scope holds: %s", strerror(-err));
 	lim.max[kind] = max;
@@ -881,16 +969,103 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	return 0;
 }
 
+/* The directory below cgroot whose inode (cgroup id) is id, into path. */
+static bool cgroup_dir_of(const char *dir, __u64 id, char *path, size_t len, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *d;
+
+	if (depth > 64 || stat(dir, &st))
+		return false;
+	if (st.st_ino == id) {
+		snprintf(path, len, "%s", dir);
+		return true;
+	}
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		char sub[4096];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
+			continue;
+		found = cgroup_dir_of(sub, id, path, len, depth + 1);
+	}
+	closedir(d);
+	return found;
+}
+
+struct repair_arg {
+	struct kq_scope *sc;
+	struct kq_limit *lim;
+	size_t n;
+	int fd;
+};
+
+static int repair_list(const struct kq_scope *sc, void *arg)
+{
+	struct repair_arg *r = arg;
+	struct kq_scope *v = realloc(r->sc, (r->n + 1) * sizeof(*v));
+	struct kq_limit *l;
+
+	if (!v)
+		return -ENOMEM;
+	r->sc = v;
+	l = realloc(r->lim, (r->n + 1) * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	r->lim = l;
+	if (bpf_map_lookup_elem(r->fd, sc, &r->lim[r->n]))
+		return 0; /* gone meanwhile */
+	r->sc[r->n++] = *sc;
+	return 0;
+}
+
+/*
+ * Enforcement found down (kq_enforcement): every limit is lifted and set again, as a first limit is set, so
+ * that what was created while nothing was attached is counted from the kernel's lists (populate, rescan).
+ */
+int kq_repair(struct kq *q, const char *cgroot)
+{
+	struct repair_arg r = { .fd = q->fd[M_LIMITS] };
+	char dir[PATH_MAX];
+	size_t i;
+	unsigned int k;
+	int err;
+
+	err = kq_foreach(q, repair_list, &r);
+	for (i = 0; !err && i < r.n; i++)
+		err = kq_remove(q, &r.sc[i]);
+	for (i = 0; !err && i < r.n; i++) {
+		bool cg = r.sc[i].type == KQ_SCOPE_CGROUP;
+
+		if (cg && !cgroup_dir_of(cgroot, r.sc[i].id, dir, sizeof(dir), 0))
+			continue; /* the cgroup is gone: so are its limits */
+		for (k = 0; !err && k < KQ_NK; k++)
+			if (r.lim[i].max[k] != KQ_UNLIMITED)
+				err = kq_set(q, &r.sc[i], cg ? dir : NULL, k, r.lim[i].max[k]);
+	}
+	free(r.sc);
+	free(r.lim);
+	return err;
+}
+
 int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
 	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK])
 {
 	struct kq_limit lim;
 	struct kq_usage u = {};
+	struct kq_scope ukey = *sc;
 	int i;
 
 	if (bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim))
 		return -ENOENT;
-	bpf_map_lookup_elem(q->fd[M_USAGE], sc, &u);
+	ukey.epoch = lim.epoch;
+	bpf_map_lookup_elem(q->fd[M_USAGE], &ukey, &u);
 	for (i = 0; i < KQ_NK; i++) {
 		int64_t v = u.use[i] + lim.base[i];
 
@@ -906,7 +1081,7 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 	return 0;
 }
 
-int kq_lost(struct kq *q, uint64_t *lost)
+int kq_lost(struct kq *q, uint64_t *lost, int *last_err)
 {
 	struct kq_state st;
 	__u32 zero = 0;
@@ -914,6 +1089,8 @@ int kq_lost(struct kq *q, uint64_t *lost)
 	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
 		return -errno;
 	*lost = st.lost;
+	if (last_err)
+		*last_err = -st.lost_err;
 	return 0;
 }
 
@@ -955,11 +1132,16 @@ const char *kq_scope_name(unsigned int type)
 
 int kq_remove(struct kq *q, const struct kq_scope *sc)
 {
+	struct kq_scope ukey = *sc;
+	struct kq_limit lim;
 	int err = 0;
 
+	/* the limit first: the programs look for its usage only through it */
+	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim))
+		ukey.epoch = lim.epoch;
 	if (bpf_map_delete_elem(q->fd[M_LIMITS], sc) && errno != ENOENT)
 		err = fail(-errno, "cannot remove the kernel limit: %s", strerror(errno));
-	if (bpf_map_delete_elem(q->fd[M_USAGE], sc) && errno != ENOENT && !err)
+	if (bpf_map_delete_elem(q->fd[M_USAGE], &ukey) && errno != ENOENT && !err)
 		err = fail(-errno, "cannot remove the kernel usage: %s", strerror(errno));
 	if (!err)
 		err = count_limits(q);
@@ -967,52 +1149,56 @@ int kq_remove(struct kq *q, const struct kq_scope *sc)
 }
 
 struct gc_arg {
-	struct idset cg;
-	struct kq_scope *gone;
-	size_t ngone;
-	int err;
+	struct kq_scope *sc;
+	size_t n;
 };
 
-static int gc_scope(const struct kq_scope *sc, void *arg)
+static int gc_list(const struct kq_scope *sc, void *arg)
 {
 	struct gc_arg *g = arg;
-	char path[64];
-	bool dead = false;
+	struct kq_scope *v = realloc(g->sc, (g->n + 1) * sizeof(*g->sc));
 
-	if (sc->type == KQ_SCOPE_PID) {
-		snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)sc->id);
-		dead = access(path, F_OK) && errno == ENOENT;
-	} else if (sc->type == KQ_SCOPE_CGROUP) {
-		dead = !idset_has(&g->cg, sc->id);
-	}
-	if (!dead)
-		return 0;
-	g->gone = realloc(g->gone, (g->ngone + 1) * sizeof(*g->gone));
-	if (!g->gone)
-		return g->err = -ENOMEM;
-	g->gone[g->ngone++] = *sc;
+	if (!v)
+		return -ENOMEM;
+	g->sc = v;
+	g->sc[g->n++] = *sc;
 	return 0;
 }
 
+/*
+ * The scopes whose process or cgroup is gone. They are listed before the cgroups are: a limit set meanwhile
+ * is not on the list, and a cgroup on it that exists is in the cgroups read after (never taken for gone).
+ */
 int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 {
 	struct gc_arg g = {};
+	struct idset cg = {};
+	char path[64];
 	size_t i;
 	int err;
 
 	*removed = 0;
-	err = collect_cgroups(cgroot, &g.cg, 0);
+	err = kq_foreach(q, gc_list, &g);
 	if (!err)
-		err = kq_foreach(q, gc_scope, &g);
-	if (!err)
-		err = g.err;
-	for (i = 0; !err && i < g.ngone; i++) {
-		err = kq_remove(q, &g.gone[i]);
+		err = collect_cgroups(cgroot, &cg, 0);
+	for (i = 0; !err && i < g.n; i++) {
+		const struct kq_scope *sc = &g.sc[i];
+		bool dead = false;
+
+		if (sc->type == KQ_SCOPE_PID) {
+			snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)sc->id);
+			dead = access(path, F_OK) && errno == ENOENT;
+		} else if (sc->type == KQ_SCOPE_CGROUP) {
+			dead = !idset_has(&cg, sc->id);
+		}
+		if (!dead)
+			continue;
+		err = kq_remove(q, sc);
 		if (!err)
 			(*removed)++;
 	}
-	free(g.gone);
-	free(g.cg.v);
+	free(g.sc);
+	free(cg.v);
 	return err;
 }
 

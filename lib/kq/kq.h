@@ -54,7 +54,19 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK]);
 
 /* How many objects the programs could not record (their table full): no kernel limit counts them. */
-int kq_lost(struct kq *q, uint64_t *lost);
+int kq_lost(struct kq *q, uint64_t *lost, int *last_err);
+
+/*
+ * Are the kernel limits enforced? 1: no limit, or every program that enforces them is attached (its link
+ * pinned, root's, a tracing link of the pinned program; a reader that is not root sees only the pins); 0: a
+ * limit exists and what why says is missing (nothing, or not everything, enforces it); -errno on an error.
+ */
+int kq_enforcement(struct kq *q, char *why, size_t len);
+/*
+ * Enforce again what kq_enforcement finds down (root): every limit is lifted and set again as a first limit is,
+ * counting what exists from the kernel's lists (cgroot: the cgroup2 mount, to find the limited cgroups).
+ */
+int kq_repair(struct kq *q, const char *cgroot);
 
 /* Every scope with kernel limits. */
 int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg);

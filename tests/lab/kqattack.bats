@@ -236,15 +236,85 @@ assert_usage_is_netlink() {
 			{ jq -c '.scopes[0].kinds' <<<"$output" >&2; false; }
 	done
 	assert_usage_is_netlink "$CG" kqverbs-static kqattack
-	# objects the programs could not record (quota show counts them): 0 on 6.12; on 6.1 some inserts into
-	# kq_objs fail under this race for a reason not found yet (the table is far from full): shown, not asserted
+	# every object recorded: none the programs could not count (on 6.1 an insert that found a record there
+	# already was once taken for a failure: the map operations' int return read as a 64-bit value)
 	run -0 "$RDMACTL" -j quota show
-	run -0 jq -e '.kernel_lost | numbers' <<<"$output"
-	echo "# kernel_lost: $output" >&3
+	run -0 jq -e '.kernel_lost == 0' <<<"$output" || { echo "$output" >&2; false; }
 	touch "$hold"
 	wait "${PIDS[@]}"
 	PIDS=()
 	assert_usage_is_netlink "$CG" kqverbs-static kqattack
+}
+
+@test "a limit lifted and set again while its objects are held counts them once: no second allowance, nothing given back twice" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h round
+	# another limit keeps the programs attached (and their records) while this one is lifted
+	mkdir "$CG/other"
+	run -0 "$RDMACTL" quota set qp 100 --cgroup "$CG/other" --kernel
+	run -0 "$RDMACTL" quota set qp 4 --cgroup "$CG" --kernel
+	in_cg "$KQS" -k qp -n 4 -H "$hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q holding "$out" || { cat "$out" >&2; false; }
+	for round in 1 2 3; do
+		run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+		run -0 "$RDMACTL" quota set qp 4 --cgroup "$CG" --kernel
+		assert_usage_is_netlink "$CG" kqverbs-static
+		# the 4 held fill the limit set again: a second program gets none
+		run -3 in_cg timeout 60 "$KQS" -k qp -n 1
+		assert_line "qp created=0 errno=EDQUOT"
+	done
+	touch "$hold"
+	wait "${PIDS[@]}"
+	PIDS=()
+	# the destroys gave back once, to the scope as it is now: 0, and a new program gets exactly 4
+	assert_usage_is_netlink "$CG" kqverbs-static
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 6
+	assert_line "qp created=4 errno=EDQUOT"
+	assert_usage_is_netlink "$CG" kqverbs-static
+}
+
+@test "kernel limits whose programs were detached fail closed: quota show exits 1, the metric says 0, monitor says so; repair counts what was made meanwhile" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h mon=$BATS_TEST_TMPDIR/mon
+	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '.kernel_enforced == true' <<<"$output"
+	"$RDMACTL" monitor -j >"$mon" 2>"$mon.err" 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err" >&2; false; }
+	sleep 2.5 # the monitor looks for the kernel's maps every 2 s
+	# what a removed pin directory or an unmounted bpffs does to a limit: its programs' links go
+	rm -f "$PIN"/link_kq_*
+	run -1 "$RDMACTL" quota show
+	assert_output --partial "kernel limits are set but not enforced: kq_"
+	run -1 --separate-stderr "$RDMACTL" -j quota show
+	run -0 jq -e '.kernel_enforced == false and (.kernel_not_enforced | test("not attached"))' <<<"$output"
+	run -0 "$RDMACTL" export --once
+	assert_line "rdmactl_kernel_enforcement_up 0"
+	wait_for 30 grep -q '"event":"kernel_enforcement","up":false' "$mon" || { cat "$mon" "$mon.err" >&2; false; }
+	# meanwhile nothing stops a program in the cgroup
+	in_cg "$KQS" -k qp -n 5 -H "$hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q holding "$out" || { cat "$out" >&2; false; }
+	run -0 cat "$out"
+	assert_line "qp created=5 errno=0"
+	# repair: every limit set again, counting what exists; the 5 held are over the limit of 3
+	run -0 "$RDMACTL" quota kernel repair
+	assert_output --partial "kernel limits were not enforced: "
+	assert_line "kernel limits: enforced"
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '.kernel_enforced == true' <<<"$output"
+	assert_usage_is_netlink "$CG" kqverbs-static
+	run -3 in_cg timeout 60 "$KQS" -k qp -n 1
+	assert_line "qp created=0 errno=EDQUOT"
+	run -0 "$RDMACTL" export --once
+	assert_line "rdmactl_kernel_enforcement_up 1"
+	wait_for 30 grep -q '"event":"kernel_enforcement","up":true' "$mon" || { cat "$mon" >&2; false; }
+	# repair when nothing is wrong changes nothing
+	run -0 "$RDMACTL" quota kernel repair
+	assert_output "kernel limits: enforced"
+	touch "$hold"
+	wait "${PIDS[-1]}"
+	assert_usage_is_netlink "$CG" kqverbs-static
 }
 
 @test "pin directories an unprivileged user made first are refused, not used: the programs stay root's" {
