@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/hot.h"
+#include "core/util.h"
 #include "ledger/ledger.h"
 
 /* Shared by the ledger's files only (and its unit tests): hidden in the preload, direct access. */
@@ -23,8 +24,10 @@
  * 4: refusals counted per scope (global, cgroup entry, job, process slot), exactly, not only in the ring.
  * 5: slots hold grants (what the scope totals carry for them, their usage plus an allowance); 1 KiB slots.
  * 6: per kind, a time until which no allowance is taken (tight_until: a shared scope refused a creation).
+ * 7: per kind, when the last look for room after a refusal began (look_ns): one look serves every process
+ *    refused before it.
  */
-#define LEDGER_VERSION 6
+#define LEDGER_VERSION 7
 #define POLICY_MAGIC "RDMAPOL1"
 #define USAGE_MAGIC "RDMAUSE1"
 #define USAGE_SUFFIX ".usage"
@@ -153,6 +156,11 @@ struct usage {
 	uint64_t tight_until[LEDGER_NKINDS];
 	uint64_t gc_begun_ns; /* CLOCK_MONOTONIC ns when the last gc pass began (under the gc lock) */
 	/*
+	 * Per kind, CLOCK_MONOTONIC ns when the last look for room after a shared scope's refusal began (under
+	 * the gc lock: dead holders, then every live allowance given back; reserve.c, refusal_gc()).
+	 */
+	uint64_t look_ns[LEDGER_NKINDS];
+	/*
 	 * One past the highest slot ever claimed (only grows): scans of the slots stop there, so that a ledger
 	 * made for many processes costs what it holds (slots_used()).
 	 */
@@ -240,7 +248,6 @@ uint64_t pack_owner(pid_t pid, uint64_t start);
 bool owner_alive(uint64_t owner);
 void self_cgroup(char *out, size_t len);
 bool cg_covers(const char *a, const char *b);
-void copy_str(char *dst, const char *src, size_t len);
 /* The headers' checksum (FNV-1a). */
 uint32_t fnv1a(const void *p, size_t n);
 /* The message of the last failure (ledger_error()); seterr() writes it and returns err. */

@@ -924,22 +924,34 @@ static COLD_FN bool holders_gone(const struct ledger *l, enum ledger_kind k)
 }
 
 /*
- * Before the retry of a refusal of kind k first made at time first (the kind tight), under the gc lock:
- * dead holders given back by a gc pass begun after first when one is gone (one pass serves every process
- * refused before it began), and every live allowance of k given back (revoke_allowances(): no freeze, so processes refused
- * by the thousand and the others creating meanwhile never wait for each other's operations). The lock is
- * waited for with naps (their wake-ups must leave its holder the processor), at most 5 s (a gc stuck in a
- * live process); the caller looks again.
+ * Before the retry of a refusal of kind k first made at time first, whose try began at since (the kind tight
+ * from then on), a look for room under the gc lock: dead holders given back by a gc pass begun after first
+ * when one is gone (one pass serves every process refused before it began), and every live allowance of k
+ * given back (revoke_allowances(): no freeze, so processes refused by the thousand and the others creating
+ * meanwhile never wait for each other's operations). A look begun after since serves this try as well (no
+ * allowance of k was taken after since): with hundreds of processes refused at once, one look serves them
+ * all, where each scanning every slot in turn took longer than a refusal may wait (1100 under the lab's
+ * TCG). The lock is waited for with naps (their wake-ups must leave its holder the processor), at most 5 s
+ * (a gc stuck in a live process); the caller looks again.
  */
-static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t first)
+static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t first, uint64_t since)
 {
 	uint64_t deadline = clock_mono_ns() + 5000000000ull;
 	unsigned int nap = 200;
 
 	do {
+		if (ALOAD(&l->use->look_ns[k]) > since)
+			return; /* another process looked after this try began */
 		if (!gc_lock(l, 0)) {
+			uint64_t now = clock_mono_ns();
+
+			if (ALOAD(&l->use->look_ns[k]) > since) {
+				gc_unlock(l);
+				return;
+			}
 			/* tight again now: the wait for the lock can outlast a tight period that others let lapse */
-			tighten(l, k, clock_mono_ns());
+			tighten(l, k, now);
+			ASTORE(&l->use->look_ns[k], now);
 			if (ALOAD(&l->use->gc_begun_ns) <= first && holders_gone(l, k))
 				gc_dead(l, false);
 			revoke_allowances(l, k);
@@ -979,10 +991,11 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 		 */
 		for (;;) {
 			enum ledger_kind k = d->kind;
+			uint64_t since = clock_mono_ns();
 
 			/* one gc pass since the first refusal is enough: the dead stay dead */
-			tighten(l, k, clock_mono_ns());
-			refusal_gc(l, k, first);
+			tighten(l, k, since);
+			refusal_gc(l, k, first, since);
 			err = try_reserve(l, s, kinds, amounts, n, d);
 			if (!err || d->scope.type == LEDGER_SCOPE_PROCESS || d->kind == LEDGER_WR ||
 			    (unsigned int)d->kind >= LEDGER_NKINDS || denial_full(l, d) || clock_mono_ns() > deadline)
