@@ -406,6 +406,8 @@ static __always_inline void unreserve(__u32 tid)
 
 /* An empty record: what a reservation starts from (a map value, so that no call's stack holds one). */
 static const struct kq_obj kq_obj_none = {};
+/* rereg's reservation: an MR charged to nobody yet (kq_commit charges it if the kernel keeps it) */
+static const struct kq_obj kq_obj_rereg = { .kind = KQ_MR, .pad = KQ_OBJ_REREG };
 
 /*
  * The check, as a reservation: one of kind (and bytes of mr_bytes) added at once to every limited scope of the
@@ -836,6 +838,19 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 			/* rereg changes an MR's length in place, past what was charged: not under an mr_bytes limit */
 			if (check(types, KQ_MR_BYTES, KQ_UNLIMITED >> 1))
 				return -EDQUOT;
+			/*
+			 * The kernel allocates a second MR object for the call before it asks the driver, which may
+			 * make a new MR to replace the old one, or change it in place (the second object is dropped).
+			 * That object takes this reservation, which charges nothing: charged at its commit only
+			 * (a new MR kept; the old one's destroy follows), never killed, so that an honest rereg at
+			 * the MR limit passes.
+			 */
+			{
+				__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+				unreserve(tid);
+				bpf_map_update_elem(&kq_resv, &tid, &kq_obj_rereg, BPF_ANY);
+			}
 			return 0;
 		}
 		kind = kind_of_write(sc.wcmd);
@@ -994,6 +1009,14 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 	}
 	if (id != UVERBS_OBJECT_MR || !o || o->kind != KQ_MR)
 		return 0;
+	if (o->pad == KQ_OBJ_REREG) {
+		__u32 types = limited_types();
+
+		/* rereg's new MR, kept: counted now, and the old one's destroy follows at once (never a kill) */
+		o->pad = 0;
+		if (types)
+			charge(types, o, KQ_MR, 1);
+	}
 	mr = BPF_CORE_READ(uobj, object); /* a void * the verifier cannot follow */
 	len = BPF_CORE_READ(mr, length);
 	if (len > KQ_MR_MAXLEN)

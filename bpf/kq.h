@@ -110,6 +110,7 @@ struct kq_state {
 
 /* kq_obj.pad of a record the population made (not a program): not yet charged to anything. */
 #define KQ_OBJ_FOUND 1
+#define KQ_OBJ_REREG 2 /* rereg's second MR object: charged at its commit, if the kernel keeps it */
 #define KQ_TYPE_VALID 1u
 #define KQ_TYPE(scope_type) (1u << (scope_type))
 #define KQ_TYPE_GLOBAL KQ_TYPE(KQ_SCOPE_GLOBAL)

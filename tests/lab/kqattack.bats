@@ -246,6 +246,18 @@ assert_usage_is_netlink() {
 	assert_usage_is_netlink "$CG" kqverbs-static kqattack
 }
 
+@test "ibv_rereg_mr at the MR limit is not killed: the kernel's temporary MR object is no new MR" {
+	run -0 "$RDMACTL" quota set mr 2 --cgroup "$CG" --kernel
+	# 2 MRs fill the limit; the rereg's second object exists only during the call (6.1's rxe has no rereg:
+	# the kernel answers EOPNOTSUPP before it allocates anything; 6.12's changes the access in place)
+	run -0 in_cg timeout 60 "$KQA" rereg -c 2
+	assert_line --regexp '^rereg mrs=2 errno=(0|95)$'
+	assert_line alive
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0].kinds.mr.kernel_killed == 0 and .scopes[0].kinds.mr.kernel_usage == 0' <<<"$output"
+	assert_usage_is_netlink "$CG" kqattack
+}
+
 @test "a limit lifted and set again while its objects are held counts them once: no second allowance, nothing given back twice" {
 	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h round
 	# another limit keeps the programs attached (and their records) while this one is lifted

@@ -16,6 +16,10 @@
  *       THREADS threads (one context each) create and destroy one object of the kind (an MR of 64 KiB, a
  *       second context), ROUNDS times each:
  *       honest creators racing at a limit. Prints "bound ok=O refused=R other=X (errno E)".
+ *   kqattack rereg [-d DEV] [-c N]
+ *       Registers N MRs of 64 KiB, then changes the first one's access with the REREG_MR command (through
+ *       INVOKE_WRITE): the kernel allocates a second MR object for the call (the driver may make a new MR),
+ *       one past N for a moment. Prints "rereg mrs=N errno=E", then "alive" (not killed).
  * Exit 0 unless something could not be set up (1) or the arguments are wrong (2).
  */
 #include <errno.h>
@@ -300,6 +304,50 @@ static int cmd_bound(const char *kind, int threads, long rounds)
 	return 0;
 }
 
+static int cmd_rereg(int n)
+{
+	static char buf[64][65536] __attribute__((aligned(4096)));
+	struct ibv_context *ctx = open_dev();
+	struct ib_uverbs_rereg_mr cmd;
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_mr *mr[64];
+	struct ibv_pd *pd;
+	struct ioreq r;
+	int i, err;
+
+	if (!ctx || n < 1 || n > 64)
+		return 1;
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		return 1;
+	for (i = 0; i < n; i++) {
+		mr[i] = ibv_reg_mr(pd, buf[i], sizeof(buf[i]), IBV_ACCESS_LOCAL_WRITE);
+		if (!mr[i]) {
+			printf("reg mr %d errno=%d\n", i, errno);
+			return 1;
+		}
+	}
+	/* the command itself: a provider without rereg (rxe's) answers ibv_rereg_mr without asking the kernel */
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.mr_handle = mr[0]->handle;
+	cmd.flags = IBV_REREG_MR_CHANGE_ACCESS; /* the kernel's IB_MR_REREG_ACCESS */
+	cmd.access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_REREG_MR);
+	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(cmd), (uintptr_t)&cmd);
+	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
+	err = send_ioctl(ctx->cmd_fd, &r);
+	printf("rereg mrs=%d errno=%d\n", n, err);
+	printf("alive\n");
+	for (i = 0; i < n; i++)
+		ibv_dereg_mr(mr[i]);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode, *hold = NULL, *kind = "pd";
@@ -336,7 +384,9 @@ int main(int argc, char **argv)
 		return cmd_mr(start, length, odp);
 	if (!strcmp(mode, "bound"))
 		return cmd_bound(kind, threads, rounds);
+	if (!strcmp(mode, "rereg"))
+		return cmd_rereg(children);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|bound [options] (see the source)\n");
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|bound|rereg [options] (see the source)\n");
 	return 2;
 }
