@@ -198,3 +198,11 @@ int word_error(const char *what, const char *word, const char *const *names, int
 	fprintf(stderr, "Try '%s --help' for more information.\n", util_prog);
 	return 2;
 }
+
+void copy_str(char *dst, const char *src, size_t len)
+{
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}

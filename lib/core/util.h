@@ -41,4 +41,7 @@ int match_word(const char *word, const char *const *names, int n);
  * naming the candidates; returns 2 (the usage exit code). */
 int word_error(const char *what, const char *word, const char *const *names, int n, int ret);
 
+/* Copy the string src into dst of len bytes (len >= 1), cut to fit, always terminated. */
+void copy_str(char *dst, const char *src, size_t len);
+
 #endif

@@ -126,10 +126,3 @@ bool cg_covers(const char *a, const char *b)
 	return !strncmp(a, b, n) && (b[n] == '\0' || b[n] == '/');
 }
 
-void copy_str(char *dst, const char *src, size_t len)
-{
-	size_t n = strnlen(src, len - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}

@@ -203,12 +203,17 @@ static int parse_nested(const struct nlattr *nest, nl_tb tb)
 	return parse_attrs(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), tb);
 }
 
-static void copy_str(char *dst, size_t len, const struct nlattr *a)
+void nl_attr_str(char *dst, size_t len, const struct nlattr *a)
 {
-	if (a)
-		snprintf(dst, len, "%s", mnl_attr_get_str(a));
-	else
-		dst[0] = '\0';
+	size_t n = 0;
+
+	if (a) {
+		n = strnlen(mnl_attr_get_str(a), mnl_attr_get_payload_len(a));
+		if (n >= len)
+			n = len - 1;
+		memcpy(dst, mnl_attr_get_str(a), n);
+	}
+	dst[n] = '\0';
 }
 
 struct parse_ctx {
@@ -223,15 +228,15 @@ static int parse_dev(const nl_tb tb, struct nl_handlers *h)
 	if (!tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !tb[RDMA_NLDEV_ATTR_DEV_NAME])
 		return -EPROTO;
 	d.index = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
-	copy_str(d.name, sizeof(d.name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+	nl_attr_str(d.name, sizeof(d.name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
 	if (tb[RDMA_NLDEV_ATTR_PORT_INDEX])
 		d.nports = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_PORT_INDEX]);
 	if (tb[RDMA_NLDEV_ATTR_NODE_GUID])
 		d.node_guid = mnl_attr_get_u64(tb[RDMA_NLDEV_ATTR_NODE_GUID]);
 	if (tb[RDMA_NLDEV_ATTR_DEV_NODE_TYPE])
 		d.node_type = mnl_attr_get_u8(tb[RDMA_NLDEV_ATTR_DEV_NODE_TYPE]);
-	copy_str(d.fw, sizeof(d.fw), tb[RDMA_NLDEV_ATTR_FW_VERSION]);
-	copy_str(d.protocol, sizeof(d.protocol), tb[RDMA_NLDEV_ATTR_DEV_PROTOCOL]);
+	nl_attr_str(d.fw, sizeof(d.fw), tb[RDMA_NLDEV_ATTR_FW_VERSION]);
+	nl_attr_str(d.protocol, sizeof(d.protocol), tb[RDMA_NLDEV_ATTR_DEV_PROTOCOL]);
 	return h->dev(&d, h->arg);
 }
 
@@ -242,7 +247,7 @@ static int parse_port(const nl_tb tb, struct nl_handlers *h)
 	if (!tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !tb[RDMA_NLDEV_ATTR_PORT_INDEX])
 		return -EPROTO;
 	p.dev_index = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
-	copy_str(p.dev_name, sizeof(p.dev_name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+	nl_attr_str(p.dev_name, sizeof(p.dev_name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
 	p.port = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_PORT_INDEX]);
 	if (tb[RDMA_NLDEV_ATTR_PORT_STATE])
 		p.state = mnl_attr_get_u8(tb[RDMA_NLDEV_ATTR_PORT_STATE]);
@@ -250,7 +255,7 @@ static int parse_port(const nl_tb tb, struct nl_handlers *h)
 		p.phys_state = mnl_attr_get_u8(tb[RDMA_NLDEV_ATTR_PORT_PHYS_STATE]);
 	if (tb[RDMA_NLDEV_ATTR_NDEV_INDEX])
 		p.netdev_index = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_NDEV_INDEX]);
-	copy_str(p.netdev, sizeof(p.netdev), tb[RDMA_NLDEV_ATTR_NDEV_NAME]);
+	nl_attr_str(p.netdev, sizeof(p.netdev), tb[RDMA_NLDEV_ATTR_NDEV_NAME]);
 	return h->port(&p, h->arg);
 }
 
@@ -264,7 +269,7 @@ static int parse_summary(const nl_tb tb, struct nl_handlers *h)
 	if (!tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !tb[RDMA_NLDEV_ATTR_DEV_NAME] || !tb[RDMA_NLDEV_ATTR_RES_SUMMARY])
 		return -EPROTO;
 	s.dev_index = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
-	copy_str(s.dev_name, sizeof(s.dev_name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+	nl_attr_str(s.dev_name, sizeof(s.dev_name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
 	/* The nest was validated as a whole by parse_attrs; its members are checked one by one here. */
 	ret = parse_nested(tb[RDMA_NLDEV_ATTR_RES_SUMMARY], etb);
 	if (ret)

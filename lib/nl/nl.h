@@ -134,4 +134,8 @@ const char *nl_qp_type_name(uint8_t t);
 const char *nl_qp_state_name(uint8_t s);
 const char *nl_port_state_name(uint8_t s);
 
+/* Copy a string attribute (NULL: none) into dst of len bytes: cut to fit and to the attribute's payload. */
+struct nlattr;
+void nl_attr_str(char *dst, size_t len, const struct nlattr *a);
+
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* RDMA netlink device notifications (RDMA_NL_GROUP_NOTIFY, RDMA_NLDEV_CMD_MONITOR) where the kernel has them. */
 #include "nl/nlmon.h"
+#include "nl/nl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,16 +69,6 @@ static int attr_cb(const struct nlattr *a, void *data)
 	return MNL_CB_OK;
 }
 
-static void copy_str(char *dst, size_t len, const struct nlattr *a)
-{
-	const char *s = mnl_attr_get_str(a);
-	size_t n = strnlen(s, mnl_attr_get_payload_len(a));
-
-	if (n >= len)
-		n = len - 1;
-	memcpy(dst, s, n);
-	dst[n] = 0;
-}
 
 /*
  * libmnl's message length check is signed (a huge nlmsg_len passes it, and then its aligned length wraps
@@ -126,7 +117,7 @@ static int event_cb(const struct nlmsghdr *nlh, void *data)
 		e.has |= NLMON_HAS_DEV;
 	}
 	if (tb[RDMA_NLDEV_ATTR_DEV_NAME]) {
-		copy_str(e.dev_name, sizeof(e.dev_name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+		nl_attr_str(e.dev_name, sizeof(e.dev_name), tb[RDMA_NLDEV_ATTR_DEV_NAME]);
 		e.has |= NLMON_HAS_NAME;
 	}
 	if (tb[RDMA_NLDEV_ATTR_PORT_INDEX]) {
@@ -138,7 +129,7 @@ static int event_cb(const struct nlmsghdr *nlh, void *data)
 		e.has |= NLMON_HAS_NDEV;
 	}
 	if (tb[RDMA_NLDEV_ATTR_NDEV_NAME]) {
-		copy_str(e.ndev_name, sizeof(e.ndev_name), tb[RDMA_NLDEV_ATTR_NDEV_NAME]);
+		nl_attr_str(e.ndev_name, sizeof(e.ndev_name), tb[RDMA_NLDEV_ATTR_NDEV_NAME]);
 		e.has |= NLMON_HAS_NDEV_NAME;
 	}
 	c->n++;
