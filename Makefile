@@ -325,9 +325,14 @@ check-host: all check-unit check-fuzz
 # Every lab suite on each kernel: Debian's stable one (6.1) and the newest of bookworm-backports (6.12).
 LAB_KERNELS ?= stable backports
 # On kernels after the first, only the suites where kernels differ: BPF (monitor), RDMA netlink (top) and
-# the kernel's enforcement (kq: BPF LSM), with the lab's own checks. The rest (preload, pingpong, export's
-# engines, Slurm, podman, rdma.max) run once.
-LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack)$$
+# the kernel's enforcement (kq, kqattack, kqdrv: BPF LSM), with the lab's own checks. The rest (preload,
+# pingpong, export's engines, Slurm, podman, rdma.max) run once.
+LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack|kqdrv)$$
+
+# LAB_JOBS: lab runs at once (tests/lab/check-all): one guest keeps about one host core busy. With more than
+# one, the first kernel's suites go in two runs, those LAB_SUITES_HALF matches and the rest.
+LAB_JOBS ?= 2
+LAB_SUITES_HALF ?= ^(budget|export|kq|kqattack|kqdrv)$$
 
 # F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
 # every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.
@@ -335,26 +340,8 @@ LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack)$$
 LAB_NOLSM_ARGS ?= lsm=lockdown,capability,landlock,yama,apparmor,tomoyo
 check-lab: all
 	$(Q)if [ -n "$${F-}" ]; then export LAB_SUITES="$$F"; fi; \
-	nolsm=1; main=1; \
-	if [ -n "$${LAB_SUITES-}" ]; then \
-		echo nolsm | grep -Eq -- "$$LAB_SUITES" || nolsm=; \
-		tests/lab/check --list >/dev/null 2>&1 || main=; \
-		if [ -z "$$main" ] && [ -z "$$nolsm" ]; then tests/lab/check --list >/dev/null; exit 2; fi; \
-	fi; \
-	rc=0; first=1; for k in $(LAB_KERNELS); do \
-		suites=$${LAB_SUITES-}; \
-		if [ -z "$$first" ] && [ -z "$$suites" ]; then suites='$(LAB_SUITES_AGAIN)'; fi; \
-		if [ -n "$$main" ]; then \
-			echo "lab: $$k kernel$${suites:+ (suites: $$suites)}"; \
-			LAB_SUITES="$$suites" LAB_KERNEL=$$k LAB_VERBOSE=1 tests/lab/run --timeout 2400 -- tests/lab/check || rc=1; \
-		fi; \
-		if [ -n "$$first" ] && [ -n "$$nolsm" ]; then \
-			echo "lab: $$k kernel without BPF LSM (suites: nolsm)"; \
-			LAB_KERNEL=$$k LAB_KERNEL_ARGS="$${LAB_KERNEL_ARGS:+$$LAB_KERNEL_ARGS }$(LAB_NOLSM_ARGS)" LAB_VERBOSE=1 \
-				tests/lab/run --timeout 1200 -- tests/lab/check tests/lab/nolsm/*.bats || rc=1; \
-		fi; \
-		first=; \
-	done; exit $$rc
+	LAB_KERNELS='$(LAB_KERNELS)' LAB_SUITES_AGAIN='$(LAB_SUITES_AGAIN)' LAB_NOLSM_ARGS='$(LAB_NOLSM_ARGS)' \
+	LAB_JOBS='$(LAB_JOBS)' LAB_SUITES_HALF='$(LAB_SUITES_HALF)' tests/lab/check-all
 
 demo: deps all
 	$(Q)tests/lab/run --timeout 600 -- tests/lab/demo
