@@ -108,6 +108,7 @@ help:
 	@echo "  uninstall, clean"
 	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
 	@echo "           LAB_KERNELS=\"$(LAB_KERNELS)\" (kernels check-lab boots: stable, backports)"
+	@echo "           LAB_JOBS=$(LAB_JOBS) (lab runs check-lab makes at once: tests/lab/check-all --list shows them)"
 	@echo "Tests by name: tests/README.md, e.g. make check-bats S=quota F='fresh host'"
 
 deps:
