@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -105,36 +104,11 @@ void poll_denials(struct ledger **l, uint64_t *since, double *next_try)
 
 /* --- kernel refusals and kills (BPF LSM quotas) ----------------------------------------------------- */
 
-/* The path below the cgroup2 mount of the cgroup whose directory has inode id ("" if not found). */
-static bool cgroup_by_id(const char *dir, size_t rootlen, uint64_t id, char *out, size_t len, int depth)
-{
-	struct dirent *de;
-	struct stat st;
-	bool found = false;
-	DIR *d;
-
-	if (!stat(dir, &st) && st.st_ino == id) {
-		snprintf(out, len, "%s", dir[rootlen] ? dir + rootlen : "/");
-		return true;
-	}
-	if (depth > 32 || !(d = opendir(dir)))
-		return false;
-	while (!found && (de = readdir(d))) {
-		char sub[PATH_MAX];
-
-		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
-		    (size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
-			continue;
-		found = cgroup_by_id(sub, rootlen, id, out, len, depth + 1);
-	}
-	closedir(d);
-	return found;
-}
-
 static int on_kevent(const struct kq_event *ev, void *arg)
 {
 	const char *kind = kq_kind_name(ev->kind), *what = kq_event_name(ev->type);
-	char root[PATH_MAX], cg[PATH_MAX] = "", scope[PATH_MAX + 32], text[PATH_MAX + 384], tbuf[48], amount[32];
+	char root[PATH_MAX], path[PATH_MAX], cg[PATH_MAX] = "", scope[PATH_MAX + 32], text[PATH_MAX + 384], tbuf[48];
+	char amount[32];
 	char drvdesc[128];
 	int64_t t = (int64_t)ev->time_ns + ((int64_t)clock_rt_ns() - (int64_t)clock_mono_ns());
 
@@ -153,7 +127,9 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 		return 0;
 	if (ev->scope.type == KQ_SCOPE_CGROUP) {
 		cgroup2_root(root, sizeof(root));
-		if (!cgroup_by_id(root, strlen(root), ev->scope.id, cg, sizeof(cg), 0))
+		if (cgroup_dir_by_id(root, ev->scope.id, path, sizeof(path)))
+			snprintf(cg, sizeof(cg), "%s", path[strlen(root)] ? path + strlen(root) : "/");
+		else
 			snprintf(cg, sizeof(cg), "id %llu", (unsigned long long)ev->scope.id);
 		snprintf(scope, sizeof(scope), "cgroup %s", cg);
 	} else if (ev->scope.type == KQ_SCOPE_PID) {

@@ -2,6 +2,7 @@
 /* cgroup v2 path resolution shared by quota --cgroup and run --cgroup. */
 #include "core/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -60,4 +61,34 @@ int cgroup_resolve(const char *arg, char *root, size_t rootlen, char *dir, size_
 		return -ENAMETOOLONG;
 	snprintf(dir, dirlen, "%s", real);
 	return 0;
+}
+
+static bool dir_by_id(const char *dir, uint64_t id, char *out, size_t len, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *d;
+
+	if (!stat(dir, &st) && st.st_ino == id) {
+		snprintf(out, len, "%s", dir);
+		return true;
+	}
+	if (depth > 32 || !(d = opendir(dir)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    (size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
+			continue;
+		found = dir_by_id(sub, id, out, len, depth + 1);
+	}
+	closedir(d);
+	return found;
+}
+
+bool cgroup_dir_by_id(const char *dir, uint64_t id, char *out, size_t len)
+{
+	return dir_by_id(dir, id, out, len, 0);
 }

@@ -3,7 +3,9 @@
 #ifndef RDMACTL_CGROUP_H
 #define RDMACTL_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CGROUP_ROOT_DEFAULT "/sys/fs/cgroup"
 
@@ -18,5 +20,11 @@ void cgroup2_root(char *out, size_t len);
  * -EXDEV if it is a cgroup v2 directory outside that mount.
  */
 int cgroup_resolve(const char *arg, char *root, size_t rootlen, char *dir, size_t dirlen);
+
+/*
+ * The directory at or below dir (a cgroup2 directory) whose inode, the cgroup id, is id, into out (a full
+ * path): true if found. Looks 32 levels deep at most.
+ */
+bool cgroup_dir_by_id(const char *dir, uint64_t id, char *out, size_t len);
 
 #endif

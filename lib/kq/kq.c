@@ -969,36 +969,6 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	return 0;
 }
 
-/* The directory below cgroot whose inode (cgroup id) is id, into path. */
-static bool cgroup_dir_of(const char *dir, __u64 id, char *path, size_t len, int depth)
-{
-	struct dirent *de;
-	struct stat st;
-	bool found = false;
-	DIR *d;
-
-	if (depth > 64 || stat(dir, &st))
-		return false;
-	if (st.st_ino == id) {
-		snprintf(path, len, "%s", dir);
-		return true;
-	}
-	d = opendir(dir);
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		char sub[4096];
-
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
-			continue;
-		found = cgroup_dir_of(sub, id, path, len, depth + 1);
-	}
-	closedir(d);
-	return found;
-}
-
 struct repair_arg {
 	struct kq_scope *sc;
 	struct kq_limit *lim;
@@ -1043,7 +1013,7 @@ int kq_repair(struct kq *q, const char *cgroot)
 	for (i = 0; !err && i < r.n; i++) {
 		bool cg = r.sc[i].type == KQ_SCOPE_CGROUP;
 
-		if (cg && !cgroup_dir_of(cgroot, r.sc[i].id, dir, sizeof(dir), 0))
+		if (cg && !cgroup_dir_by_id(cgroot, r.sc[i].id, dir, sizeof(dir)))
 			continue; /* the cgroup is gone: so are its limits */
 		for (k = 0; !err && k < KQ_NK; k++)
 			if (r.lim[i].max[k] != KQ_UNLIMITED)

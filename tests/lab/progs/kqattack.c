@@ -165,13 +165,26 @@ static int cmd_nocmd(void)
 	return 0;
 }
 
+/* A write command through INVOKE_WRITE, its input and output inline or pointed to: its errno (0: done). */
+static int invoke_write(int fd, __u64 wcmd, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	struct ioreq r;
+
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), wcmd);
+	attr(&r, UVERBS_ATTR_CORE_IN, inlen, (uintptr_t)in);
+	attr(&r, UVERBS_ATTR_CORE_OUT, outlen, (uintptr_t)out);
+	return send_ioctl(fd, &r);
+}
+
 static int cmd_mr(__u64 start, __u64 length, bool odp)
 {
 	struct ibv_context *ctx = open_dev();
 	struct ibv_pd *pd;
 	struct ib_uverbs_reg_mr cmd;
 	struct ib_uverbs_reg_mr_resp resp;
-	struct ioreq r;
 
 	if (!ctx || !(pd = ibv_alloc_pd(ctx)))
 		return 1;
@@ -181,13 +194,7 @@ static int cmd_mr(__u64 start, __u64 length, bool odp)
 	cmd.hca_va = start;
 	cmd.pd_handle = pd->handle;
 	cmd.access_flags = IBV_ACCESS_LOCAL_WRITE | (odp ? IBV_ACCESS_ON_DEMAND : 0);
-	memset(&r.hdr, 0, sizeof(r.hdr));
-	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
-	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
-	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_REG_MR);
-	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(cmd), (uintptr_t)&cmd);
-	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
-	printf("mr errno=%d\n", send_ioctl(ctx->cmd_fd, &r));
+	printf("mr errno=%d\n", invoke_write(ctx->cmd_fd, IB_USER_VERBS_CMD_REG_MR, &cmd, sizeof(cmd), &resp, sizeof(resp)));
 	return 0;
 }
 
@@ -312,7 +319,6 @@ static int cmd_rereg(int n)
 	struct ib_uverbs_rereg_mr_resp resp;
 	struct ibv_mr *mr[64];
 	struct ibv_pd *pd;
-	struct ioreq r;
 	int i, err;
 
 	if (!ctx || n < 1 || n > 64)
@@ -332,13 +338,7 @@ static int cmd_rereg(int n)
 	cmd.mr_handle = mr[0]->handle;
 	cmd.flags = IBV_REREG_MR_CHANGE_ACCESS; /* the kernel's IB_MR_REREG_ACCESS */
 	cmd.access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
-	memset(&r.hdr, 0, sizeof(r.hdr));
-	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
-	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
-	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_REREG_MR);
-	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(cmd), (uintptr_t)&cmd);
-	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
-	err = send_ioctl(ctx->cmd_fd, &r);
+	err = invoke_write(ctx->cmd_fd, IB_USER_VERBS_CMD_REREG_MR, &cmd, sizeof(cmd), &resp, sizeof(resp));
 	printf("rereg mrs=%d errno=%d\n", n, err);
 	printf("alive\n");
 	for (i = 0; i < n; i++)
