@@ -331,7 +331,7 @@ LAB_KERNELS ?= stable backports
 LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack|kqdrv)$$
 
 # LAB_JOBS: lab runs at once (tests/lab/check-all): one guest keeps about one host core busy. With more than
-# one, the first kernel's suites go in two runs, those LAB_SUITES_HALF matches and the rest.
+# one, each kernel's suites go in two runs, those LAB_SUITES_HALF matches and the rest.
 LAB_JOBS ?= 2
 LAB_SUITES_HALF ?= ^(budget|export|kq|kqattack|kqdrv)$$
 
