@@ -4,6 +4,21 @@
 SB=$BUILD/lab-progs/startburst
 LQ=$BUILD/lab-progs/ledgerq
 
+setup() {
+	require_lab
+	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
+	export RDMACTL_ERRNO=EDQUOT # startburst tells a refusal from another failure by it
+	"$RDMACTL" quota init >/dev/null
+}
+
+teardown() {
+	pkill -f "$SB" 2>/dev/null || true
+	sleep 0.5
+	if [ -n "${CG:-}" ]; then
+		wait_for 20 rmdir "$CG" 2>/dev/null || true
+	fi
+}
+
 # Objects of one kind the kernel holds for user processes.
 kernel_count_all() {
 	rdma -j res show "$1" | jq '[.[] | select(.pid != null)] | length'

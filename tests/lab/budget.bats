@@ -7,21 +7,6 @@
 load ../helper
 load budget
 
-setup() {
-	require_lab
-	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
-	export RDMACTL_ERRNO=EDQUOT # startburst tells a refusal from another failure by it
-	"$RDMACTL" quota init >/dev/null
-}
-
-teardown() {
-	pkill -f "$SB" 2>/dev/null || true
-	sleep 0.5
-	if [ -n "${CG:-}" ]; then
-		wait_for 20 rmdir "$CG" 2>/dev/null || true
-	fi
-}
-
 @test "100 ranks at once under a job budget of 101, 1000 and 90 QPs: refused exactly where the limit is full" {
 	job_burst 100 101
 	job_burst 100 1000

@@ -11,18 +11,6 @@
 load ../../helper
 load ../budget
 
-setup() {
-	require_lab
-	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
-	export RDMACTL_ERRNO=EDQUOT # startburst tells a refusal from another failure by it
-	"$RDMACTL" quota init >/dev/null
-}
-
-teardown() {
-	pkill -f "$SB" 2>/dev/null || true
-	sleep 0.5
-}
-
 @test "1100 ranks at once (past the ledger's old capacity of 1024) under a job budget of 1090 QPs: exactly 10 refused" {
 	job_burst 1100 1090 1
 }
