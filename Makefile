@@ -291,8 +291,10 @@ $(OUT)/bench/wrap: bench/wrap.c | $(OUT)/bench
 bench: $(BENCH_BIN) $(OUT)/bench/stub/libibverbs.so.1 all
 
 # --- tests ------------------------------------------------------------------------------------------
+# The builds in parallel, one job per core (CHECK_JOBS); the tests that follow in order.
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 check: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BIN)
+	$(Q)$(MAKE) --no-print-directory -j$(CHECK_JOBS) all $(UNIT_BIN) $(FUZZ_BIN)
 	$(Q)$(MAKE) --no-print-directory check-host check-lab
 
 # T=SUITE[:CASE]: only tests/unit/test_SUITE.c (% is a wildcard), and in it only the RUN() tests whose name
@@ -331,9 +333,10 @@ LAB_KERNELS ?= stable backports
 LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack|kqdrv)$$
 
 # LAB_JOBS: lab runs at once (tests/lab/check-all): one guest keeps about one host core busy. With more than
-# one, each kernel's suites go in two runs, those LAB_SUITES_HALF matches and the rest.
+# one, each kernel's suites go in one run per group of LAB_GROUPS (regexes of suite names; the suites no group
+# names make one more run), and each lane takes the next run when its own ends: the longest groups first.
 LAB_JOBS ?= 2
-LAB_SUITES_HALF ?= ^(budget|export|kq|kqattack|kqdrv)$$
+LAB_GROUPS ?= run|quota|oci kq|kqdrv monitor|pingpong kqattack|budget
 
 # F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
 # every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.
@@ -342,7 +345,7 @@ LAB_NOLSM_ARGS ?= lsm=lockdown,capability,landlock,yama,apparmor,tomoyo
 check-lab: all
 	$(Q)if [ -n "$${F-}" ]; then export LAB_SUITES="$$F"; fi; \
 	LAB_KERNELS='$(LAB_KERNELS)' LAB_SUITES_AGAIN='$(LAB_SUITES_AGAIN)' LAB_NOLSM_ARGS='$(LAB_NOLSM_ARGS)' \
-	LAB_JOBS='$(LAB_JOBS)' LAB_SUITES_HALF='$(LAB_SUITES_HALF)' tests/lab/check-all
+	LAB_JOBS='$(LAB_JOBS)' LAB_GROUPS='$(LAB_GROUPS)' tests/lab/check-all
 
 demo: deps all
 	$(Q)tests/lab/run --timeout 600 -- tests/lab/demo

@@ -76,25 +76,27 @@ mk() {
 	[ "$SECONDS" -lt 30 ]
 }
 
-@test "check-lab runs each kernel's suites in two lanes with LAB_JOBS=2, every suite once, nolsm last" {
-	local half='^(budget|export|kq|kqattack|kqdrv)$' again='^(00-lab|monitor|top|kq|kqattack|kqdrv)$' a b all
-	run -0 env LAB_JOBS=2 LAB_SUITES_HALF="$half" LAB_SUITES_AGAIN="$again" "$TOP/tests/lab/check-all" --list
-	assert_equal "${#lines[@]}" 5
-	assert_equal "${lines[0]}" "lane 1: stable ^(00-lab|budget|export|kq|kqattack|kqdrv)\$"
-	assert_equal "${lines[2]}" "lane 1: backports ^(00-lab|kq|kqattack|kqdrv)\$"
-	assert_equal "${lines[3]}" "lane 2: backports ^(00-lab|monitor|top)\$"
-	assert_equal "${lines[4]}" "lane 1: stable nolsm"
-	# the two runs of the first kernel hold every suite, each once (00-lab, the lab's own checks, in both)
-	a=${lines[0]#*\^(}
-	b=${lines[1]#*\^(}
-	all=$(printf '%s\n' ${a%)\$} ${b%)\$} | tr '|' '\n' | grep -vx 00-lab | sort | tr '\n' ' ')
-	assert_equal "$all" "$(ls "$TOP"/tests/lab/*.bats | xargs -n1 basename | sed 's/\.bats$//' | grep -vx 00-lab | sort | tr '\n' ' ')"
+@test "check-lab runs each kernel's suites in groups with LAB_JOBS=2, every suite once per kernel, nolsm last" {
+	local groups='run|quota kq|kqdrv' again='^(00-lab|monitor|top|kq|kqattack|kqdrv)$' all want
+	run -0 env LAB_JOBS=2 LAB_GROUPS="$groups" LAB_SUITES_AGAIN="$again" "$TOP/tests/lab/check-all" --list
+	assert_equal "${lines[0]}" "run 1: stable ^(00-lab|quota|run)\$"
+	assert_equal "${lines[1]}" "run 2: stable ^(00-lab|kq|kqdrv)\$"
+	assert_equal "${lines[2]}" "run 3: backports ^(00-lab|kq|kqdrv)\$"
+	# "kq" names kq alone: kqattack goes with the suites no group names, on both kernels
+	assert_equal "${lines[4]}" "run 5: backports ^(00-lab|kqattack|monitor|top)\$"
+	assert_equal "${lines[5]}" "run 6: stable nolsm"
+	assert_equal "${#lines[@]}" 6
+	# the first kernel's runs hold every suite, each once (00-lab, the lab's own checks, in each)
+	all=$(printf '%s\n' "${lines[@]}" | sed -n 's/^run [0-9]*: stable ^(\(.*\))\$$/\1/p' | tr '|' '\n' |
+		grep -vx 00-lab | sort | tr '\n' ' ')
+	want=$(ls "$TOP"/tests/lab/*.bats | xargs -n1 basename | sed 's/\.bats$//' | grep -vx 00-lab | sort | tr '\n' ' ')
+	assert_equal "$all" "$want"
 	# one lane: every suite in one run, the second kernel's in one, as before
-	run -0 env LAB_JOBS=1 LAB_SUITES_HALF="$half" LAB_SUITES_AGAIN="$again" "$TOP/tests/lab/check-all" --list
-	assert_equal "${lines[0]}" "lane 1: stable all"
-	assert_equal "${lines[1]}" "lane 1: backports $again"
+	run -0 env LAB_JOBS=1 LAB_GROUPS="$groups" LAB_SUITES_AGAIN="$again" "$TOP/tests/lab/check-all" --list
+	assert_equal "${lines[0]}" "run 1: stable all"
+	assert_equal "${lines[1]}" "run 2: backports $again"
 	# F=REGEX: that, on every kernel
 	run -0 env LAB_JOBS=2 LAB_SUITES=top "$TOP/tests/lab/check-all" --list
-	assert_equal "${lines[*]}" "lane 1: stable top lane 2: backports top"
+	assert_equal "${lines[*]}" "run 1: stable top run 2: backports top"
 	run -2 env LAB_JOBS=x "$TOP/tests/lab/check-all" --list
 }
