@@ -25,14 +25,27 @@
 
 /* ---- gc lock, freeze, recount ------------------------------------------------------------------- */
 
+/*
+ * This process's start time, read from /proc once per process (a fork's child reads its own): gc_lock()
+ * asks for it at every try, and a read of /proc under the lab's TCG costs what hundreds of tries cost.
+ */
+static pid_t owner_pid;
+static uint64_t owner_start;
+
 uint64_t self_owner(uint64_t *start)
 {
+	pid_t pid = getpid();
 	uint64_t st = 0;
 
-	ledger_pid_start_time(getpid(), &st);
+	if (__atomic_load_n(&owner_pid, __ATOMIC_ACQUIRE) == pid) {
+		st = __atomic_load_n(&owner_start, __ATOMIC_RELAXED);
+	} else if (!ledger_pid_start_time(pid, &st)) {
+		__atomic_store_n(&owner_start, st, __ATOMIC_RELAXED);
+		__atomic_store_n(&owner_pid, pid, __ATOMIC_RELEASE);
+	}
 	if (start)
 		*start = st;
-	return pack_owner(getpid(), st);
+	return pack_owner(pid, st);
 }
 
 /* Take the gc lock; steal it from a dead holder. Waits up to wait_ms; -EBUSY otherwise. */

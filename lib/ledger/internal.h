@@ -24,8 +24,8 @@
  * 4: refusals counted per scope (global, cgroup entry, job, process slot), exactly, not only in the ring.
  * 5: slots hold grants (what the scope totals carry for them, their usage plus an allowance); 1 KiB slots.
  * 6: per kind, a time until which no allowance is taken (tight_until: a shared scope refused a creation).
- * 7: per kind, when the last look for room after a refusal began (look_ns): one look serves every process
- *    refused before it.
+ * 7: per kind, when the last look for room after a refusal that has ended began (look_ns): one look serves
+ *    every process refused before it.
  */
 #define LEDGER_VERSION 7
 #define POLICY_MAGIC "RDMAPOL1"
@@ -156,8 +156,9 @@ struct usage {
 	uint64_t tight_until[LEDGER_NKINDS];
 	uint64_t gc_begun_ns; /* CLOCK_MONOTONIC ns when the last gc pass began (under the gc lock) */
 	/*
-	 * Per kind, CLOCK_MONOTONIC ns when the last look for room after a shared scope's refusal began (under
-	 * the gc lock: dead holders, then every live allowance given back; reserve.c, refusal_gc()).
+	 * Per kind, CLOCK_MONOTONIC ns when the last look for room after a shared scope's refusal that has ended
+	 * began (under the gc lock: dead holders, then every live allowance given back; written when it ends,
+	 * and the processes waiting on its low 32 bits, a futex, woken; reserve.c, refusal_gc()).
 	 */
 	uint64_t look_ns[LEDGER_NKINDS];
 	/*

@@ -17,7 +17,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -556,21 +558,29 @@ static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns);
 #ifndef TIGHT_NS
 #define TIGHT_NS 5000000000ull
 #endif
-/* How long a refusal by a shared scope may look for room that grants, not usage, fill (refusal_gc()). */
+/*
+ * How long a refusal by a shared scope may look for room that grants, not usage, fill (refusal_gc()), once
+ * two looks served it; and at most, whatever happened (reserve_refused()).
+ */
 #define REFUSAL_WAIT_NS 30000000000ull
+#define REFUSAL_MAX_NS 120000000000ull
 
 /*
  * The allowance a raise of kind k through plan p takes now (and a trim leaves): a quarter of the room left
- * under the tightest limit, at most grant_batch(k); none while the kind is tight (tight_until).
+ * under the tightest limit shared by the processes the ledger has held (slots_used(): its high-water mark,
+ * one load), at most grant_batch(k); none while the kind is tight (tight_until). Shared, so that processes
+ * starting together hold a quarter of the room at most between them: with a quarter each, the first 36 of
+ * 1100 ranks took all but 1/(4/3)^36 of a 1 GiB budget, and every other rank's creation waited for the
+ * give-back of refusal_gc(), which a busy machine could not finish in time (issue 28).
  */
 static COLD_FN uint64_t grant_allowance(const struct ledger *l, const struct plan_ent *p, unsigned int ns,
 					enum ledger_kind k)
 {
-	uint64_t more;
+	uint64_t more, procs = slots_used(l);
 
 	if (clock_mono_ns() < ALOAD(&l->use->tight_until[k]))
 		return 0;
-	more = plan_room(p, ns) / 4;
+	more = plan_room(p, ns) / (4 * (procs ? procs : 1));
 	return more > grant_batch(k) ? grant_batch(k) : more;
 }
 
@@ -923,45 +933,79 @@ static COLD_FN bool holders_gone(const struct ledger *l, enum ledger_kind k)
 	return false;
 }
 
+/* The low 32 bits of look_ns[k]: they change with every look, a futex to wait on. */
+static inline uint32_t *look_word(struct usage *u, enum ledger_kind k)
+{
+	return (uint32_t *)&u->look_ns[k] + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+}
+
+/*
+ * Wait until look_ns[k] moves from what it was (seen: its low word) or ms milliseconds pass. A futex on the
+ * shared mapping: hundreds of refused processes sleep in the kernel instead of waking each other and the
+ * look they wait for (with naps of a few milliseconds each, 331 processes kept the lab's guest so busy
+ * that a look under the gc lock took seconds and a refusal's 30 s passed in two tries).
+ */
+static COLD_FN void look_wait(struct usage *u, enum ledger_kind k, uint32_t seen, unsigned int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	syscall(SYS_futex, look_word(u, k), FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+/* The end of a look begun at start: look_ns[k] says so, and every process waiting for it wakes. */
+static COLD_FN void look_done(struct usage *u, enum ledger_kind k, uint64_t start)
+{
+	uint64_t cur = ALOAD(&u->look_ns[k]);
+
+	/* never back: a look stolen from a holder that seemed dead may end after a later one */
+	while (cur < start && !ACAS(&u->look_ns[k], &cur, start))
+		;
+	syscall(SYS_futex, look_word(u, k), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 /*
  * Before the retry of a refusal of kind k first made at time first, whose try began at since (the kind tight
- * from then on), a look for room under the gc lock: dead holders given back by a gc pass begun after first
- * when one is gone (one pass serves every process refused before it began), and every live allowance of k
- * given back (revoke_allowances(): no freeze, so processes refused by the thousand and the others creating
- * meanwhile never wait for each other's operations). A look begun after since serves this try as well (no
- * allowance of k was taken after since): with hundreds of processes refused at once, one look serves them
- * all, where each scanning every slot in turn took longer than a refusal may wait (1100 under the lab's
- * TCG). The lock is waited for with naps (their wake-ups must leave its holder the processor), at most 5 s
- * (a gc stuck in a live process); the caller looks again.
+ * from then on), a look for room that began after since and has ended: true when there was one, false after
+ * 5 s without (a gc stuck in a live process; the caller looks again). The look, under the gc lock: dead
+ * holders given back by a gc pass begun after first when one is gone (one pass serves every process refused
+ * before it began), and every live allowance of k given back (revoke_allowances(): no freeze, so processes
+ * refused by the thousand and the others creating meanwhile never wait for each other's operations). One
+ * look serves every process whose try began before it: the others sleep on look_ns (look_wait()) while the
+ * lock is held, and only try it when it is free or has had the same holder for a second (then gc_lock()
+ * looks whether that holder is alive), so that the waiting costs neither the holder's processor nor a read
+ * of /proc each.
  */
-static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t first, uint64_t since)
+static COLD_FN bool refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t first, uint64_t since)
 {
-	uint64_t deadline = clock_mono_ns() + 5000000000ull;
-	unsigned int nap = 200;
+	struct usage *u = l->use;
+	uint64_t deadline = clock_mono_ns() + 5000000000ull, held = 0, held_since = 0, now;
 
-	do {
-		if (ALOAD(&l->use->look_ns[k]) > since)
-			return; /* another process looked after this try began */
-		if (!gc_lock(l, 0)) {
-			uint64_t now = clock_mono_ns();
+	for (;;) {
+		uint64_t look = ALOAD(&u->look_ns[k]), owner;
 
-			if (ALOAD(&l->use->look_ns[k]) > since) {
-				gc_unlock(l);
-				return;
-			}
+		if (look > since)
+			return true; /* a look begun after this try began has ended */
+		owner = ALOAD(&u->gc_owner);
+		now = clock_mono_ns();
+		if (owner != held) {
+			held = owner;
+			held_since = now;
+		}
+		if ((!owner || now - held_since > 1000000000ull) && !gc_lock(l, 0)) {
+			now = clock_mono_ns();
 			/* tight again now: the wait for the lock can outlast a tight period that others let lapse */
 			tighten(l, k, now);
-			ASTORE(&l->use->look_ns[k], now);
-			if (ALOAD(&l->use->gc_begun_ns) <= first && holders_gone(l, k))
+			if (ALOAD(&u->gc_begun_ns) <= first && holders_gone(l, k))
 				gc_dead(l, false);
 			revoke_allowances(l, k);
+			look_done(u, k, now);
 			gc_unlock(l);
-			return;
+			return true;
 		}
-		usleep(nap);
-		if (nap < 16000)
-			nap *= 2;
-	} while (clock_mono_ns() < deadline);
+		if (now >= deadline)
+			return false;
+		look_wait(u, k, (uint32_t)look, 50);
+	}
 }
 
 /*
@@ -970,7 +1014,7 @@ static COLD_FN void refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t fi
  * also carries the allowances of live processes and what dead ones held: the kind goes tight (no new
  * allowances, tight_until), and under the gc lock dead holders are given back (when one is gone) and every
  * live allowance of the kind is cut (refusal_gc()); then the creation is tried again, until the scope's
- * usage leaves no room for it (denial_full()) or REFUSAL_WAIT_NS pass.
+ * usage leaves no room for it (denial_full()) or it has taken too long (REFUSAL_WAIT_NS, REFUSAL_MAX_NS).
  */
 static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 				   const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
@@ -981,13 +1025,17 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 	if (d->kind == LEDGER_WR || (unsigned int)d->kind >= LEDGER_NKINDS)
 		goto out;
 	if (d->scope.type != LEDGER_SCOPE_PROCESS) {
-		uint64_t first = clock_mono_ns(), deadline = first + REFUSAL_WAIT_NS;
-		unsigned int nap = 500;
+		uint64_t first = clock_mono_ns(), now;
+		unsigned int nap = 500, served = 0;
 
 		/*
 		 * Until what is in use fills the refusing scope (creations of others still in flight fill it, or
 		 * finish), another shared scope refuses another kind (an MR's count, then its bytes: that kind's
-		 * turn), or it has taken too long (a ledger frozen by a stuck gc): that refusal stands.
+		 * turn), or it has taken too long: REFUSAL_WAIT_NS once two looks served it (what is left is held by
+		 * operations in flight: a process stopped in one), REFUSAL_MAX_NS whatever happened (no look could
+		 * be made: a gc lock held by a live process that does not go on). Then that refusal stands. Time
+		 * alone is not enough: on a machine as busy as the lab's guest with 1100 processes, 30 s passed
+		 * before a second try.
 		 */
 		for (;;) {
 			enum ledger_kind k = d->kind;
@@ -995,10 +1043,13 @@ static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum 
 
 			/* one gc pass since the first refusal is enough: the dead stay dead */
 			tighten(l, k, since);
-			refusal_gc(l, k, first, since);
+			served += refusal_gc(l, k, first, since);
 			err = try_reserve(l, s, kinds, amounts, n, d);
 			if (!err || d->scope.type == LEDGER_SCOPE_PROCESS || d->kind == LEDGER_WR ||
-			    (unsigned int)d->kind >= LEDGER_NKINDS || denial_full(l, d) || clock_mono_ns() > deadline)
+			    (unsigned int)d->kind >= LEDGER_NKINDS || denial_full(l, d))
+				break;
+			now = clock_mono_ns();
+			if ((now - first > REFUSAL_WAIT_NS && served >= 2) || now - first > REFUSAL_MAX_NS)
 				break;
 			usleep(nap);
 			if (nap < 16000)
