@@ -338,7 +338,7 @@ charges() {
 
 @test "a context closed with objects in it: the ledger holds what the kernel holds after the close and after exit; close and reopen cannot pass the limit" {
 	local out=$BATS_TEST_TMPDIR/out pid
-	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=4 timeout 300 "$DLV" -q 3 -r 2 -K -R -H 30 >"$out" 2>&1 3>&- &
+	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=4 timeout 300 "$DLV" -q 3 -r 2 -K -R -H 60 >"$out" 2>&1 3>&- &
 	wait_for 60 grep -q "closed with everything" "$out" || { cat "$out"; false; }
 	pid=$(pgrep -n -f "^$DLV -q 3")
 	[ -n "$pid" ]
