@@ -109,6 +109,7 @@ help:
 	@echo "Variables: V=1 (show commands)  SANITIZE=1 (ASan+UBSan)  OUT=$(OUT)  PREFIX=$(PREFIX)"
 	@echo "           LAB_KERNELS=\"$(LAB_KERNELS)\" (kernels check-lab boots: stable, backports)"
 	@echo "           LAB_JOBS=$(LAB_JOBS) (lab runs check-lab makes at once: tests/lab/check-all --list shows them)"
+	@echo "           LAB_GROUPS=\"$(LAB_GROUPS)\" (one lab run per group of suites and kernel)  CHECK_JOBS=$(CHECK_JOBS)"
 	@echo "Tests by name: tests/README.md, e.g. make check-bats S=quota F='fresh host'"
 
 deps:
