@@ -1,12 +1,13 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# 1100 ranks released together under a job budget (issue 28), against real rxe objects. Not in make check:
-# with the shared look (4921b29) it passed 2 of 3 runs in the lab (6.1) and failed in a make check with two
-# lanes, as the run before that fix did: round 1 exact (1090 made, 10 refused), then round 2's MRs of 331
-# ranks refused with 352 KiB of a 1 GiB mr_bytes budget in use (35 made): usage was never full, so those
-# refusals stood only when their 30 s of retries ran out. Run it by hand:
+# 1100 ranks released together under a job budget (issue 28), against real rxe objects. Not in make check
+# yet: it takes 460-770 s of a lane, and CI must stay under 45 minutes. Before cba5221 it failed every run
+# with norandmaps (4 of 4: round 2's MRs refused with 340-730 KiB of a 1 GiB mr_bytes budget in use): the
+# first 36 ranks' allowances (a quarter of the room each) held the budget, and the 331 refused processes,
+# napping and reading /proc to get the gc lock, kept the guest so busy that the look giving the room back
+# took seconds and their 30 s passed in two tries. cba5221 (allowances share a quarter of the room among the
+# ledger's processes; the refused wait on a futex for a look that ended) passed it. Run it by hand:
 #   tests/lab/run --timeout 1500 -- tests/lab/check tests/lab/stress/budget1100.bats
-# What it shows, and what was tried, is in the closing note of the session that moved it here (issue 28).
 
 load ../../helper
 load ../budget
