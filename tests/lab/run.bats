@@ -338,10 +338,13 @@ charges() {
 
 @test "a context closed with objects in it: the ledger holds what the kernel holds after the close and after exit; close and reopen cannot pass the limit" {
 	local out=$BATS_TEST_TMPDIR/out pid
-	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=4 timeout 300 "$DLV" -q 3 -r 2 -K -R -H 60 >"$out" 2>&1 3>&- &
-	wait_for 60 grep -q "closed with everything" "$out" || { cat "$out"; false; }
+	# each hold lasts until the test's SIGUSR1 (240 s at most): the program moves on when the checks are done
+	LD_PRELOAD="$PRELOAD" RDMACTL_MAX_QP=4 timeout 900 "$DLV" -q 3 -r 2 -K -R -H 240 >"$out" 2>&1 3>&- &
+	wait_for 60 grep -q "^holding" "$out" || { cat "$out"; false; }
 	pid=$(pgrep -n -f "^$DLV -q 3")
 	[ -n "$pid" ]
+	kill -USR1 "$pid"
+	wait_for 60 grep -q "closed with everything" "$out" || { cat "$out"; false; }
 	# rxe keeps a closed context's objects while their queues stay mapped: so does the ledger
 	[ "$(kernel_count "$pid" qp)" = 3 ]
 	[ "$(kernel_count "$pid" ctx)" = 1 ]
@@ -354,7 +357,8 @@ charges() {
 	run ledger_use "$pid" qp
 	assert_output 3
 	# open again and create 3 more: the fourth QP is the last the limit allows
-	wait_for 120 grep -q "reopened holding" "$out" || { cat "$out"; false; }
+	kill -USR1 "$pid"
+	wait_for 60 grep -q "reopened holding" "$out" || { cat "$out"; false; }
 	run cat "$out"
 	assert_line "reopened qp created=1 refused=2 errno=ENOMEM"
 	[ "$(kernel_count "$pid" qp)" = 4 ]
@@ -362,7 +366,8 @@ charges() {
 	run ledger_use "$pid" ctx
 	assert_output 2
 	# at exit the kernel destroys them all, and the ledger gives them back
-	wait_for 120 bash -c "! kill -0 $pid 2>/dev/null"
+	kill -USR1 "$pid"
+	wait_for 60 bash -c "! kill -0 $pid 2>/dev/null"
 	run cat "$out"
 	assert_line done
 	run "$LQ" pid "$pid"

@@ -10,9 +10,12 @@
  * created=N refused=M errno=E"), print "reopened holding" and hold -H seconds once more.
  * -F: fork once the objects exist; the child opens a context of its own, creates NQP QPs there and prints
  * "child holding", the parent "holding"; both hold -H seconds, then tear down what each created.
+ * A hold ends early at SIGUSR1 (one signal ends one hold): a test moves the program on when its checks are
+ * done, instead of racing a timer.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,20 @@ static void report(const char *kind, int created, int refused, int err)
 	fflush(stdout);
 }
 
+/* Hold up to SECONDS, or until a SIGUSR1 (blocked in main, so one sent before the wait is not lost). */
+static void hold_for(int seconds)
+{
+	struct timespec ts = { .tv_sec = seconds };
+	sigset_t set;
+
+	if (seconds <= 0)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	while (sigtimedwait(&set, NULL, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* The forked child: objects of its own on a context of its own; the parent's are not its to touch. */
 static int child_run(struct ibv_device **list, const char *dev_name, int n_qp, int hold)
 {
@@ -71,7 +88,7 @@ static int child_run(struct ibv_device **list, const char *dev_name, int n_qp, i
 	}
 	printf("child pid=%d qp created=%d\nchild holding\n", (int)getpid(), nq);
 	fflush(stdout);
-	sleep(hold);
+	hold_for(hold);
 	for (i = 0; i < nq; i++)
 		f.destroy_qp(qps[i]);
 	f.destroy_cq(cq);
@@ -93,6 +110,7 @@ int main(int argc, char **argv)
 	struct ibv_mr *mrs[256];
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	sigset_t usr1;
 	void *h, *buf;
 
 	while ((opt = getopt(argc, argv, "d:q:r:S:H:l:KRF")) != -1) {
@@ -109,6 +127,9 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	if (n_qp > 256 || n_mr > 256)
 		return 2;
 	h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -224,15 +245,14 @@ int main(int argc, char **argv)
 	if (hold) {
 		printf("holding\n");
 		fflush(stdout);
-		sleep(hold);
+		hold_for(hold);
 	}
 	if (keep) {
 		/* what the context holds stays in the kernel while its queues stay mapped: until exit */
 		f.close_device(ctx);
 		printf("closed with everything\n");
 		fflush(stdout);
-		if (hold)
-			sleep(hold);
+		hold_for(hold);
 		if (reopen) {
 			ctx = NULL;
 			for (i = 0; list && list[i]; i++)
@@ -258,8 +278,7 @@ int main(int argc, char **argv)
 			report("qp", nq, refused, err);
 			printf("reopened holding\n");
 			fflush(stdout);
-			if (hold)
-				sleep(hold);
+			hold_for(hold);
 		}
 		free(buf);
 		printf("done\n");
