@@ -92,6 +92,7 @@ help:
 	@echo "  all (default)  build $(OUT)/rdmactl and $(OUT)/librdmactl-preload.so"
 	@echo "  deps           install the Debian packages the build, the tests and the lab need (root)"
 	@echo "  check          deps + build + host tests (unit, CLI, fuzz) + lab tests inside the soft-RoCE lab"
+	@echo "                 (the host tests in the last of the LAB_JOBS lanes, before its lab runs)"
 	@echo "  check-host     host tests only: check-unit, check-fuzz, check-bats"
 	@echo "  check-unit     C unit tests of lib/ (tests/unit); T=SUITE[:CASE] runs one: T=ledger, T=ledger:basic"
 	@echo "  check-bats     host CLI suites (tests/*.bats); S=SUITE... picks files (S=quota), F=REGEX test names"
@@ -292,11 +293,14 @@ $(OUT)/bench/wrap: bench/wrap.c | $(OUT)/bench
 bench: $(BENCH_BIN) $(OUT)/bench/stub/libibverbs.so.1 all
 
 # --- tests ------------------------------------------------------------------------------------------
-# The builds in parallel, one job per core (CHECK_JOBS); the tests that follow in order.
+# The builds in parallel, one job per core (CHECK_JOBS). Then the lab's lanes, the last of which first runs
+# the host's tests (unit, fuzz one harness at a time, bats: LAB_BESIDE of tests/lab/check-all): they use one
+# core, and the lab takes the other meanwhile instead of waiting for them. Every part runs whatever failed.
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(CHECK_JOBS) all $(UNIT_BIN) $(FUZZ_BIN)
-	$(Q)$(MAKE) --no-print-directory check-host check-lab
+	$(Q)LAB_BESIDE="$(MAKE) --no-print-directory -k check-unit check-fuzz check-bats FUZZ_JOBS=1" \
+		$(MAKE) --no-print-directory check-lab
 
 # T=SUITE[:CASE]: only tests/unit/test_SUITE.c (% is a wildcard), and in it only the RUN() tests whose name
 # matches CASE (a glob; unit.h reads it from UNIT_TEST).
@@ -337,7 +341,7 @@ LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack|kqdrv)$$
 # one, each kernel's suites go in one run per group of LAB_GROUPS (regexes of suite names; the suites no group
 # names make one more run), and each lane takes the next run when its own ends: the longest groups first.
 LAB_JOBS ?= 2
-LAB_GROUPS ?= run|quota|oci kq|kqdrv monitor|pingpong kqattack|budget
+LAB_GROUPS ?= run|quota|oci kq|kqdrv|hw monitor|pingpong kqattack|budget
 
 # F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
 # every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Kernel quotas: the drivers' own uverbs methods (bpf/kqdrv.h has the table). Included by bpf/kq.bpf.c after
- * its helpers (check, charge, emit, candidates); not a program of its own.
+ * its helpers (check, charge, emit, scope_at); not a program of its own.
  *
  *   kq_drv_ioctl   the check in lsm.s/file_ioctl: a method that creates no counted kind passes; an mlx5 DEVX
  *                  create is checked as the kind its PRM opcode makes, a DEVX UMEM as its length of mr_bytes;
@@ -88,23 +88,22 @@ static __always_inline int kq_drv_attr(unsigned long arg, __u16 num_attrs, __u16
 /* The first limited scope of the task (type 0: none): whom an unknown method is refused for. */
 static __always_inline void kq_drv_limited_scope(__u32 types, struct kq_scope *out)
 {
-	struct cand c = {};
+	struct kq_scope sc;
 	int i, k;
 
-	candidates(&c, types);
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 
-		if (i >= c.n)
+		if (!scope_at(types, i, &sc))
 			break;
-		if (!c.sc[i].type)
+		if (!sc.type)
 			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &c.sc[i]);
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim)
 			continue;
 		for (k = 0; k < KQ_NK; k++)
 			if (lim->max[k] != KQ_UNLIMITED) {
-				*out = c.sc[i];
+				*out = sc;
 				return;
 			}
 	}
@@ -219,7 +218,7 @@ static __always_inline void kq_drv_begin(__u32 object, __u64 key)
 	}
 	if (over)
 		bpf_send_signal(SIGKILL); /* a race with another creation of the same scope past the limit */
-	record(key, &o);
+	record(&key, &o);
 }
 
 /*
@@ -309,7 +308,7 @@ static __always_inline void kq_drv_commit(void *uobjp, __u32 id)
 	}
 	if (over)
 		bpf_send_signal(SIGKILL); /* a request rewritten after the check, past a limit */
-	record(key, &n);
+	record(&key, &n);
 }
 
 #endif
