@@ -151,14 +151,14 @@ struct usage {
 	/*
 	 * Per kind, CLOCK_MONOTONIC ns until which grants are raised by what is missing only, and releases keep
 	 * nothing above usage (no allowances): set by a refusal of a shared scope, which then takes every
-	 * allowance back (lib/ledger/reserve.c, reserve_refused()). Cold: read by raises and trims only.
+	 * allowance back (lib/ledger/refusal.c, refusal_settle()). Cold: read by raises and trims only.
 	 */
 	uint64_t tight_until[LEDGER_NKINDS];
 	uint64_t gc_begun_ns; /* CLOCK_MONOTONIC ns when the last gc pass began (under the gc lock) */
 	/*
 	 * Per kind, CLOCK_MONOTONIC ns when the last look for room after a shared scope's refusal that has ended
 	 * began (under the gc lock: dead holders, then every live allowance given back; written when it ends,
-	 * and the processes waiting on its low 32 bits, a futex, woken; reserve.c, refusal_gc()).
+	 * and the processes waiting on its low 32 bits, a futex, woken; refusal.c, refusal_gc()).
 	 */
 	uint64_t look_ns[LEDGER_NKINDS];
 	/*
@@ -288,6 +288,63 @@ static inline unsigned int slots_used(const struct ledger *l)
  * force_recount (or when one is needed). What a refusal by a shared scope runs when a holder is gone.
  */
 int gc_dead(struct ledger *l, bool force_recount);
+
+/* Add n to *p unless that passes lim. On refusal *cur is the value seen. */
+static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
+{
+	uint64_t c = ALOADR(p);
+
+	do {
+		if (c + n < c || c + n > lim) {
+			*cur = c;
+			return false;
+		}
+	} while (!__atomic_compare_exchange_n(p, &c, c + n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	return true;
+}
+
+/* The cgroup scopes of this process, read once per operation (after op_enter(): current). */
+struct view {
+	int ncg;
+	int cg[MAX_CG_PER_PROC];
+};
+
+static inline void view_load(const struct ledger *l, struct view *v)
+{
+	int i;
+
+	v->ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
+	if ((unsigned int)v->ncg > MAX_CG_PER_PROC)
+		v->ncg = 0;
+	for (i = 0; i < v->ncg; i++) {
+		v->cg[i] = __atomic_load_n(&l->view_cg[i], __ATOMIC_RELAXED);
+		if ((unsigned int)v->cg[i] >= LEDGER_MAX_CGROUPS)
+			v->cg[i] = 0;
+	}
+}
+
+/* view.c: reserve and release through the view, in an operation (op_enter()), while there is no plan. */
+COLD_FN int view_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+			 unsigned int n, struct ledger_denial *d);
+COLD_FN int view_release(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+			 unsigned int n);
+
+/* refusal.c: a refusal's record, and the look for room before a shared scope's refusal stands. */
+COLD_FN void refusal_fill(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+			  enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit);
+COLD_FN void refusal_record(struct ledger *l, const struct ledger_denial *d);
+/* refusal_fill(), and -EDQUOT: the refusal by a scope, as the reserving paths return it. */
+COLD_FN int refusal_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+			 enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit);
+/* After try_reserve() refused: its result once room was looked for (0 or -EDQUOT), the refusal recorded. */
+COLD_FN int refusal_settle(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+			   unsigned int n, struct ledger_denial *d);
+/* reserve.c, for refusal.c: the reservation tried again; a grant lowered to usage plus more (what it cut). */
+COLD_FN int reserve_try(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+			unsigned int n, struct ledger_denial *d);
+COLD_FN uint64_t reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t more);
+/* The release threshold of kind k: a release that leaves the grant above it trims (slack: what may stay). */
+COLD_FN void reserve_set_trim(struct slot *s, enum ledger_kind k, uint64_t slack);
 int find_job(const struct usage *u, const char *name);
 void take_over_stale(struct ledger *l, uint64_t owner);
 

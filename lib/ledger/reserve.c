@@ -2,32 +2,22 @@
 /* The ledger's hot path: reserve and release against every scope, lock-free, no system call. */
 #include "ledger/obj.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <linux/futex.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
 
 /* ---- hot path ----------------------------------------------------------------------------------- */
-
-static COLD_FN void set_trim(struct slot *s, enum ledger_kind k, uint64_t slack);
 
 /* Add a scope to a plan: always the slot (lim: its pid limit), the others only where they limit something. */
 static void plan_add(struct plan_ent *p, unsigned int *n, bool always, uint64_t *ctr, uint64_t lim,
@@ -175,20 +165,6 @@ static COLD_FN void stuck_repair(struct ledger *l)
 	}
 }
 
-/* Add n to *p unless that passes lim. On refusal *cur is the value seen. */
-static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
-{
-	uint64_t c = ALOADR(p);
-
-	do {
-		if (c + n < c || c + n > lim) {
-			*cur = c;
-			return false;
-		}
-	} while (!__atomic_compare_exchange_n(p, &c, c + n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	return true;
-}
-
 /* op_enter() when something is not as usual: a freeze, a stuck freeze that ended, limits that changed. */
 static COLD_FN void op_enter_slow(struct ledger *l, struct slot *s)
 {
@@ -265,262 +241,11 @@ static inline void op_leave(struct slot *s)
 	__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
 }
 
-static COLD_FN void fill_denial(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
-			enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
-{
-	memset(d, 0, sizeof(*d));
-	d->kind = kind;
-	d->pid = l->pid;
-	copy_str(d->job, l->jobname, sizeof(d->job));
-	d->amount = amount;
-	d->usage = usage;
-	d->limit = limit;
-	d->scope.type = type;
-	switch (type) {
-	case LEDGER_SCOPE_PROCESS:
-		d->scope.pid = l->pid;
-		d->scope.start_time = l->start;
-		break;
-	case LEDGER_SCOPE_JOB:
-		copy_str(d->scope.name, l->jobname, sizeof(l->jobname));
-		break;
-	case LEDGER_SCOPE_CGROUP:
-		copy_str(d->scope.name, l->pol->cg[idx].path, sizeof(d->scope.name));
-		break;
-	case LEDGER_SCOPE_GLOBAL:
-		break;
-	}
-}
-
-/* The refusing scope's own count: the global one, the cgroup entry of that path, this job, this slot. */
-static COLD_FN void count_scope_denial(struct ledger *l, const struct ledger_denial *d)
-{
-	struct usage *u = l->use;
-	int i;
-
-	switch (d->scope.type) {
-	case LEDGER_SCOPE_GLOBAL:
-		AADD(&u->global_refused[d->kind], 1);
-		break;
-	case LEDGER_SCOPE_CGROUP:
-		for (i = 0; i < LEDGER_MAX_CGROUPS; i++)
-			if (ALOAD(&l->pol->cg[i].state) == ENT_LIVE &&
-			    !strncmp(l->pol->cg[i].path, d->scope.name, LEDGER_CGROUP_MAX)) {
-				AADD(&u->cg_refused[i][d->kind], 1);
-				break;
-			}
-		break;
-	case LEDGER_SCOPE_JOB:
-		if (l->job >= 0 && l->job < LEDGER_MAX_JOBS)
-			AADD(&u->jobs[l->job].refused[d->kind], 1);
-		break;
-	case LEDGER_SCOPE_PROCESS:
-		if (l->slot >= 0 && l->slot < (int)l->nprocs)
-			AADD(&u->slots[l->slot].refused[d->kind], 1);
-		break;
-	}
-}
-
-static COLD_FN void record_denial(struct ledger *l, const struct ledger_denial *d)
-{
-	struct usage *u = l->use;
-	struct ring_ent *e;
-	uint64_t seq;
-
-	AADD(&u->denial_total, 1);
-	if ((unsigned int)d->kind < LEDGER_NKINDS) {
-		AADD(&u->denial_kind[d->kind], 1);
-		count_scope_denial(l, d);
-	}
-	seq = AADD(&u->denial_seq, 1) + 1;
-	e = &u->ring[seq % LEDGER_DENIAL_RING];
-	__atomic_store_n(&e->seq, 0, __ATOMIC_SEQ_CST);
-	e->ev.seq = seq;
-	e->ev.time_ns = clock_rt_ns();
-	e->ev.d = *d;
-	__atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
-}
-
-/* The cgroup scopes of this process, read once per operation (after op_enter(): current). */
-struct view {
-	int ncg;
-	int cg[MAX_CG_PER_PROC];
-};
-
-static inline void view_load(const struct ledger *l, struct view *v)
-{
-	int i;
-
-	v->ncg = __atomic_load_n(&l->view_ncg, __ATOMIC_RELAXED);
-	if ((unsigned int)v->ncg > MAX_CG_PER_PROC)
-		v->ncg = 0;
-	for (i = 0; i < v->ncg; i++) {
-		v->cg[i] = __atomic_load_n(&l->view_cg[i], __ATOMIC_RELAXED);
-		if ((unsigned int)v->cg[i] >= LEDGER_MAX_CGROUPS)
-			v->cg[i] = 0;
-	}
-}
-
-static COLD_FN int deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
-			enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
-{
-	fill_denial(l, d, kind, amount, type, idx, usage, limit);
-	return -EDQUOT;
-}
-
-/* LEDGER_WR: the requested depth against every scope's cap (checked, never charged). */
-static inline ALWAYS_INLINE int check_wr(struct ledger *l, const struct view *v, uint64_t n, struct ledger_denial *d)
-{
-	const struct policy *pol = l->pol;
-	uint64_t lim;
-	int i;
-
-	lim = ALOADR(&l->view_pid[LEDGER_WR]);
-	if (n > lim)
-		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_PROCESS, 0, 0, lim);
-	if (l->job >= 0) {
-		lim = ALOADR(&l->use->jobs[l->job].limit[LEDGER_WR]);
-		if (n > lim)
-			return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_JOB, l->job, 0, lim);
-	}
-	for (i = 0; i < v->ncg; i++) {
-		lim = ALOADR(&pol->cg[v->cg[i]].limit[LEDGER_WR]);
-		if (n > lim)
-			return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_CGROUP, v->cg[i], 0, lim);
-	}
-	lim = ALOADR(&l->view_global[LEDGER_WR]);
-	if (n > lim)
-		return deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_GLOBAL, 0, 0, lim);
-	return 0;
-}
-
-/*
- * n more of kind k in use, its grant raised by n on the process and on every scope (no allowance: the
- * view's way is the rare one), or nothing: -EDQUOT with *d filled.
- */
-static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, const struct view *v,
-					     enum ledger_kind k, uint64_t n, struct ledger_denial *d)
-{
-	struct usage *u = l->use;
-	const struct policy *pol = l->pol;
-	uint64_t lim, cur;
-	int i = 0, j = l->job, err;
-
-	/* the pid limit first for the refusal's name, its grant last: no create uses it before the totals */
-	lim = ALOADR(&l->view_pid[k]);
-	cur = ALOAD(&s->grant[k]);
-	if (cur > lim || n > lim - cur)
-		return deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
-	if (j >= 0) {
-		lim = ALOADR(&u->jobs[j].limit[k]);
-		if (!cas_add(&u->jobs[j].total[k], n, lim, &cur))
-			return deny(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
-	}
-	for (i = 0; i < v->ncg; i++) {
-		lim = ALOADR(&pol->cg[v->cg[i]].limit[k]);
-		if (!cas_add(&u->cg_total[v->cg[i]][k], n, lim, &cur)) {
-			err = deny(l, d, k, n, LEDGER_SCOPE_CGROUP, v->cg[i], cur, lim);
-			goto undo_cg;
-		}
-	}
-	lim = ALOADR(&l->view_global[k]);
-	if (!cas_add(&u->global_total[k], n, lim, &cur)) {
-		err = deny(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
-		goto undo_cg;
-	}
-	lim = ALOADR(&l->view_pid[k]);
-	if (!cas_add(&s->grant[k], n, lim, &cur)) {
-		err = deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
-		sub_clamp(&u->global_total[k], n);
-		goto undo_cg;
-	}
-	AADD(&s->usage[k], n);
-	set_trim(s, k, 0); /* no allowance the view's way: every release gives back */
-	return 0;
-
-undo_cg:
-	while (i--)
-		sub_clamp(&u->cg_total[v->cg[i]][k], n);
-	if (j >= 0)
-		sub_clamp(&u->jobs[j].total[k], n);
-	return err;
-}
-
-/*
- * n of kind k out of use, and its grant lowered by n on the process and every scope; -EINVAL if the process
- * holds less (nothing changed).
- */
-static inline ALWAYS_INLINE int release_kind(struct ledger *l, struct slot *s, const struct view *v,
-					     enum ledger_kind k, uint64_t n)
-{
-	struct usage *u = l->use;
-	uint64_t cur = ALOADR(&s->usage[k]);
-	int i;
-
-	do {
-		if (cur < n)
-			return -EINVAL;
-	} while (!__atomic_compare_exchange_n(&s->usage[k], &cur, cur - n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	if (ALOAD(&s->grant[k]) == GRANT_UNLIMITED)
-		return 0;
-	sub_clamp(&s->grant[k], n);
-	if (l->job >= 0)
-		sub_clamp(&u->jobs[l->job].total[k], n);
-	for (i = 0; i < v->ncg; i++)
-		sub_clamp(&u->cg_total[v->cg[i]][k], n);
-	sub_clamp(&u->global_total[k], n);
-	return 0;
-}
-
-/* release_kind() out of line, for the refusal path of a reserve. */
-static COLD_FN void undo_kind(struct ledger *l, struct slot *s, const struct view *v, enum ledger_kind k, uint64_t n)
-{
-	release_kind(l, s, v, k, n);
-}
-
-/* One attempt at every kind through the view (more cgroup scopes than a plan holds). */
-static COLD_FN int try_reserve_view(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
-				    const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
-{
-	struct view v;
-	unsigned int i;
-	int err = 0;
-
-	view_load(l, &v);
-	for (i = 0; i < n; i++) {
-		if (kinds[i] == LEDGER_WR)
-			err = check_wr(l, &v, amounts[i], d);
-		else
-			err = reserve_kind(l, s, &v, kinds[i], amounts[i], d);
-		if (err)
-			break;
-	}
-	/* kinds[i] was refused: give back the ones before it */
-	while (err && i--)
-		if (kinds[i] != LEDGER_WR)
-			undo_kind(l, s, &v, kinds[i], amounts[i]);
-	return err;
-}
-
-static COLD_FN int release_view(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
-				const uint64_t *amounts, unsigned int n)
-{
-	struct view v;
-	unsigned int i;
-	int err = 0;
-
-	view_load(l, &v);
-	for (i = 0; i < n; i++)
-		if (kinds[i] != LEDGER_WR && release_kind(l, s, &v, kinds[i], amounts[i]))
-			err = -EINVAL;
-	return err;
-}
-
 /* The refusal by scope e of a plan. */
 static COLD_FN int plan_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind k, uint64_t n,
 			     const struct plan_ent *e, uint64_t cur)
 {
-	return deny(l, d, k, n, (enum ledger_scope_type)e->type, e->idx, cur, e->lim);
+	return refusal_deny(l, d, k, n, (enum ledger_scope_type)e->type, e->idx, cur, e->lim);
 }
 
 /* Kind k's plan and its length (in range whatever the handle's memory says). */
@@ -550,20 +275,6 @@ static inline ALWAYS_INLINE uint64_t grant_batch(enum ledger_kind k)
 
 /* The room left under the tightest limit of a plan (p[0]: the slot's grant under its pid limit). */
 static COLD_FN uint64_t plan_room(const struct plan_ent *p, unsigned int ns);
-
-/*
- * How long allowances of a kind stay off after a shared scope refused one of its creations: the refusal
- * took every allowance back, and creations that come meanwhile must not take new ones before it retried.
- */
-#ifndef TIGHT_NS
-#define TIGHT_NS 5000000000ull
-#endif
-/*
- * How long a refusal by a shared scope may look for room that grants, not usage, fill (refusal_gc()), once
- * two looks served it; and at most, whatever happened (reserve_refused()).
- */
-#define REFUSAL_WAIT_NS 30000000000ull
-#define REFUSAL_MAX_NS 120000000000ull
 
 /*
  * The allowance a raise of kind k through plan p takes now (and a trim leaves): a quarter of the room left
@@ -637,7 +348,7 @@ undo:
 }
 
 /* A release trims the grant of kind k once usage is more than slack below it (struct slot, trim_below). */
-static COLD_FN void set_trim(struct slot *s, enum ledger_kind k, uint64_t slack)
+COLD_FN void reserve_set_trim(struct slot *s, enum ledger_kind k, uint64_t slack)
 {
 	uint64_t g = ALOAD(&s->grant[k]);
 
@@ -664,7 +375,7 @@ static COLD_FN bool grant_take(const struct ledger *l, struct slot *s, const str
 		if (ns == 1 && ALOADR(&p[0].lim) == LEDGER_UNLIMITED) {
 			/* nothing limits the kind: a grant that no total carries, until a limit's recount */
 			ASTORE(&s->grant[k], GRANT_UNLIMITED);
-			set_trim(s, k, 0);
+			reserve_set_trim(s, k, 0);
 			continue;
 		}
 		g = ALOAD(&s->grant[k]);
@@ -676,11 +387,11 @@ static COLD_FN bool grant_take(const struct ledger *l, struct slot *s, const str
 		want = u + n - g;
 		more = grant_allowance(l, p, ns, k);
 		if (more && want + more > want && grant_raise(p, ns, want + more, at, cur)) {
-			set_trim(s, k, 2 * more);
+			reserve_set_trim(s, k, 2 * more);
 			continue;
 		}
 		if (grant_raise(p, ns, want, at, cur)) {
-			set_trim(s, k, 0);
+			reserve_set_trim(s, k, 0);
 			continue;
 		}
 		if (*at == 0)
@@ -709,7 +420,7 @@ static COLD_FN void plan_release_scopes(const struct plan_ent *p, unsigned int n
  * grant went down, for the caller to take off the totals (0 also when another thread's operation moved the
  * grant meanwhile: the next release looks again).
  */
-static COLD_FN uint64_t grant_cut(struct slot *s, enum ledger_kind k, uint64_t more)
+COLD_FN uint64_t reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t more)
 {
 	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]), keep = u + more, seen;
 
@@ -724,7 +435,7 @@ static COLD_FN uint64_t grant_cut(struct slot *s, enum ledger_kind k, uint64_t m
 	} else {
 		keep = g;
 	}
-	set_trim(s, k, 2 * more);
+	reserve_set_trim(s, k, 2 * more);
 	return g - keep;
 }
 
@@ -736,7 +447,7 @@ static COLD_FN uint64_t grant_cut(struct slot *s, enum ledger_kind k, uint64_t m
 static COLD_FN void grant_trim(const struct ledger *l, struct slot *s, const struct plan_ent *p, unsigned int ns,
 			       enum ledger_kind k)
 {
-	uint64_t back = grant_cut(s, k, grant_allowance(l, p, ns, k));
+	uint64_t back = reserve_grant_cut(s, k, grant_allowance(l, p, ns, k));
 
 	if (back)
 		plan_release_scopes(p, ns, back);
@@ -791,7 +502,7 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 
 	op_enter(l, s);
 	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0)) {
-		err = try_reserve_view(l, s, kinds, amounts, n, d);
+		err = view_reserve(l, s, kinds, amounts, n, d);
 		op_leave(s);
 		return err;
 	}
@@ -812,6 +523,13 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 		plan_undo(l, s, kinds, amounts, i);
 	op_leave(s);
 	return err;
+}
+
+/* try_reserve() for the refusal path (refusal.c), which tries again once room was looked for. */
+COLD_FN int reserve_try(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+			unsigned int n, struct ledger_denial *d)
+{
+	return try_reserve(l, s, kinds, amounts, n, d);
 }
 
 _Static_assert(LEDGER_NKINDS <= 32, "kinds_valid() keeps a bit per kind");
@@ -837,240 +555,6 @@ static inline ALWAYS_INLINE bool kinds_valid(const enum ledger_kind *kinds, unsi
 	return true;
 }
 
-/*
- * What a refusing scope has in use of kind k (the read side's sum of its live slots' usage, as quota show
- * says it), in place of its total, which also carries grants: a refusal names usage, never grants.
- */
-static COLD_FN void denial_usage(struct ledger *l, struct ledger_denial *d)
-{
-	struct ledger_scope_stat st;
-
-	if (d->scope.type != LEDGER_SCOPE_PROCESS && (unsigned int)d->kind < LEDGER_NKINDS &&
-	    !ledger_get_scope(l, &d->scope, &st))
-		d->usage = st.usage[d->kind];
-}
-
-/* Does what is in use (denial_usage()) of the refusing scope leave no room for the request? */
-static COLD_FN bool denial_full_now(struct ledger *l, struct ledger_denial *d)
-{
-	denial_usage(l, d);
-	return d->usage > d->limit || d->amount > d->limit - d->usage;
-}
-
-/*
- * denial_full_now(), twice a millisecond apart: a create that finds its grant short adds to its usage and
- * takes the add back, so a sum read at that moment can show more than is in use; such moments pass.
- */
-static COLD_FN bool denial_full(struct ledger *l, struct ledger_denial *d)
-{
-	if (!denial_full_now(l, d))
-		return false;
-	usleep(1000);
-	return denial_full_now(l, d);
-}
-
-/* A refusal of kind k by a shared scope at time now: the kind is tight for TIGHT_NS (no new allowances). */
-static COLD_FN void tighten(struct ledger *l, enum ledger_kind k, uint64_t now)
-{
-	__atomic_store_n(&l->use->tight_until[k], now + TIGHT_NS, __ATOMIC_SEQ_CST);
-}
-
-/*
- * Every live process's allowance of kind k given back (gc lock held), without a freeze: its grant cut to its
- * usage by grant_cut() (a create of its owner that raced is kept), what was cut taken off the totals of its
- * scopes. The owner's own operations on the grant are compare-and-swaps, so each side takes off what it
- * cut. A raise in flight that took an allowance before the kind went tight adds it after: the refused
- * process looks again (reserve_refused()).
- */
-static COLD_FN void revoke_allowances(struct ledger *l, enum ledger_kind k)
-{
-	struct usage *u = l->use;
-	struct slot_scopes sc;
-	unsigned int i, n = slots_used(l);
-
-	for (i = 0; i < n; i++) {
-		struct slot *s = &u->slots[i];
-		uint64_t g, back;
-
-		/*
-		 * Not while its owner is in an operation: a grant just raised for a create whose usage is not
-		 * added yet looks like an allowance, and cutting it would send the create round again (without
-		 * end, with many refused processes cutting). What such an operation takes, the next look gets.
-		 */
-		if (ALOAD(&s->state) != ENT_LIVE || __atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST))
-			continue;
-		g = ALOAD(&s->grant[k]);
-		if (g == GRANT_UNLIMITED || g <= ALOAD(&s->usage[k]))
-			continue;
-		back = grant_cut(s, k, 0);
-		if (back) {
-			slot_scopes(l, s, &sc);
-			scopes_sub(u, &sc, k, back);
-		}
-	}
-}
-
-/*
- * Does a slot that holds kind k belong to a process that is gone? One kill(pid, 0) per slot, no /proc read:
- * what a refusal asks before it pays for a gc pass (a zombie not reaped yet still counts as alive here).
- */
-static COLD_FN bool holders_gone(const struct ledger *l, enum ledger_kind k)
-{
-	unsigned int i, n = slots_used(l);
-
-	for (i = 0; i < n; i++) {
-		const struct slot *s = &l->use->slots[i];
-		uint64_t g;
-
-		if (ALOAD(&s->state) != ENT_LIVE)
-			continue;
-		g = ALOADR(&s->grant[k]);
-		if (!ALOADR(&s->usage[k]) && (!g || g == GRANT_UNLIMITED))
-			continue;
-		if (s->pid > 0 && kill(s->pid, 0) && errno == ESRCH)
-			return true;
-	}
-	return false;
-}
-
-/* The low 32 bits of look_ns[k]: they change with every look, a futex to wait on. */
-static inline uint32_t *look_word(struct usage *u, enum ledger_kind k)
-{
-	return (uint32_t *)&u->look_ns[k] + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
-}
-
-/*
- * Wait until look_ns[k] moves from what it was (seen: its low word) or ms milliseconds pass. A futex on the
- * shared mapping: hundreds of refused processes sleep in the kernel instead of waking each other and the
- * look they wait for (with naps of a few milliseconds each, 331 processes kept the lab's guest so busy
- * that a look under the gc lock took seconds and a refusal's 30 s passed in two tries).
- */
-static COLD_FN void look_wait(struct usage *u, enum ledger_kind k, uint32_t seen, unsigned int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-	syscall(SYS_futex, look_word(u, k), FUTEX_WAIT, seen, &ts, NULL, 0);
-}
-
-/* The end of a look begun at start: look_ns[k] says so, and every process waiting for it wakes. */
-static COLD_FN void look_done(struct usage *u, enum ledger_kind k, uint64_t start)
-{
-	uint64_t cur = ALOAD(&u->look_ns[k]);
-
-	/* never back: a look stolen from a holder that seemed dead may end after a later one */
-	while (cur < start && !ACAS(&u->look_ns[k], &cur, start))
-		;
-	syscall(SYS_futex, look_word(u, k), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-/*
- * Before the retry of a refusal of kind k first made at time first, whose try began at since (the kind tight
- * from then on), a look for room that began after since and has ended: true when there was one, false after
- * 5 s without (a gc stuck in a live process; the caller looks again). The look, under the gc lock: dead
- * holders given back by a gc pass begun after first when one is gone (one pass serves every process refused
- * before it began), and every live allowance of k given back (revoke_allowances(): no freeze, so processes
- * refused by the thousand and the others creating meanwhile never wait for each other's operations). One
- * look serves every process whose try began before it: the others sleep on look_ns (look_wait()) while the
- * lock is held, and only try it when it is free or has had the same holder for a second (then gc_lock()
- * looks whether that holder is alive), so that the waiting costs neither the holder's processor nor a read
- * of /proc each.
- */
-static COLD_FN bool refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t first, uint64_t since)
-{
-	struct usage *u = l->use;
-	uint64_t deadline = clock_mono_ns() + 5000000000ull, held = 0, held_since = 0, now;
-
-	for (;;) {
-		uint64_t look = ALOAD(&u->look_ns[k]), owner;
-
-		if (look > since)
-			return true; /* a look begun after this try began has ended */
-		owner = ALOAD(&u->gc_owner);
-		now = clock_mono_ns();
-		if (owner != held) {
-			held = owner;
-			held_since = now;
-		}
-		if ((!owner || now - held_since > 1000000000ull) && !gc_lock(l, 0)) {
-			now = clock_mono_ns();
-			/* tight again now: the wait for the lock can outlast a tight period that others let lapse */
-			tighten(l, k, now);
-			if (ALOAD(&u->gc_begun_ns) <= first && holders_gone(l, k))
-				gc_dead(l, false);
-			revoke_allowances(l, k);
-			look_done(u, k, now);
-			gc_unlock(l);
-			return true;
-		}
-		if (now >= deadline)
-			return false;
-		look_wait(u, k, (uint32_t)look, 50);
-	}
-}
-
-/*
- * Cold: a refusal stands only when what is in use fills the limit. A process's own (pid) limit counts its
- * own grant, which is its usage but for what it creates now: its refusal is exact. A shared scope's total
- * also carries the allowances of live processes and what dead ones held: the kind goes tight (no new
- * allowances, tight_until), and under the gc lock dead holders are given back (when one is gone) and every
- * live allowance of the kind is cut (refusal_gc()); then the creation is tried again, until the scope's
- * usage leaves no room for it (denial_full()) or it has taken too long (REFUSAL_WAIT_NS, REFUSAL_MAX_NS).
- */
-static COLD_FN int reserve_refused(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
-				   const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
-{
-	int err = -EDQUOT;
-
-	/* a WR depth above a cap stays above it whoever dies */
-	if (d->kind == LEDGER_WR || (unsigned int)d->kind >= LEDGER_NKINDS)
-		goto out;
-	if (d->scope.type != LEDGER_SCOPE_PROCESS) {
-		uint64_t first = clock_mono_ns(), now;
-		unsigned int nap = 500, served = 0;
-
-		/*
-		 * Until what is in use fills the refusing scope (creations of others still in flight fill it, or
-		 * finish), another shared scope refuses another kind (an MR's count, then its bytes: that kind's
-		 * turn), or it has taken too long: REFUSAL_WAIT_NS once two looks served it (what is left is held by
-		 * operations in flight: a process stopped in one), REFUSAL_MAX_NS whatever happened (no look could
-		 * be made: a gc lock held by a live process that does not go on). Then that refusal stands. Time
-		 * alone is not enough: on a machine as busy as the lab's guest with 1100 processes, 30 s passed
-		 * before a second try.
-		 */
-		for (;;) {
-			enum ledger_kind k = d->kind;
-			uint64_t since = clock_mono_ns();
-
-			/* one gc pass since the first refusal is enough: the dead stay dead */
-			tighten(l, k, since);
-			served += refusal_gc(l, k, first, since);
-			err = try_reserve(l, s, kinds, amounts, n, d);
-			if (!err || d->scope.type == LEDGER_SCOPE_PROCESS || d->kind == LEDGER_WR ||
-			    (unsigned int)d->kind >= LEDGER_NKINDS || denial_full(l, d))
-				break;
-			now = clock_mono_ns();
-			if ((now - first > REFUSAL_WAIT_NS && served >= 2) || now - first > REFUSAL_MAX_NS)
-				break;
-			usleep(nap);
-			if (nap < 16000)
-				nap *= 2;
-		}
-	} else if (clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
-		unsigned int freed = 0, given = 0;
-
-		gc_locked(l, false, &freed, &given);
-		gc_unlock(l);
-		if (freed || given)
-			err = try_reserve(l, s, kinds, amounts, n, d);
-	}
-out:
-	if (err) {
-		denial_usage(l, d);
-		record_denial(l, d);
-	}
-	return err;
-}
-
 int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint64_t *amounts,
 				unsigned int n, struct ledger_denial *why)
 {
@@ -1087,7 +571,7 @@ int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint
 	err = try_reserve(l, s, kinds, amounts, n, d);
 	if (__builtin_expect(!err, 1))
 		return 0;
-	return reserve_refused(l, s, kinds, amounts, n, d);
+	return refusal_settle(l, s, kinds, amounts, n, d);
 }
 
 int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why)
@@ -1109,7 +593,7 @@ int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint
 	s = &l->use->slots[l->slot];
 	op_enter(l, s);
 	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0)) {
-		err = release_view(l, s, kinds, amounts, n);
+		err = view_release(l, s, kinds, amounts, n);
 	} else {
 		for (i = 0; i < n; i++) {
 			const struct plan_ent *p;
@@ -1224,7 +708,7 @@ COLD_FN int ledger_obj_plan_release(struct ledger *l, enum ledger_kind kind, uin
 		enum ledger_kind k[2] = { kind, LEDGER_MR_BYTES };
 		uint64_t n[2] = { 1, bytes };
 
-		err = release_view(l, s, k, n, bytes ? 2 : 1);
+		err = view_release(l, s, k, n, bytes ? 2 : 1);
 	} else {
 		p = plan_of(l, kind, &ns);
 		if (__builtin_expect(!grant_put(l, s, p, ns, kind, 1), 0))
@@ -1256,7 +740,7 @@ static COLD_FN void view_scopes_sub(struct ledger *l, enum ledger_kind k, uint64
 /* grant_trim() the view's way: down to usage, no allowance kept. */
 static COLD_FN void view_trim(struct ledger *l, struct slot *s, enum ledger_kind k)
 {
-	uint64_t back = grant_cut(s, k, 0);
+	uint64_t back = reserve_grant_cut(s, k, 0);
 
 	if (back)
 		view_scopes_sub(l, k, back);
@@ -1371,10 +855,10 @@ int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount,
 		return -ENOTCONN;
 	if ((unsigned int)kind >= LEDGER_NKINDS)
 		return -EINVAL;
-	fill_denial(l, d, kind, amount, LEDGER_SCOPE_PROCESS, 0, usage, limit);
+	refusal_fill(l, d, kind, amount, LEDGER_SCOPE_PROCESS, 0, usage, limit);
 	if (env)
 		copy_str(d->env, env, sizeof(d->env));
-	record_denial(l, d);
+	refusal_record(l, d);
 	return 0;
 }
 
