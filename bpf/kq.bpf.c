@@ -649,10 +649,10 @@ int BPF_PROG(kq_ioctl_compat, struct file *file, unsigned int cmd, unsigned long
 struct scan {
 	unsigned long arg;
 	__u64 core_in;
-	__u64 dmabuf_len;
+	__u64 mr_len;   /* a REG_DMABUF_MR's or REG_MR's length attribute (mr_attr) */
 	__u32 wcmd;
 	__u16 core_in_len;
-	bool dmabuf;
+	__u16 mr_attr;  /* the length attribute's id of the MR method scanned; 0: INVOKE_WRITE */
 	bool have_wcmd;
 	bool have_core_in;
 	bool fault;
@@ -667,9 +667,9 @@ static long scan_one(__u32 i, void *ctx)
 		s->fault = true;
 		return 1;
 	}
-	if (s->dmabuf) {
-		if (a.attr_id == UVERBS_ATTR_REG_DMABUF_MR_LENGTH)
-			s->dmabuf_len = a.data;
+	if (s->mr_attr) {
+		if (a.attr_id == s->mr_attr)
+			s->mr_len = a.data;
 	} else if (a.attr_id == UVERBS_ATTR_WRITE_CMD) {
 		s->wcmd = (__u32)a.data;
 		s->have_wcmd = true;
@@ -788,13 +788,15 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	case UVERBS_OBJECT_MR:
 		if (r.h.method_id == UVERBS_METHOD_DM_MR_REG)
 			kind = KQ_MR;
-		else if (r.h.method_id == UVERBS_METHOD_REG_DMABUF_MR) {
-			sc.dmabuf = true;
+		else if (r.h.method_id == UVERBS_METHOD_REG_DMABUF_MR || r.h.method_id == KQ_METHOD_REG_MR) {
+			/* the length, an inline u64, checked as mr_bytes (a dma-buf's or a user address's) */
+			sc.mr_attr = r.h.method_id == KQ_METHOD_REG_MR ? KQ_ATTR_REG_MR_LENGTH :
+									 UVERBS_ATTR_REG_DMABUF_MR_LENGTH;
 			err = scan_attrs(&sc, r.h.num_attrs);
 			if (err)
 				return limited_task(types) ? err : 0;
 			kind = KQ_MR;
-			mr[1] = sc.dmabuf_len;
+			mr[1] = sc.mr_len;
 		}
 		break;
 	case UVERBS_OBJECT_DEVICE:

@@ -131,6 +131,13 @@ struct kq_state {
  * ODP MR asks for UINT64_MAX) is refused to limited tasks, and charged as this much where it gets through.
  */
 #define KQ_MR_MAXLEN (1ULL << 57)
+/*
+ * UVERBS_METHOD_REG_MR (kernel 6.17: ibv_reg_mr through the ioctl interface, an address or a dma-buf fd), the
+ * method after UVERBS_METHOD_REG_DMABUF_MR on the MR object, and its length attribute; newer than the uapi
+ * headers this is built with (tests/unit/test_kq.c checks them against the headers that have them).
+ */
+#define KQ_METHOD_REG_MR 5
+#define KQ_ATTR_REG_MR_LENGTH 5
 #define KQ_CMD_GET_CONTEXT 0
 #define KQ_CMD_ALLOC_PD 3
 #define KQ_CMD_CREATE_AH 5

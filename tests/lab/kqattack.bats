@@ -190,6 +190,25 @@ assert_usage_is_netlink() {
 	assert_usage_is_netlink "$CG/m" kqverbs-static kqattack
 }
 
+@test "MR registrations through their own ioctl methods (REG_DMABUF_MR; REG_MR of 6.17) are checked against mr_bytes" {
+	run -0 "$RDMACTL" quota set mr_bytes 1M --cgroup "$CG" --kernel
+	# past the room: refused by the programs (EDQUOT), before the kernel looks at the request
+	run -0 in_cg "$KQA" mrioctl -m dmabuf -l 0x200000
+	assert_line "mrioctl errno=122"
+	run -0 in_cg "$KQA" mrioctl -m reg -l 0x200000
+	assert_line "mrioctl errno=122"
+	# within it: passed on to the kernel, which answers for itself (rxe has no dma-buf MRs; REG_MR is unknown
+	# before 6.17), and nothing stays charged
+	run -0 in_cg "$KQA" mrioctl -m dmabuf -l 0x1000
+	assert_line --regexp '^mrioctl errno=[0-9]+$'
+	refute_line "mrioctl errno=122"
+	run -0 in_cg "$KQA" mrioctl -m reg -l 0x1000
+	assert_line --regexp '^mrioctl errno=[0-9]+$'
+	refute_line "mrioctl errno=122"
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0].kinds.mr_bytes.kernel_usage == 0 and .scopes[0].kinds.mr.kernel_usage == 0' <<<"$output"
+}
+
 @test "honest creators racing at the limit (processes and threads) get EDQUOT, never SIGKILL, never over it" {
 	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h p kind
 	mkdir "$CG/pd" "$CG/mr" "$CG/ctx"

@@ -12,6 +12,11 @@
  *   kqattack mr [-d DEV] -a START -l LENGTH [-o]
  *       REG_MR through INVOKE_WRITE with any start and length (-o: on-demand paging, as an implicit ODP MR of
  *       length UINT64_MAX asks). Prints "mr errno=E".
+ *   kqattack mrioctl [-d DEV] -m dmabuf|reg -l LENGTH
+ *       An MR registration through its own ioctl method, REG_DMABUF_MR or REG_MR (kernel 6.17; on older
+ *       kernels an unknown method), with a LENGTH attribute of LENGTH: what the programs read as the MR's
+ *       bytes. Prints "mrioctl errno=E" (the lab's rxe answers any such request with an error of its own:
+ *       EDQUOT is the programs' refusal).
  *   kqattack bound [-d DEV] [-k ctx|pd|qp|mr] [-t THREADS] [-r ROUNDS]
  *       THREADS threads (one context each) create and destroy one object of the kind (an MR of 64 KiB, a
  *       second context), ROUNDS times each:
@@ -198,6 +203,41 @@ static int cmd_mr(__u64 start, __u64 length, bool odp)
 	return 0;
 }
 
+/* The MR object's registration methods: REG_MR is newer than these headers (bpf/kq.h KQ_METHOD_REG_MR). */
+#define REG_MR_METHOD (UVERBS_METHOD_REG_DMABUF_MR + 1)
+#define REG_MR_ATTR_PD 1
+#define REG_MR_ATTR_LENGTH 5
+
+static int cmd_mrioctl(const char *method, __u64 length)
+{
+	struct ibv_context *ctx = open_dev();
+	struct ibv_pd *pd;
+	struct ioreq r;
+
+	if (!ctx || !(pd = ibv_alloc_pd(ctx)))
+		return 1;
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_MR;
+	if (!strcmp(method, "dmabuf")) {
+		r.hdr.method_id = UVERBS_METHOD_REG_DMABUF_MR;
+		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_HANDLE, 0, 0);
+		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE, 0, pd->handle);
+		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_OFFSET, sizeof(__u64), 0);
+		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_LENGTH, sizeof(__u64), length);
+		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_IOVA, sizeof(__u64), 0);
+		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_FD, 0, (__u64)-1);
+	} else if (!strcmp(method, "reg")) {
+		r.hdr.method_id = REG_MR_METHOD;
+		attr(&r, 0, 0, 0); /* the new MR's handle */
+		attr(&r, REG_MR_ATTR_PD, 0, pd->handle);
+		attr(&r, REG_MR_ATTR_LENGTH, sizeof(__u64), length);
+	} else {
+		return 2;
+	}
+	printf("mrioctl errno=%d\n", send_ioctl(ctx->cmd_fd, &r));
+	return 0;
+}
+
 struct bound {
 	const char *kind;
 	long rounds, ok, refused, other;
@@ -350,7 +390,7 @@ static int cmd_rereg(int n)
 
 int main(int argc, char **argv)
 {
-	const char *mode, *hold = NULL, *kind = "pd";
+	const char *mode, *hold = NULL, *kind = "pd", *method = NULL;
 	int opt, children = 20, pad = 16, threads = 2;
 	long rounds = 1000;
 	__u64 start = 0, length = 0;
@@ -360,7 +400,7 @@ int main(int argc, char **argv)
 		goto usage;
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:c:p:H:a:l:ok:t:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:c:p:H:a:l:ok:m:t:r:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'c': children = atoi(optarg); break;
@@ -370,6 +410,7 @@ int main(int argc, char **argv)
 		case 'l': length = strtoull(optarg, NULL, 0); break;
 		case 'o': odp = true; break;
 		case 'k': kind = optarg; break;
+		case 'm': method = optarg; break;
 		case 't': threads = atoi(optarg); break;
 		case 'r': rounds = atol(optarg); break;
 		default: goto usage;
@@ -382,11 +423,13 @@ int main(int argc, char **argv)
 		return cmd_nocmd();
 	if (!strcmp(mode, "mr"))
 		return cmd_mr(start, length, odp);
+	if (!strcmp(mode, "mrioctl") && method)
+		return cmd_mrioctl(method, length);
 	if (!strcmp(mode, "bound"))
 		return cmd_bound(kind, threads, rounds);
 	if (!strcmp(mode, "rereg"))
 		return cmd_rereg(children);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|bound|rereg [options] (see the source)\n");
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|rereg [options] (see the source)\n");
 	return 2;
 }
