@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Part of bpf/kq.bpf.c (included there, one program object): the scopes that apply to a task, the check, the
+ * reservation a creation's request makes, the charges an allocation takes or makes, and the records of live
+ * objects. It uses kq.bpf.c's maps and helpers above its #include; not a program of its own.
+ */
+#ifndef RDMACTL_KQCHARGE_BPF_H
+#define RDMACTL_KQCHARGE_BPF_H
+
+/*
+ * The i-th scope that applies to the current task (i from 0): global, process, then its cgroups from level 1
+ * down; false past the last. A scope of a type that has no limit anywhere stays type 0 (skipped). One scope at
+ * a time, on the caller's stack.
+ */
+static __always_inline bool scope_at(__u32 types, int i, struct kq_scope *sc)
+{
+	__u64 id;
+
+	sc->type = 0;
+	sc->epoch = 0;
+	sc->id = 0;
+	if (i == 0) {
+		if (types & KQ_TYPE_GLOBAL)
+			sc->type = KQ_SCOPE_GLOBAL;
+		return true;
+	}
+	if (i == 1) {
+		if (types & KQ_TYPE_PID) {
+			sc->type = KQ_SCOPE_PID;
+			sc->id = bpf_get_current_pid_tgid() >> 32;
+		}
+		return true;
+	}
+	if (!(types & KQ_TYPE_CGROUP) || i > 1 + KQ_MAXLVL)
+		return false;
+	id = bpf_get_current_ancestor_cgroup_id(i - 1);
+	if (!id)
+		return false;
+	sc->type = KQ_SCOPE_CGROUP;
+	sc->id = id;
+	return true;
+}
+
+static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *sc, __u64 amount, __s64 usage,
+				 __u64 limit)
+{
+	__u64 pidtgid = bpf_get_current_pid_tgid(), seq;
+	struct kq_state *st;
+	struct kq_event *e;
+	__u32 zero = 0, idx;
+
+	st = bpf_map_lookup_elem(&kq_state, &zero);
+	if (!st)
+		return;
+	seq = __sync_fetch_and_add(&st->evseq, 1) + 1;
+	idx = seq % KQ_EVSLOTS;
+	e = bpf_map_lookup_elem(&kq_events, &idx);
+	if (!e)
+		return;
+	e->seq = 0;
+	e->time_ns = bpf_ktime_get_ns();
+	e->type = type;
+	e->tgid = pidtgid >> 32;
+	e->tid = (__u32)pidtgid;
+	e->kind = kind;
+	e->scope = *sc;
+	e->amount = amount;
+	e->usage = usage;
+	e->limit = limit;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	asm volatile("" ::: "memory"); /* seq last (x86 keeps stores in order) */
+	e->seq = seq;
+}
+
+/* Would amount more of kind take one of the task's limited scopes past its limit? -EDQUOT, counted. */
+static __noinline int check(__u32 types, __u32 kind, __u64 amount) /* a call: its stack apart */
+{
+	struct kq_scope sc;
+	int i;
+
+	if (kind >= KQ_NK)
+		return 0;
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__s64 u;
+
+		if (!scope_at(types, i, &sc))
+			break;
+		if (!sc.type)
+			continue;
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
+		if (!lim || lim->max[kind] == KQ_UNLIMITED)
+			continue;
+		sc.epoch = lim->epoch;
+		use = bpf_map_lookup_elem(&kq_usage, &sc);
+		if (!use)
+			continue;
+		u = use->use[kind] + lim->base[kind];
+		if (u < 0)
+			u = 0;
+		/* u + amount > max, without a wrap (an MR's length can be anything up to UINT64_MAX) */
+		if (amount > lim->max[kind] || (__u64)u > lim->max[kind] - amount) {
+			__sync_fetch_and_add(&use->refused[kind], 1);
+			emit(KQ_EV_REFUSE, kind, &sc, amount, u, lim->max[kind]);
+			return -EDQUOT;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The charges (charge, charge_more, record) are global functions: the verifier checks each once, on
+ * its own, instead of again at every call site on every path that reaches it. Inlined, they made kq_begin
+ * and kq_commit 502,000 and 424,000 instructions to verify (half the verifier's limit of a million), 8 s of
+ * the 12 s the programs took to load in the lab (6.1, TCG); now 8,000 each, and the load 2.5 s. A global
+ * function's pointer arguments may be NULL, and its scalars are unknown, to the verifier: each checks them,
+ * and takes a map key or value through a copy on its own stack (the verifier's rule for helpers' arguments).
+ */
+
+/*
+ * Charge amount of kind to every limited scope of the task, recording them in o. Returns 1 when a scope went
+ * past its limit (the check did not stop it): the caller decides what that costs.
+ */
+__noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount)
+{
+	struct kq_scope sc;
+	bool over = false;
+	__u32 idx;
+	int i;
+
+	if (!o || kind >= KQ_NK)
+		return 0;
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__s64 u;
+
+		if (!scope_at(types, i, &sc))
+			break;
+		if (!sc.type)
+			continue;
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
+		if (!lim)
+			continue;
+		sc.epoch = lim->epoch;
+		use = bpf_map_lookup_elem(&kq_usage, &sc);
+		if (!use)
+			continue;
+		idx = o->n;
+		if (idx >= KQ_MAXCHG)
+			break; /* more limited scopes than a record holds: quota set refuses that, reserve() too */
+		o->sc[idx] = sc;
+		o->n = idx + 1;
+		barrier_var(kind); /* checked again in the register used below (the verifier sees the bound) */
+		if (kind >= KQ_NK)
+			break;
+		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
+		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
+			__sync_fetch_and_add(&use->killed[kind], 1);
+			emit(KQ_EV_KILL, kind, &sc, amount, u - amount, lim->max[kind]);
+			over = true;
+		}
+	}
+	return over;
+}
+
+/* Charge more of kind to the scopes o was charged to (an MR's bytes). 1: one went past its limit. */
+__noinline int charge_more(struct kq_obj *o, __u32 kind, __u64 amount)
+{
+	bool over = false;
+	int i;
+
+	if (!o || kind >= KQ_NK)
+		return 0;
+	for (i = 0; i < KQ_MAXCHG; i++) {
+		struct kq_scope key;
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__s64 u;
+
+		if (i >= o->n)
+			break;
+		key = o->sc[i]; /* a copy on the stack: a map key cannot point into a global function's argument */
+		use = bpf_map_lookup_elem(&kq_usage, &key);
+		key.epoch = 0;
+		lim = bpf_map_lookup_elem(&kq_limits, &key);
+		if (!lim || !use || lim->epoch != o->sc[i].epoch)
+			continue;
+		barrier_var(kind); /* checked again in the register used below (the verifier sees the bound) */
+		if (kind >= KQ_NK)
+			break;
+		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
+		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
+			__sync_fetch_and_add(&use->killed[kind], 1);
+			emit(KQ_EV_KILL, kind, &o->sc[i], amount, u - amount, lim->max[kind]);
+			over = true;
+		}
+	}
+	return over;
+}
+
+/* Give back what o was charged, to the scopes (of the epochs) it was charged to. */
+static __always_inline void credit(const struct kq_obj *o)
+{
+	int i;
+
+	for (i = 0; i < KQ_MAXCHG; i++) {
+		struct kq_usage *use;
+		struct kq_scope key;
+
+		if (i >= o->n)
+			break;
+		key = o->sc[i]; /* a map key on the stack */
+		use = bpf_map_lookup_elem(&kq_usage, &key); /* of its epoch: a scope set again since has another */
+		if (!use)
+			continue;
+		if (o->kind < KQ_NK)
+			__sync_fetch_and_add(&use->use[o->kind], -1);
+		if (o->bytes)
+			__sync_fetch_and_add(&use->use[KQ_MR_BYTES], -(__s64)o->bytes);
+	}
+}
+
+/* Would usage u be past limit max? */
+static __always_inline bool past(__s64 u, __u64 max)
+{
+	return max != KQ_UNLIMITED && u > 0 && (__u64)u > max;
+}
+
+/* Give back the reservation this thread holds, if any. */
+static __always_inline void unreserve(__u32 tid)
+{
+	struct kq_obj *r = bpf_map_lookup_elem(&kq_resv, &tid);
+
+	if (!r)
+		return;
+	credit(r);
+	bpf_map_delete_elem(&kq_resv, &tid);
+}
+
+/* An empty record: what a reservation starts from (a map value, so that no call's stack holds one). */
+static const struct kq_obj kq_obj_none = {};
+/* rereg's reservation: an MR charged to nobody yet (kq_commit charges it if the kernel keeps it) */
+static const struct kq_obj kq_obj_rereg = { .kind = KQ_MR, .pad = KQ_OBJ_REREG };
+
+/*
+ * The check, as a reservation: one of kind (and bytes of mr_bytes) added at once to every limited scope of the
+ * task, and taken off again when one of them would go past its limit: -EDQUOT, counted. Two creators at
+ * limit - 1 can therefore not both pass (each add is atomic, the second sees the first's). What passed stays
+ * charged, as this thread's reservation (kq_resv, filled in place), for the allocation to take (kq_begin,
+ * kq_opened).
+ */
+static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes) /* a call: its stack apart */
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct kq_scope sc;
+	struct kq_obj *r;
+	int i, err = 0;
+
+	if (kind >= KQ_NK)
+		return 0;
+	unreserve(tid); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
+	/* no room to keep it: refused, cleanly */
+	if (bpf_map_update_elem(&kq_resv, &tid, &kq_obj_none, BPF_ANY))
+		return -EDQUOT;
+	r = bpf_map_lookup_elem(&kq_resv, &tid);
+	if (!r)
+		return -EDQUOT;
+	r->kind = kind;
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+		struct kq_usage *use;
+		__u32 idx = r->n;
+		__s64 u;
+
+		if (!scope_at(types, i, &sc))
+			break;
+		if (!sc.type)
+			continue;
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
+		if (!lim)
+			continue;
+		sc.epoch = lim->epoch;
+		use = bpf_map_lookup_elem(&kq_usage, &sc);
+		if (!use)
+			continue;
+		if (idx >= KQ_MAXCHG) {
+			err = -EDQUOT; /* more limited scopes than a record holds (quota set refuses that) */
+			break;
+		}
+		u = __sync_fetch_and_add(&use->use[kind], 1) + 1 + lim->base[kind];
+		if (past(u, lim->max[kind])) {
+			__sync_fetch_and_add(&use->use[kind], -1);
+			__sync_fetch_and_add(&use->refused[kind], 1);
+			emit(KQ_EV_REFUSE, kind, &sc, 1, u - 1, lim->max[kind]);
+			err = -EDQUOT;
+			break;
+		}
+		if (bytes) {
+			u = __sync_fetch_and_add(&use->use[KQ_MR_BYTES], bytes) + bytes + lim->base[KQ_MR_BYTES];
+			if (past(u, lim->max[KQ_MR_BYTES])) {
+				__sync_fetch_and_add(&use->use[KQ_MR_BYTES], -(__s64)bytes);
+				__sync_fetch_and_add(&use->use[kind], -1);
+				__sync_fetch_and_add(&use->refused[KQ_MR_BYTES], 1);
+				emit(KQ_EV_REFUSE, KQ_MR_BYTES, &sc, bytes, u - bytes, lim->max[KQ_MR_BYTES]);
+				err = -EDQUOT;
+				break;
+			}
+		}
+		r->sc[idx] = sc;
+		r->n = idx + 1;
+		r->bytes = bytes;
+	}
+	/* refused: what the scopes before the one that refused got is taken off again; nothing limited: no reservation */
+	if (err || !r->n)
+		unreserve(tid);
+	return err;
+}
+
+/* Take the thread's reservation for an object of kind being allocated: o becomes its charge. */
+static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct kq_obj *r = bpf_map_lookup_elem(&kq_resv, &tid);
+
+	if (!r || r->kind != kind)
+		return false;
+	*o = *r;
+	bpf_map_delete_elem(&kq_resv, &tid);
+	return true;
+}
+
+/*
+ * A map update's error as the kernel meant it. On 6.1 the map operations return int and the verifier calls them
+ * directly: the upper half of the register stays zero, so -EEXIST reads as 4294967279 there (later kernels
+ * return long). Every error compared with a constant goes through this.
+ */
+static __always_inline int map_err(long ret)
+{
+	return (int)ret;
+}
+
+/* An object not recorded (kq_objs full): not counted against any limit; quota show says how many. */
+static __always_inline void lost(long err)
+{
+	__u32 zero = 0;
+	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->lost, 1);
+	st->lost_err = (__s32)err;
+}
+
+/*
+ * Record o under *keyp (a kernel address: passed through memory, as a global function takes no pointer as a
+ * number).
+ */
+__noinline int record(const __u64 *keyp, struct kq_obj *o)
+{
+	__u64 pidtgid = bpf_get_current_pid_tgid(), key;
+	struct kq_obj v;
+	int err;
+
+	if (!keyp || !o)
+		return 0;
+	key = *keyp;
+	o->tgid = pidtgid >> 32;
+	o->cgid = bpf_get_current_cgroup_id();
+	v = *o; /* a map value on the stack */
+	err = map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_ANY));
+	if (!err)
+		return 0;
+	/*
+	 * Not recorded (kq_objs full): its destroy would find nothing to give back, so what was charged for it is
+	 * given back now, and it is counted where quota show reads it (kq_state.lost).
+	 */
+	credit(o);
+	lost(err);
+	return 0;
+}
+
+#endif

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Part of bpf/kq.bpf.c (included at its end, one program object): the population, the iterators that record
+ * what already exists when the first limit attaches the programs. Not a program object of its own.
+ */
+#ifndef RDMACTL_KQPOP_BPF_H
+#define RDMACTL_KQPOP_BPF_H
+
+/*
+ * Population: when the first limit attaches the programs, what already exists is recorded from the kernel's
+ * own lists, so that the limit counts it (lib/kq/kq.c populate, then rescan). Every uverbs file a task holds
+ * (an fd: iter/task_file; a mapping whose fd was closed: iter/task_vma) is a context, keyed by its struct
+ * file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
+ * an MR's length, and the tgid and cgroup of the task holding the file. The first task that shows a file
+ * wins (a file shared by several processes, through fork or fd passing, is theirs); later sightings find
+ * its context recorded and skip it. Every insert is BPF_NOEXIST: a record a program made meanwhile wins.
+ *
+ * Races, with the programs attached before the walk starts and kq_state.populating set before they are:
+ * - an object created meanwhile: its kq_begin (or, when it began before the attach, kq_commit) records it;
+ *   the walk's insert then fails, or the program's BPF_ANY update replaces the walk's record: never twice;
+ * - an object destroyed meanwhile: forget() marks its key in kq_gone before it deletes the record. The walk
+ *   inserts its record first, then looks for the mark: if the destroy's delete came before the insert, its
+ *   mark came before too and the walk finds it and drops its record; if the delete came after the insert,
+ *   the delete removed it. The hash map's bucket lock orders the delete and the insert of one key. An
+ *   object's memory is freed with kfree_rcu, and an iterator program runs under rcu_read_lock: the address
+ *   cannot be reused for a new object while the walk holds it. The walk also drops its record when the
+ *   object is off its list already (list_del_init points it to itself);
+ * - a list that changes under the walk: a deleted entry points to itself; the walk then starts again from the
+ *   head (the inserts already made stay, the new ones fail) and counts a miss in kq_state.pop_miss when it
+ *   cannot finish, as forget() does when kq_gone is full: lib/kq/kq.c then drops what the population made and
+ *   walks again.
+ * - a uverbs file whose open was under way at the attach (kq_opened does not run) and whose fd is installed
+ *   after the iterator read its process's table: recorded at its GET_CONTEXT (late_ctx), which every file
+ *   asks before it can create anything; its objects are created after the attach and recorded by the
+ *   programs.
+ * What stays (doc/kq-cost.md): a destroy already under way when the programs were attached (entered before,
+ * so its fexit never runs) whose object leaves the list only after the walk looked at it is counted until
+ * the last limit goes (an over-count, the safe side); such a file that never asks for a context is not
+ * counted as one (it holds nothing, and RDMA netlink shows no context for it either).
+ */
+struct walk {
+	__u64 head;    /* &ufile->uobjects */
+	__u64 cur;     /* the list entry the walk is at */
+	__u32 tgid;
+	__u32 restarts;
+	__u64 cgid;
+	bool done;
+};
+
+#define KQ_WALK_MAX (1 << 20)
+#define KQ_WALK_RESTARTS 8
+
+static __always_inline void pop_miss(void)
+{
+	__u32 zero = 0;
+	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+
+	if (st)
+		__sync_fetch_and_add(&st->pop_miss, 1);
+}
+
+/* One object the walk found: recorded unless a program did, dropped again when it is gone already. */
+static __always_inline void found_obj(struct walk *w, __u64 uobj)
+{
+	struct ib_uobject___kq *u = (void *)uobj;
+	const struct uverbs_api_object___kq *ao = NULL;
+	struct kq_obj o = {};
+	__u64 next = 0, entry = uobj + bpf_core_field_offset(struct ib_uobject___kq, list);
+	__u32 id = 0, kind;
+	void *obj = NULL;
+	int err;
+
+	if (bpf_probe_read_kernel(&ao, sizeof(ao), &u->uapi_object) || !ao ||
+	    bpf_probe_read_kernel(&id, sizeof(id), &ao->id))
+		return;
+	kind = kind_of_object(id);
+	if (kind >= KQ_NK)
+		return;
+	o.kind = kind;
+	o.pad = KQ_OBJ_FOUND;
+	o.tgid = w->tgid;
+	o.cgid = w->cgid;
+	if (kind == KQ_MR && !bpf_probe_read_kernel(&obj, sizeof(obj), &u->object) && obj)
+		bpf_probe_read_kernel(&o.bytes, sizeof(o.bytes), &((struct ib_mr___kq *)obj)->length);
+	/* a program recorded it (EEXIST); any other failure (kq_objs full) is a miss: the count is not whole */
+	err = map_err(bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST));
+	if (err) {
+		if (err != -17 /* EEXIST */)
+			pop_miss();
+		return;
+	}
+	if (bpf_map_lookup_elem(&kq_gone, &uobj) ||
+	    (!bpf_probe_read_kernel(&next, sizeof(next), (void *)entry) && next == entry))
+		bpf_map_delete_elem(&kq_objs, &uobj);
+}
+
+static long walk_step(__u32 i, void *arg)
+{
+	struct walk *w = arg;
+	__u64 next = 0;
+
+	if (bpf_probe_read_kernel(&next, sizeof(next), (void *)w->cur) || !next) {
+		w->restarts = KQ_WALK_RESTARTS; /* unreadable: not walked to its end */
+		return 1;
+	}
+	if (next == w->head) {
+		w->done = true;
+		return 1;
+	}
+	if (next == w->cur) {
+		/* the entry the walk is at was deleted (list_del_init): from the head again */
+		if (++w->restarts >= KQ_WALK_RESTARTS)
+			return 1;
+		w->cur = w->head;
+		return 0;
+	}
+	found_obj(w, next - bpf_core_field_offset(struct ib_uobject___kq, list));
+	w->cur = next;
+	return 0;
+}
+
+static __always_inline void found_file(struct task_struct *task, struct file *file)
+{
+	struct ib_uverbs_file___kq *uf;
+	struct walk w = {};
+	struct kq_obj o = {};
+	__u64 key = (__u64)file;
+	int err;
+
+	if (!is_uverbs(file))
+		return;
+	o.kind = KQ_CTX;
+	o.pad = KQ_OBJ_FOUND;
+	o.tgid = BPF_CORE_READ(task, tgid);
+	o.cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	err = map_err(bpf_map_update_elem(&kq_objs, &key, &o, BPF_NOEXIST));
+	if (err == -17 /* EEXIST */)
+		return; /* seen through another task already, or opened since the attach: its objects are recorded */
+	if (err) {
+		pop_miss(); /* not recorded (kq_objs full): the first limit cannot count what exists */
+		return;
+	}
+	uf = BPF_CORE_READ(file, private_data);
+	if (!uf)
+		return;
+	w.head = (__u64)uf + bpf_core_field_offset(struct ib_uverbs_file___kq, uobjects);
+	w.cur = w.head;
+	w.tgid = o.tgid;
+	w.cgid = o.cgid;
+	bpf_loop(KQ_WALK_MAX, walk_step, &w, 0);
+	if (!w.done)
+		pop_miss();
+}
+
+SEC("iter/task_file")
+int kq_iter_file(struct bpf_iter__task_file *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct file *file = ctx->file;
+
+	if (!task || !file)
+		return 0;
+	found_file(task, file);
+	return 0;
+}
+
+/* A uverbs file a process still maps after it closed the fd (rxe maps its queues through it). */
+SEC("iter/task_vma")
+int kq_iter_vma(struct bpf_iter__task_vma *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct vm_area_struct *vma = ctx->vma;
+	struct file *file;
+
+	if (!task || !vma)
+		return 0;
+	file = vma->vm_file;
+	if (file)
+		found_file(task, file);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#endif
