@@ -17,25 +17,12 @@
 #include "core/out.h"
 #include "rdmactl.h"
 #include "core/util.h"
-
-#define MAX_ARGS 8
+#include "quota.h"
 
 enum verb { V_SET, V_UNSET, V_SHOW, V_GC, V_INIT, V_KERNEL, V_NR };
 static const char *const verbs[] = { "set", "unset", "show", "gc", "init", "kernel", NULL };
 
-static struct {
-	const char *ledger;
-	unsigned int procs; /* init --procs: process slots of the new ledger, 0 the default */
-	bool create;
-	bool kernel;
-	const char *dev;
-	int nscopes;
-	const char *scope_opt; /* the first scope option seen, for the conflict message */
-	struct ledger_scope scope;
-	char cgdir[PATH_MAX]; /* --cgroup: the directory in the cgroup2 mount */
-	char *args[MAX_ARGS];
-	int nargs;
-} o;
+struct quota_opts qopt;
 
 enum { OPT_LEDGER = 0x100, OPT_PID, OPT_JOB, OPT_CGROUP, OPT_GLOBAL, OPT_KERNEL, OPT_DEV, OPT_CREATE, OPT_PROCS };
 
@@ -87,9 +74,9 @@ static void parse_cgroup(struct argp_state *state, const char *arg)
 	rel = real + strlen(root);
 	if (!*rel)
 		argp_error(state, "'%s' is the root cgroup: use --global", arg);
-	if (ledger_cgroup_normalize(rel, o.scope.name, sizeof(o.scope.name)))
+	if (ledger_cgroup_normalize(rel, qopt.scope.name, sizeof(qopt.scope.name)))
 		argp_error(state, "cgroup path '%s' is too long for the ledger (max %d)", rel, LEDGER_CGROUP_MAX - 1);
-	snprintf(o.cgdir, sizeof(o.cgdir), "%s", real);
+	snprintf(qopt.cgdir, sizeof(qopt.cgdir), "%s", real);
 }
 
 /* The process a thread id belongs to (the pid itself for a process, or when /proc cannot tell). */
@@ -112,9 +99,9 @@ static pid_t tgid_of(pid_t pid)
 
 static void add_scope(struct argp_state *state, const char *name)
 {
-	if (o.nscopes++)
-		argp_error(state, "conflicting scopes: %s and %s (give exactly one)", o.scope_opt, name);
-	o.scope_opt = name;
+	if (qopt.nscopes++)
+		argp_error(state, "conflicting scopes: %s and %s (give exactly one)", qopt.scope_opt, name);
+	qopt.scope_opt = name;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -126,24 +113,24 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_LEDGER:
 		if (!*arg)
 			argp_error(state, "empty ledger path");
-		o.ledger = arg;
+		qopt.ledger = arg;
 		break;
 	case OPT_CREATE:
-		o.create = true;
+		qopt.create = true;
 		break;
 	case OPT_PROCS: {
 		uint64_t v;
 
 		if (parse_u64(arg, 1, LEDGER_PROCS_MAX, &v))
 			argp_error(state, "--procs '%s': a number of processes from 1 to %u", arg, LEDGER_PROCS_MAX);
-		o.procs = (unsigned int)v;
+		qopt.procs = (unsigned int)v;
 		break;
 	}
 	case OPT_KERNEL:
-		o.kernel = true;
+		qopt.kernel = true;
 		break;
 	case OPT_DEV:
-		o.dev = arg;
+		qopt.dev = arg;
 		break;
 	case OPT_PID:
 		add_scope(state, "--pid");
@@ -155,36 +142,36 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (tgid_of(pid) != pid)
 			argp_error(state, "%s is a thread of process %d: limits are per process (--pid %d)", arg,
 				   (int)tgid_of(pid), (int)tgid_of(pid));
-		o.scope.type = LEDGER_SCOPE_PROCESS;
-		o.scope.pid = pid;
+		qopt.scope.type = LEDGER_SCOPE_PROCESS;
+		qopt.scope.pid = pid;
 		break;
 	case OPT_JOB:
 		add_scope(state, "--job");
 		if (!*arg || strlen(arg) >= LEDGER_NAME_MAX)
 			argp_error(state, "invalid job name '%s' (1 to %d characters)", arg, LEDGER_NAME_MAX - 1);
-		o.scope.type = LEDGER_SCOPE_JOB;
-		snprintf(o.scope.name, sizeof(o.scope.name), "%s", arg);
+		qopt.scope.type = LEDGER_SCOPE_JOB;
+		snprintf(qopt.scope.name, sizeof(qopt.scope.name), "%s", arg);
 		break;
 	case OPT_CGROUP:
 		add_scope(state, "--cgroup");
-		o.scope.type = LEDGER_SCOPE_CGROUP;
+		qopt.scope.type = LEDGER_SCOPE_CGROUP;
 		parse_cgroup(state, arg);
 		break;
 	case OPT_GLOBAL:
 		add_scope(state, "--global");
-		o.scope.type = LEDGER_SCOPE_GLOBAL;
+		qopt.scope.type = LEDGER_SCOPE_GLOBAL;
 		break;
 	case ARGP_KEY_ARG:
-		if (o.nargs == MAX_ARGS)
+		if (qopt.nargs == MAX_ARGS)
 			argp_error(state, "too many arguments");
-		o.args[o.nargs++] = arg;
+		qopt.args[qopt.nargs++] = arg;
 		break;
 	case ARGP_KEY_END:
-		if (!o.nargs)
+		if (!qopt.nargs)
 			argp_error(state, "missing COMMAND (set, unset, show, gc, init, kernel)");
-		if (o.dev && !o.kernel)
+		if (qopt.dev && !qopt.kernel)
 			argp_error(state, "--dev goes with --kernel");
-		if (o.kernel && o.nscopes && o.scope.type == LEDGER_SCOPE_JOB)
+		if (qopt.kernel && qopt.nscopes && qopt.scope.type == LEDGER_SCOPE_JOB)
 			argp_error(state, "--kernel takes --cgroup, --pid or --global (a job's processes share a cgroup "
 				   "under 'rdmactl run --kernel')");
 		break;
@@ -226,18 +213,18 @@ static const struct argp argp = {
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
-static const char *ledger_file(void)
+const char *quota_ledger_file(void)
 {
-	return o.ledger ? o.ledger : ledger_default_path();
+	return qopt.ledger ? qopt.ledger : ledger_default_path();
 }
 
 /* No policy file at all (a fresh host), as opposed to one that cannot be read or is broken. */
-static bool ledger_missing(void)
+bool quota_ledger_missing(void)
 {
-	return access(ledger_file(), F_OK) && errno == ENOENT;
+	return access(quota_ledger_file(), F_OK) && errno == ENOENT;
 }
 
-static int open_error(int err, unsigned int flags)
+int quota_open_error(int err, unsigned int flags)
 {
 	if (err == -EACCES && (flags & LEDGER_POLICY_RW))
 		pr_err("cannot change limits: %s (only the owner of the ledger's policy file may)", ledger_error());
@@ -248,15 +235,15 @@ static int open_error(int err, unsigned int flags)
 	return EXIT_FAIL;
 }
 
-static int open_ledger(unsigned int flags, struct ledger **l)
+int quota_open_ledger(unsigned int flags, struct ledger **l)
 {
-	int err = ledger_open(o.ledger, flags | (o.create ? LEDGER_CREATE : 0), l);
+	int err = ledger_open(qopt.ledger, flags | (qopt.create ? LEDGER_CREATE : 0), l);
 
-	return err ? open_error(err, flags) : 0;
+	return err ? quota_open_error(err, flags) : 0;
 }
 
 /* Root changing a policy that someone else owns: that someone can change it too. */
-static void warn_owner(const struct ledger *l)
+void quota_warn_owner(const struct ledger *l)
 {
 	struct stat st;
 
@@ -266,7 +253,7 @@ static void warn_owner(const struct ledger *l)
 		       ledger_path(l), (unsigned int)st.st_uid);
 }
 
-static const char *scope_desc(const struct ledger_scope *s, char *buf, size_t len)
+const char *quota_scope_desc(const struct ledger_scope *s, char *buf, size_t len)
 {
 	switch (s->type) {
 	case LEDGER_SCOPE_PROCESS:
@@ -284,7 +271,7 @@ static const char *scope_desc(const struct ledger_scope *s, char *buf, size_t le
 	return buf;
 }
 
-static const char *fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t len)
+const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t len)
 {
 	if (v == LEDGER_UNLIMITED)
 		snprintf(buf, len, "unlimited");
@@ -296,12 +283,12 @@ static const char *fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t l
 }
 
 /* The object kinds the kernel counts together as hca_object. */
-static bool is_object_kind(int k)
+bool quota_is_object_kind(int k)
 {
 	return kind_rdmacg[k] == KIND_CG_O;
 }
 
-static int read_file(const char *path, char *buf, size_t len)
+int quota_read_file(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 	size_t n;
@@ -327,7 +314,7 @@ static int write_kernel(const uint64_t *limit)
 	FILE *f;
 
 	for (k = 0; k < LEDGER_NKINDS; k++) {
-		if (!is_object_kind(k))
+		if (!quota_is_object_kind(k))
 			continue;
 		if (limit[k] == LEDGER_UNLIMITED || sum + limit[k] < sum || sum + limit[k] > INT32_MAX)
 			unl = true;
@@ -343,8 +330,8 @@ static int write_kernel(const uint64_t *limit)
 	else
 		snprintf(object, sizeof(object), "%" PRIu64, sum);
 
-	snprintf(path, sizeof(path), "%s/rdma.max", o.cgdir);
-	if (read_file(path, cur, sizeof(cur))) {
+	snprintf(path, sizeof(path), "%s/rdma.max", qopt.cgdir);
+	if (quota_read_file(path, cur, sizeof(cur))) {
 		pr_err("cannot set the kernel limit: %s: %s (enable the rdma controller: echo +rdma > "
 		       "PARENT/cgroup.subtree_control)",
 		       path, strerror(errno));
@@ -353,7 +340,7 @@ static int write_kernel(const uint64_t *limit)
 	for (tok = strtok_r(cur, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
 		char dev[64];
 
-		if (sscanf(tok, "%63s", dev) != 1 || (o.dev && strcmp(dev, o.dev)))
+		if (sscanf(tok, "%63s", dev) != 1 || (qopt.dev && strcmp(dev, qopt.dev)))
 			continue;
 		f = fopen(path, "we");
 		if (!f) {
@@ -370,8 +357,8 @@ static int write_kernel(const uint64_t *limit)
 		n++;
 	}
 	if (!n) {
-		pr_err("cannot set the kernel limit: %s %s in %s (see 'rdma dev')", o.dev ? "no device" : "no RDMA devices",
-		       o.dev ? o.dev : "listed", path);
+		pr_err("cannot set the kernel limit: %s %s in %s (see 'rdma dev')", qopt.dev ? "no device" : "no RDMA devices",
+		       qopt.dev ? qopt.dev : "listed", path);
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
@@ -381,12 +368,12 @@ static int write_kernel(const uint64_t *limit)
 static int kq_scope_of(struct kq_scope *sc)
 {
 	memset(sc, 0, sizeof(*sc));
-	switch (o.scope.type) {
+	switch (qopt.scope.type) {
 	case LEDGER_SCOPE_CGROUP:
-		return kq_scope_cgroup(o.cgdir, sc);
+		return kq_scope_cgroup(qopt.cgdir, sc);
 	case LEDGER_SCOPE_PROCESS:
 		sc->type = KQ_SCOPE_PID;
-		sc->id = (uint64_t)o.scope.pid;
+		sc->id = (uint64_t)qopt.scope.pid;
 		return 0;
 	case LEDGER_SCOPE_GLOBAL:
 		sc->type = KQ_SCOPE_GLOBAL;
@@ -421,20 +408,20 @@ static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 			pr_err("cannot set the kernel limit: %s", kq_error());
 			return EXIT_FAIL;
 		}
-		err = kq_set(q, &sc, o.scope.type == LEDGER_SCOPE_CGROUP ? o.cgdir : NULL, k,
+		err = kq_set(q, &sc, qopt.scope.type == LEDGER_SCOPE_CGROUP ? qopt.cgdir : NULL, k,
 			     value == LEDGER_UNLIMITED ? KQ_UNLIMITED : value);
 		kq_close(q);
 		if (err) {
-			pr_err("cannot set the kernel limit on %s: %s", scope_desc(&o.scope, desc, sizeof(desc)),
+			pr_err("cannot set the kernel limit on %s: %s", quota_scope_desc(&qopt.scope, desc, sizeof(desc)),
 			       kq_error());
 			return EXIT_FAIL;
 		}
 		return EXIT_OK;
 	}
-	if (o.scope.type != LEDGER_SCOPE_CGROUP) {
+	if (qopt.scope.type != LEDGER_SCOPE_CGROUP) {
 		pr_err("the kernel cannot enforce limits on %s: BPF LSM is not active (%s); add bpf to the "
 		       "kernel's lsm= parameter (lsm=...,bpf) and reboot, or limit a cgroup (rdma.max)",
-		       scope_desc(&o.scope, desc, sizeof(desc)), why);
+		       quota_scope_desc(&qopt.scope, desc, sizeof(desc)), why);
 		return EXIT_FAIL;
 	}
 	pr_err("note: BPF LSM is not active (%s): writing the cgroup's rdma.max instead, which counts only "
@@ -446,9 +433,9 @@ static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 		pr_err("rdma.max cannot hold an mr_bytes limit: the kernel does not enforce it (the interceptor does)");
 		return EXIT_FAIL;
 	}
-	if (is_object_kind(k))
+	if (quota_is_object_kind(k))
 		for (i = 0; i < LEDGER_NKINDS; i++)
-			if (is_object_kind(i) && limit[i] == LEDGER_UNLIMITED) {
+			if (quota_is_object_kind(i) && limit[i] == LEDGER_UNLIMITED) {
 				pr_err("rdma.max cannot hold a %s limit alone: it counts pd, cq, qp, srq, mr, ah, mw, xrcd "
 				       "and wq together, and stays at max until each of them has a limit (%s has none)",
 				       ledger_kind_names[k], ledger_kind_names[i]);
@@ -469,33 +456,33 @@ static int do_set(bool set)
 	const char *verb = set ? "set" : "unset";
 	bool created;
 
-	if (o.nargs < want) {
+	if (qopt.nargs < want) {
 		fprintf(stderr, "%s: %s: missing %s\nTry '%s --help' for more information.\n", util_prog, verb,
-			o.nargs < 2 ? "KIND" : "VALUE", util_prog);
+			qopt.nargs < 2 ? "KIND" : "VALUE", util_prog);
 		return EXIT_USAGE;
 	}
-	if (o.nargs > want) {
+	if (qopt.nargs > want) {
 		fprintf(stderr, "%s: %s: unexpected argument '%s'\nTry '%s --help' for more information.\n",
-			util_prog, verb, o.args[want], util_prog);
+			util_prog, verb, qopt.args[want], util_prog);
 		return EXIT_USAGE;
 	}
-	k = match_word(o.args[1], ledger_kind_names, LEDGER_NKINDS);
+	k = match_word(qopt.args[1], ledger_kind_names, LEDGER_NKINDS);
 	if (k < 0)
-		return word_error("kind", o.args[1], ledger_kind_names, LEDGER_NKINDS, k);
-	if (o.kernel && k == LEDGER_WR) {
+		return word_error("kind", qopt.args[1], ledger_kind_names, LEDGER_NKINDS, k);
+	if (qopt.kernel && k == LEDGER_WR) {
 		fprintf(stderr, "%s: --kernel: wr is a work-request depth cap that the kernel does not count; the "
 			"interceptor enforces it (leave out --kernel)\nTry '%s --help' for more information.\n",
 			util_prog, util_prog);
 		return EXIT_USAGE;
 	}
-	if (set && strcmp(o.args[2], "unlimited") && strcmp(o.args[2], "max")) {
+	if (set && strcmp(qopt.args[2], "unlimited") && strcmp(qopt.args[2], "max")) {
 		if (k == LEDGER_MR_BYTES)
-			err = parse_size(o.args[2], LEDGER_UNLIMITED - 1, &value);
+			err = parse_size(qopt.args[2], LEDGER_UNLIMITED - 1, &value);
 		else
-			err = parse_u64(o.args[2], 0, LEDGER_UNLIMITED - 1, &value);
+			err = parse_u64(qopt.args[2], 0, LEDGER_UNLIMITED - 1, &value);
 		if (err) {
 			fprintf(stderr, "%s: invalid VALUE '%s' for %s: %s (%s)\nTry '%s --help' for more information.\n",
-				util_prog, o.args[2], ledger_kind_names[k],
+				util_prog, qopt.args[2], ledger_kind_names[k],
 				err == -ERANGE	       ? "out of range"
 				: k == LEDGER_MR_BYTES ? "not a size (suffixes: K, M, G, T)"
 						       : "not a whole number",
@@ -505,412 +492,41 @@ static int do_set(bool set)
 			return EXIT_USAGE;
 		}
 	}
-	if (!o.nscopes) {
+	if (!qopt.nscopes) {
 		fprintf(stderr, "%s: %s: missing scope (--pid PID, --job NAME, --cgroup PATH or --global)\n"
 			"Try '%s --help' for more information.\n", util_prog, verb, util_prog);
 		return EXIT_USAGE;
 	}
 	/* root on a fresh host: the first limit creates the ledger, as 'quota init' would (root owns the policy) */
-	created = geteuid() == 0 && ledger_missing();
-	if (open_ledger(LEDGER_POLICY_RW | (created ? LEDGER_CREATE : 0), &l))
+	created = geteuid() == 0 && quota_ledger_missing();
+	if (quota_open_ledger(LEDGER_POLICY_RW | (created ? LEDGER_CREATE : 0), &l))
 		return EXIT_FAIL;
 	if (created)
 		pr_debug("no ledger at %s: created an empty one", ledger_path(l));
-	warn_owner(l);
-	err = ledger_set_limit(l, &o.scope, k, value);
+	quota_warn_owner(l);
+	err = ledger_set_limit(l, &qopt.scope, k, value);
 	if (err) {
 		if (err == -EACCES)
 			pr_err("cannot change limits: %s", ledger_error());
 		else
 			pr_err("cannot %s %s on %s: %s", verb, ledger_kind_names[k],
-			       scope_desc(&o.scope, desc, sizeof(desc)), ledger_error());
+			       quota_scope_desc(&qopt.scope, desc, sizeof(desc)), ledger_error());
 		ledger_close(l);
 		return err == -ENOENT || err == -ESRCH ? EXIT_USAGE : EXIT_FAIL;
 	}
-	pr_debug("%s limit on %s: %s", ledger_kind_names[k], scope_desc(&o.scope, desc, sizeof(desc)),
-		 fmt_value(k, value, vbuf, sizeof(vbuf)));
+	pr_debug("%s limit on %s: %s", ledger_kind_names[k], quota_scope_desc(&qopt.scope, desc, sizeof(desc)),
+		 quota_fmt_value(k, value, vbuf, sizeof(vbuf)));
 	err = EXIT_OK;
-	if (o.kernel) {
+	if (qopt.kernel) {
 		uint64_t none[LEDGER_NKINDS];
 		int i;
 
 		for (i = 0; i < LEDGER_NKINDS; i++)
 			none[i] = LEDGER_UNLIMITED;
-		err = set_kernel(k, value, ledger_get_scope(l, &o.scope, &st) == 0 ? st.limit : none);
+		err = set_kernel(k, value, ledger_get_scope(l, &qopt.scope, &st) == 0 ? st.limit : none);
 	}
 	ledger_close(l);
 	return err;
-}
-
-/* ---- show --------------------------------------------------------------------------------------- */
-
-struct kernel_line {
-	char dev[64];
-	char handle[24];
-	char object[24];
-};
-
-/* Parse rdma.max / rdma.current of a cgroup ("rxe0 hca_handle=1 hca_object=max"). */
-static int read_kernel(const char *cgname, const char *file, struct kernel_line *out, int max)
-{
-	char root[PATH_MAX], path[PATH_MAX * 2], buf[4096], *save = NULL, *tok;
-	int n = 0;
-
-	cgroup2_root(root, sizeof(root));
-	snprintf(path, sizeof(path), "%s%s/%s", root, cgname, file);
-	if (read_file(path, buf, sizeof(buf)))
-		return 0;
-	for (tok = strtok_r(buf, "\n", &save); tok && n < max; tok = strtok_r(NULL, "\n", &save)) {
-		if (sscanf(tok, "%63s hca_handle=%23s hca_object=%23s", out[n].dev, out[n].handle, out[n].object) == 3)
-			n++;
-	}
-	return n;
-}
-
-/* A count from rdma.max or rdma.current: JSON null for "max", a number when it is one, else the word as is. */
-static void print_kernel_count(const char *key, const char *fmt, const char *s)
-{
-	char *end;
-	unsigned long long v;
-
-	print_string(PRINT_FP, NULL, fmt, s);
-	if (!strcmp(s, "max")) {
-		print_null(PRINT_JSON, key, NULL);
-		return;
-	}
-	v = strtoull(s, &end, 10);
-	if (*end)
-		print_string(PRINT_JSON, key, NULL, s);
-	else
-		print_int(PRINT_JSON, key, NULL, (int64_t)v);
-}
-
-/* A cgroup's rdma.max or rdma.current: an object keyed by device in JSON, a line per device in text. */
-static void print_kernel(const char *key, const char *file, const struct kernel_line *kl, int n)
-{
-	int i;
-
-	out_open_object(key);
-	for (i = 0; i < n; i++) {
-		print_text("  %-12s %s", file, kl[i].dev);
-		out_open_object(kl[i].dev);
-		print_kernel_count("hca_handle", " hca_handle=%s", kl[i].handle);
-		print_kernel_count("hca_object", " hca_object=%s", kl[i].object);
-		out_close_object();
-		print_nl();
-	}
-	out_close_object();
-}
-
-/* A limit, usage or headroom: JSON null (unlimited) or the number; text a table cell, "-" where none applies. */
-static void print_amount(const char *key, enum ledger_kind k, uint64_t v, bool null, bool dash)
-{
-	char buf[32];
-
-	if (null)
-		print_null(PRINT_JSON, key, NULL);
-	else
-		print_uint(PRINT_JSON, key, NULL, v);
-	print_string(PRINT_FP, NULL, " %10s", dash ? "-" : fmt_value(k, v, buf, sizeof(buf)));
-}
-
-/* The kernel quota programs, opened once for show (NULL: not loaded, or not readable by this user). */
-static struct kq *show_kq;
-static bool show_kq_tried;
-
-static struct kq *show_kq_open(void)
-{
-	if (!show_kq_tried) {
-		show_kq_tried = true;
-		if (kq_open(false, &show_kq) && !kq_error()[0])
-			show_kq = NULL;
-		if (!show_kq)
-			pr_debug("kernel limits: %s", kq_error());
-	}
-	return show_kq;
-}
-
-/* The kernel's limits and usage of a ledger scope, if it has kernel limits. */
-static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kuse, uint64_t *krefused,
-		      uint64_t *kkilled)
-{
-	char root[PATH_MAX];
-	struct kq_scope sc;
-
-	if (!show_kq_open())
-		return false;
-	cgroup2_root(root, sizeof(root));
-	if (kq_scope_of_ledger(s, root, &sc))
-		return false;
-	return kq_get(show_kq, &sc, kmax, kuse, krefused, kkilled) == 0;
-}
-
-/* Is a finite rdma.max line there for kind k (hca_handle for ctx, hca_object for the object kinds)? */
-static bool rdmacg_limits(int k, const struct kernel_line *kl, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++) {
-		if (k == LEDGER_CTX && strcmp(kl[i].handle, "max"))
-			return true;
-		if (is_object_kind(k) && strcmp(kl[i].object, "max"))
-			return true;
-	}
-	return false;
-}
-
-static int show_scope(const struct ledger_scope_stat *st, void *arg)
-{
-	struct kernel_line kmax[16], kcur[16];
-	uint64_t kq_max[KQ_NK], kq_refused[KQ_NK], kq_killed[KQ_NK];
-	int64_t kq_use[KQ_NK];
-	int nmax = 0, ncur = 0, k, rows = 0;
-	bool kern;
-
-	(void)arg;
-	if (st->scope.type == LEDGER_SCOPE_CGROUP) {
-		nmax = read_kernel(st->scope.name, "rdma.max", kmax, 16);
-		ncur = read_kernel(st->scope.name, "rdma.current", kcur, 16);
-	}
-	kern = kernel_of(&st->scope, kq_max, kq_use, kq_refused, kq_killed);
-	out_open_object(NULL);
-	print_string(PRINT_JSON, "scope", NULL, ledger_scope_type_name(st->scope.type));
-	switch (st->scope.type) {
-	case LEDGER_SCOPE_PROCESS:
-		print_int(PRINT_ANY, "pid", "pid %" PRId64, st->scope.pid);
-		print_uint(PRINT_JSON, "start_time", NULL, st->scope.start_time);
-		break;
-	case LEDGER_SCOPE_JOB:
-		print_string(PRINT_ANY, "job", "job %s", st->scope.name);
-		break;
-	case LEDGER_SCOPE_CGROUP:
-		print_string(PRINT_ANY, "cgroup", "cgroup %s", st->scope.name);
-		break;
-	default:
-		print_text("global");
-		break;
-	}
-	/* a process scope counts one process: the text says whether it is attached */
-	if (st->scope.type == LEDGER_SCOPE_PROCESS) {
-		print_uint(PRINT_JSON, "nprocs", NULL, st->nprocs);
-		print_text(":%s\n", st->nprocs ? "" : " (not attached to the ledger)");
-	} else {
-		print_uint(PRINT_ANY, "nprocs", ": %" PRIu64 " process", st->nprocs);
-		print_text("%s\n", st->nprocs == 1 ? "" : "es");
-	}
-	out_open_object("kinds");
-	for (k = 0; k < LEDGER_NKINDS; k++) {
-		uint64_t limit = st->limit[k], usage = st->usage[k];
-		bool unlimited = limit == LEDGER_UNLIMITED;
-
-		/* the table leaves out what neither limits nor holds anything (-v shows every kind); JSON has all */
-		bool kl = kern && k < KQ_NK && kq_max[k] != KQ_UNLIMITED;
-		bool cg = st->scope.type == LEDGER_SCOPE_CGROUP && rdmacg_limits(k, kmax, nmax);
-
-		if (!out_is_json() && !util_verbose && unlimited && !usage && !kl)
-			continue;
-		if (!rows++)
-			print_text("  %-9s %10s %10s %10s%s\n", "kind", "limit", "usage", "headroom",
-				   kern ? "     kernel    k-usage  enforced by" : "  enforced by");
-		print_string(PRINT_FP, NULL, "  %-9s", ledger_kind_names[k]);
-		out_open_object(ledger_kind_names[k]);
-		print_amount("limit", k, limit, unlimited, false);
-		print_amount("usage", k, usage, false, k == LEDGER_WR);
-		print_amount("headroom", k, usage >= limit ? 0 : limit - usage, unlimited, unlimited || k == LEDGER_WR);
-		print_uint(PRINT_JSON, "refused", NULL, st->refused[k]);
-		if (kern && k < KQ_NK) {
-			print_amount("kernel_limit", k, kq_max[k], kq_max[k] == KQ_UNLIMITED, false);
-			print_amount("kernel_usage", k, (uint64_t)kq_use[k], false, false);
-			print_uint(PRINT_JSON, "kernel_refused", NULL, kq_refused[k]);
-			print_uint(PRINT_JSON, "kernel_killed", NULL, kq_killed[k]);
-		} else if (kern) {
-			print_text(" %10s %10s", "-", "-");
-		}
-		/* who stops a creation past the limit: the interceptor (ledger), the BPF LSM programs, rdma.max */
-		out_open_array("enforced_by");
-		print_text("  ");
-		if (!unlimited)
-			print_string(PRINT_ANY, NULL, "%s", "interceptor");
-		if (kl)
-			print_string(PRINT_ANY, NULL, unlimited ? "%s" : ",%s", "kernel");
-		if (cg)
-			print_string(PRINT_ANY, NULL, unlimited && !kl ? "%s" : ",%s", "rdma.max");
-		if (unlimited && !kl && !cg)
-			print_text("-");
-		out_close_array();
-		out_close_object();
-		print_nl();
-	}
-	out_close_object();
-	if (!rows)
-		print_text("  no limits, nothing in use\n");
-	if (st->scope.type == LEDGER_SCOPE_CGROUP) {
-		print_kernel("rdma_max", "rdma.max", kmax, nmax);
-		print_kernel("rdma_current", "rdma.current", kcur, ncur);
-	}
-	out_close_object();
-	return 0;
-}
-
-/*
- * The show document: {"ledger", "denials", "procs": {"in_use", "capacity"}, "scopes": [...]}; its text is
- * the scopes (and, for the whole ledger, denials and slots after them).
- */
-static void show_begin(const char *path, uint64_t denials, unsigned int in_use, unsigned int capacity)
-{
-	out_open_object(NULL);
-	print_string(PRINT_JSON, "ledger", NULL, path);
-	print_uint(PRINT_JSON, "denials", NULL, denials);
-	out_open_object("procs");
-	print_uint(PRINT_JSON, "in_use", NULL, in_use);
-	print_uint(PRINT_JSON, "capacity", NULL, capacity);
-	out_close_object();
-	out_open_array("scopes");
-}
-
-/* The driver methods the kernel quota programs refused (or passed) without knowing them (bpf/kqdrv.h). */
-static int show_drv_one(const struct kq_drv_unknown *u, void *arg)
-{
-	const char *dn = kq_drv_name(u->driver);
-	char desc[128];
-
-	(void)arg;
-	kq_drv_describe(u->key, desc, sizeof(desc));
-	out_open_object(NULL);
-	if (dn)
-		print_string(PRINT_JSON, "driver", NULL, dn);
-	else
-		print_uint(PRINT_JSON, "driver", NULL, u->driver);
-	print_uint(PRINT_JSON, "object", NULL, u->object);
-	print_uint(PRINT_JSON, "method", NULL, u->method);
-	print_string(PRINT_FP, NULL, "kernel: unknown driver method %s: ", desc);
-	print_uint(PRINT_ANY, "refused", "refused %" PRIu64 ", ", u->seen.refused);
-	print_uint(PRINT_ANY, "passed", "passed %" PRIu64 ", ", u->seen.passed);
-	print_uint(PRINT_ANY, "last_pid", "last pid %" PRIu64 " ", u->seen.tgid);
-	print_strn(PRINT_ANY, "last_comm", "(%.*s)\n", u->seen.comm, sizeof(u->seen.comm));
-	out_close_object();
-	return 0;
-}
-
-/* EXIT_FAIL when kernel limits exist that nothing enforces (said on stderr, and in JSON). */
-static int show_end(void)
-{
-	uint64_t lost;
-	char why[512];
-	int err, up = 1;
-
-	out_close_array();
-	if (show_kq_open()) {
-		up = kq_enforcement(show_kq, why, sizeof(why));
-		if (up < 0)
-			snprintf(why, sizeof(why), "cannot check the kernel quota programs: %s", strerror(-up));
-		print_bool(PRINT_JSON, "kernel_enforced", NULL, up == 1);
-		if (up != 1) {
-			print_string(PRINT_JSON, "kernel_not_enforced", NULL, why);
-			pr_err("kernel limits are set but not enforced: %s (rdmactl quota kernel repair enforces them "
-			       "again)", why);
-		}
-	}
-	/* objects the kernel's programs could not record: no kernel limit counts them */
-	if (show_kq_open() && !kq_lost(show_kq, &lost, &err)) {
-		print_uint(PRINT_JSON, "kernel_lost", NULL, lost);
-		if (lost) {
-			print_int(PRINT_JSON, "kernel_lost_errno", NULL, err);
-			print_uint(PRINT_FP, NULL, "kernel: %" PRIu64 " objects not recorded ", lost);
-			print_string(PRINT_FP, NULL, "(the last: %s): no kernel limit counts them\n",
-				     err == E2BIG ? "the kernel quota programs' table is full" : strerror(err));
-		}
-	}
-	out_open_array("unknown_driver_methods");
-	kq_drv_unknown_foreach(show_drv_one, NULL);
-	out_close_array();
-	out_close_object();
-	return up == 1 ? EXIT_OK : EXIT_FAIL;
-}
-
-static void no_entry(void)
-{
-	char desc[LEDGER_CGROUP_MAX + 16];
-
-	pr_err("no ledger entry for %s (no limits, no managed process)", scope_desc(&o.scope, desc, sizeof(desc)));
-}
-
-/*
- * No ledger yet: nothing is limited, nobody is managed. JSON is the document an empty ledger gives (its
- * global scope, or the process asked for); a job or cgroup has no entry there either. Text says so in words.
- */
-static int show_missing(void)
-{
-	struct ledger_scope_stat st = { .scope.type = LEDGER_SCOPE_GLOBAL };
-	int k;
-
-	pr_debug("no ledger at %s", ledger_file());
-	if (o.nscopes) {
-		st.scope = o.scope;
-		if (o.scope.type == LEDGER_SCOPE_JOB || o.scope.type == LEDGER_SCOPE_CGROUP ||
-		    (o.scope.type == LEDGER_SCOPE_PROCESS && !o.scope.start_time &&
-		     ledger_pid_start_time(o.scope.pid, &st.scope.start_time))) {
-			no_entry();
-			return EXIT_FAIL;
-		}
-	}
-	print_text("no limits set\n");
-	if (!out_is_json())
-		return EXIT_OK;
-	for (k = 0; k < LEDGER_NKINDS; k++)
-		st.limit[k] = LEDGER_UNLIMITED;
-	show_begin(ledger_file(), 0, 0, LEDGER_DEFAULT_PROCS); /* as the ledger quota init makes */
-	show_scope(&st, NULL);
-	return show_end();
-}
-
-static int do_show(void)
-{
-	struct ledger_scope_stat st;
-	unsigned int in_use = 0, capacity;
-	struct ledger *l;
-	uint64_t denials = 0;
-	int err, rc;
-
-	if (o.nargs > 1) {
-		fprintf(stderr, "%s: show: unexpected argument '%s'\nTry '%s --help' for more information.\n", util_prog,
-			o.args[1], util_prog);
-		return EXIT_USAGE;
-	}
-	if (o.kernel) {
-		fprintf(stderr, "%s: show: --kernel goes with set and unset (show prints rdma.max and rdma.current "
-			"of cgroups anyway)\nTry '%s --help' for more information.\n", util_prog, util_prog);
-		return EXIT_USAGE;
-	}
-	err = ledger_open(o.ledger, o.create ? LEDGER_CREATE : 0, &l);
-	if (err == -ENOENT && ledger_missing())
-		return show_missing();
-	if (err)
-		return open_error(err, 0);
-	/* reclaim dead holders first, so that they are not counted (needs write access to the usage file) */
-	err = ledger_gc(l, NULL);
-	if (err && err != -EACCES)
-		pr_debug("gc: %s", strerror(-err));
-	if (o.nscopes && ledger_get_scope(l, &o.scope, &st)) {
-		no_entry();
-		ledger_close(l);
-		return EXIT_FAIL;
-	}
-	ledger_denial_counts(l, &denials, NULL);
-	capacity = ledger_capacity(l, &in_use);
-	show_begin(ledger_path(l), denials, in_use, capacity);
-	if (o.nscopes)
-		show_scope(&st, NULL);
-	else
-		ledger_foreach_scope(l, show_scope, NULL);
-	rc = show_end();
-	if (!o.nscopes) {
-		print_uint(PRINT_FP, NULL, "denials: %" PRIu64 "\n", denials);
-		print_uint(PRINT_FP, NULL, "process slots: %" PRIu64, in_use);
-		print_uint(PRINT_FP, NULL, " of %" PRIu64 " in use\n", capacity);
-	}
-	ledger_close(l);
-	return rc;
 }
 
 /* ---- gc, init ----------------------------------------------------------------------------------- */
@@ -962,16 +578,16 @@ static int do_gc(void)
 	bool kernel = false, policy;
 	int err;
 
-	if (o.nargs > 1 || o.nscopes) {
+	if (qopt.nargs > 1 || qopt.nscopes) {
 		fprintf(stderr, "%s: gc takes no argument and no scope\nTry '%s --help' for more information.\n",
 			util_prog, util_prog);
 		return EXIT_USAGE;
 	}
 	/* the owner of the policy also drops stale pid limits; others only reclaim usage */
-	err = ledger_open(o.ledger, LEDGER_POLICY_RW | (o.create ? LEDGER_CREATE : 0), &l);
+	err = ledger_open(qopt.ledger, LEDGER_POLICY_RW | (qopt.create ? LEDGER_CREATE : 0), &l);
 	policy = !err;
 	if (err == -EACCES)
-		err = ledger_open(o.ledger, 0, &l);
+		err = ledger_open(qopt.ledger, 0, &l);
 	if (err) {
 		pr_err("cannot open the ledger: %s", ledger_error());
 		return EXIT_FAIL;
@@ -1015,10 +631,10 @@ static int do_gc(void)
 
 static int do_init(void)
 {
-	const char *path = o.ledger ? o.ledger : ledger_default_path();
+	const char *path = qopt.ledger ? qopt.ledger : ledger_default_path();
 	int err;
 
-	if (o.nargs > 1 || o.nscopes) {
+	if (qopt.nargs > 1 || qopt.nscopes) {
 		fprintf(stderr, "%s: init takes no argument and no scope\nTry '%s --help' for more information.\n",
 			util_prog, util_prog);
 		return EXIT_USAGE;
@@ -1028,7 +644,7 @@ static int do_init(void)
 		pr_err("cannot recreate the ledger: %s: permission denied (only the owner of the policy file may)", path);
 		return EXIT_FAIL;
 	}
-	err = ledger_init_procs(path, o.procs ? o.procs : LEDGER_DEFAULT_PROCS);
+	err = ledger_init_procs(path, qopt.procs ? qopt.procs : LEDGER_DEFAULT_PROCS);
 	if (err == -EACCES || err == -EPERM) {
 		pr_err("cannot create the ledger: %s: permission denied", path);
 		return EXIT_FAIL;
@@ -1039,7 +655,7 @@ static int do_init(void)
 	}
 	out_open_object(NULL);
 	print_string(PRINT_ANY, "ledger", "created an empty ledger at %s", path);
-	print_uint(PRINT_ANY, "procs", " for %" PRIu64 " processes\n", o.procs ? o.procs : LEDGER_DEFAULT_PROCS);
+	print_uint(PRINT_ANY, "procs", " for %" PRIu64 " processes\n", qopt.procs ? qopt.procs : LEDGER_DEFAULT_PROCS);
 	out_close_object();
 	return EXIT_OK;
 }
@@ -1051,7 +667,7 @@ static int do_kernel_repair(void)
 	struct kq *q;
 	int up, err;
 
-	if (o.nargs != 2) {
+	if (qopt.nargs != 2) {
 		fprintf(stderr, "%s: kernel repair takes no value\nTry '%s --help' for more information.\n", util_prog,
 			util_prog);
 		return EXIT_USAGE;
@@ -1102,17 +718,17 @@ static int do_kernel(void)
 	bool pass = false;
 	int v, err;
 
-	if (o.nargs < 2 || o.nargs > 3 || o.nscopes) {
+	if (qopt.nargs < 2 || qopt.nargs > 3 || qopt.nscopes) {
 		fprintf(stderr, "%s: kernel takes repair, or a setting (unknown-driver-methods) and optionally its "
 			"value (pass, refuse); no scope\nTry '%s --help' for more information.\n", util_prog, util_prog);
 		return EXIT_USAGE;
 	}
-	v = match_word(o.args[1], opts, 2);
+	v = match_word(qopt.args[1], opts, 2);
 	if (v < 0)
-		return word_error("kernel setting", o.args[1], opts, 2, v);
+		return word_error("kernel setting", qopt.args[1], opts, 2, v);
 	if (v == 1)
 		return do_kernel_repair();
-	if (o.nargs == 2) {
+	if (qopt.nargs == 2) {
 		err = kq_drv_get_pass_unknown(&pass);
 		if (err && err != -ENOENT) {
 			pr_err("cannot read the kernel quota setting: %s", strerror(-err));
@@ -1123,9 +739,9 @@ static int do_kernel(void)
 		out_close_object();
 		return EXIT_OK;
 	}
-	v = match_word(o.args[2], vals, 2);
+	v = match_word(qopt.args[2], vals, 2);
 	if (v < 0)
-		return word_error("value", o.args[2], vals, 2, v);
+		return word_error("value", qopt.args[2], vals, 2, v);
 	if (!kq_lsm_active(why, sizeof(why))) {
 		pr_err("the kernel quota programs need BPF LSM: %s", why);
 		return EXIT_FAIL;
@@ -1160,15 +776,15 @@ int cmd_quota(int argc, char **argv)
 		}
 	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
 		return EXIT_USAGE;
-	v = match_word(o.args[0], verbs, V_NR);
+	v = match_word(qopt.args[0], verbs, V_NR);
 	if (v < 0)
-		return word_error("quota command", o.args[0], verbs, V_NR, v);
-	if ((v == V_SET || v == V_UNSET) == false && o.kernel) {
+		return word_error("quota command", qopt.args[0], verbs, V_NR, v);
+	if ((v == V_SET || v == V_UNSET) == false && qopt.kernel) {
 		fprintf(stderr, "%s: --kernel goes with set and unset\nTry '%s --help' for more information.\n",
 			util_prog, util_prog);
 		return EXIT_USAGE;
 	}
-	if (v != V_INIT && o.procs) {
+	if (v != V_INIT && qopt.procs) {
 		fprintf(stderr, "%s: --procs goes with init (the number of processes a new ledger holds)\nTry '%s --help' "
 			"for more information.\n", util_prog, util_prog);
 		return EXIT_USAGE;
@@ -1179,7 +795,7 @@ int cmd_quota(int argc, char **argv)
 	case V_UNSET:
 		return do_set(false);
 	case V_SHOW:
-		return do_show();
+		return quota_show();
 	case V_GC:
 		return do_gc();
 	case V_KERNEL:

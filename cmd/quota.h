@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* rdmactl quota: between the verbs (quota.c) and show (quota_show.c). */
+#ifndef RDMACTL_CMD_QUOTA_H
+#define RDMACTL_CMD_QUOTA_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ledger/ledger.h"
+
+#define MAX_ARGS 8
+
+/* The command line of one quota invocation. */
+struct quota_opts {
+	const char *ledger;
+	unsigned int procs; /* init --procs: process slots of the new ledger, 0 the default */
+	bool create;
+	bool kernel;
+	const char *dev;
+	int nscopes;
+	const char *scope_opt; /* the first scope option seen, for the conflict message */
+	struct ledger_scope scope;
+	char cgdir[PATH_MAX]; /* --cgroup: the directory in the cgroup2 mount */
+	char *args[MAX_ARGS];
+	int nargs;
+};
+extern struct quota_opts qopt;
+
+/* The ledger opened for a verb, or the error said (exit code returned by quota_open_error()). */
+int quota_open_ledger(unsigned int flags, struct ledger **l);
+int quota_open_error(int err, unsigned int flags);
+bool quota_ledger_missing(void);
+const char *quota_ledger_file(void);
+void quota_warn_owner(const struct ledger *l);
+const char *quota_scope_desc(const struct ledger_scope *s, char *buf, size_t len);
+const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t len);
+bool quota_is_object_kind(int k);
+int quota_read_file(const char *path, char *buf, size_t len);
+/* quota_show.c */
+int quota_show(void);
+
+#endif
