@@ -37,7 +37,7 @@ static struct {
 	const char *fail;
 	bool kernel;
 	int cmd; /* index of CMD in argv */
-} ro;
+} run_opts;
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Limits for the whole job (every process CMD starts shares them):", 1 },
@@ -70,30 +70,30 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'J':
 		if (!*arg || strlen(arg) >= LEDGER_NAME_MAX)
 			argp_error(state, "job name must be 1 to %d characters", LEDGER_NAME_MAX - 1);
-		ro.job = arg;
+		run_opts.job = arg;
 		break;
 	case 'c':
-		ro.cgroup = arg;
+		run_opts.cgroup = arg;
 		break;
 	case 'l':
-		ro.log = arg;
+		run_opts.log = arg;
 		break;
 	case OPT_KERNEL:
-		ro.kernel = true;
+		run_opts.kernel = true;
 		break;
 	case OPT_FAIL_OPEN:
 	case OPT_FAIL_CLOSED:
-		if (ro.fail)
+		if (run_opts.fail)
 			argp_error(state, "--fail-open and --fail-closed are mutually exclusive");
-		ro.fail = key == OPT_FAIL_OPEN ? "open" : "closed";
+		run_opts.fail = key == OPT_FAIL_OPEN ? "open" : "closed";
 		break;
 	case ARGP_KEY_ARG:
 		/* CMD: everything from here on belongs to it. */
-		ro.cmd = state->next - 1;
+		run_opts.cmd = state->next - 1;
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!ro.cmd)
+		if (!run_opts.cmd)
 			argp_error(state, "missing CMD");
 		break;
 	default:
@@ -101,11 +101,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (kind < 0 || kind >= LEDGER_NKINDS)
 			return ARGP_ERR_UNKNOWN;
 		if (!strcmp(arg, "unlimited")) {
-			ro.limit[kind] = LEDGER_UNLIMITED;
+			run_opts.limit[kind] = LEDGER_UNLIMITED;
 			break;
 		}
-		ret = kind == LEDGER_MR_BYTES ? parse_size(arg, LEDGER_UNLIMITED - 1, &ro.limit[kind])
-					      : parse_u64(arg, 0, LEDGER_UNLIMITED - 1, &ro.limit[kind]);
+		ret = kind == LEDGER_MR_BYTES ? parse_size(arg, LEDGER_UNLIMITED - 1, &run_opts.limit[kind])
+					      : parse_u64(arg, 0, LEDGER_UNLIMITED - 1, &run_opts.limit[kind]);
 		if (ret)
 			argp_error(state, "--max-%s: invalid value '%s' (%s)", kind_opt[kind], arg,
 				   kind == LEDGER_MR_BYTES ? "a size like 64M" : "a count or 'unlimited'");
@@ -263,7 +263,7 @@ static void forward(int sig, siginfo_t *si, void *uc)
 
 static int start_job(struct ledger *l, const char *name)
 {
-	int ret = ledger_job_create(l, name, ro.limit);
+	int ret = ledger_job_create(l, name, run_opts.limit);
 
 	if (ret == -EEXIST)
 		pr_err("cannot create job '%s': %s (choose another --job name)", name, ledger_error());
@@ -290,10 +290,10 @@ static int kernel_cgroup(const char *job, char *dir, size_t len)
 		       "reboot, or run without --kernel (the interceptor alone)", why);
 		return EXIT_FAIL;
 	}
-	if (ro.cgroup) {
-		ret = cgroup_resolve(ro.cgroup, root, sizeof(root), parent, sizeof(parent));
+	if (run_opts.cgroup) {
+		ret = cgroup_resolve(run_opts.cgroup, root, sizeof(root), parent, sizeof(parent));
 		if (ret) {
-			pr_err("--kernel: cannot use cgroup %s: %s", ro.cgroup, strerror(-ret));
+			pr_err("--kernel: cannot use cgroup %s: %s", run_opts.cgroup, strerror(-ret));
 			return EXIT_FAIL;
 		}
 	} else {
@@ -322,8 +322,8 @@ static int kernel_cgroup(const char *job, char *dir, size_t len)
 	if (!ret)
 		ret = kq_scope_cgroup(dir, &sc);
 	for (i = 0, n = 0; !ret && i < KQ_NK; i++)
-		if (ro.limit[i] != LEDGER_UNLIMITED) {
-			ret = kq_set(q, &sc, dir, (unsigned int)i, ro.limit[i]);
+		if (run_opts.limit[i] != LEDGER_UNLIMITED) {
+			ret = kq_set(q, &sc, dir, (unsigned int)i, run_opts.limit[i]);
 			n++;
 		}
 	if (!ret && !n) {
@@ -377,7 +377,7 @@ int cmd_run(int argc, char **argv)
 	pid_t pid;
 
 	for (i = 0; i < LEDGER_NKINDS; i++)
-		ro.limit[i] = LEDGER_UNLIMITED;
+		run_opts.limit[i] = LEDGER_UNLIMITED;
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
 		return EXIT_USAGE;
 
@@ -387,15 +387,15 @@ int cmd_run(int argc, char **argv)
 		       PRELOAD_NAME, strerror(-ret));
 		return EXIT_FAIL;
 	}
-	if (ro.job) {
-		snprintf(job, sizeof(job), "%s", ro.job);
+	if (run_opts.job) {
+		snprintf(job, sizeof(job), "%s", run_opts.job);
 	} else {
-		char *cmd = strdup(argv[ro.cmd]);
+		char *cmd = strdup(argv[run_opts.cmd]);
 
 		snprintf(job, sizeof(job), "%.40s-%d", cmd ? basename(cmd) : "run", (int)getpid());
 		free(cmd);
 	}
-	if (ro.kernel) {
+	if (run_opts.kernel) {
 		ret = kernel_cgroup(job, kdir, sizeof(kdir));
 		if (ret)
 			return ret;
@@ -404,8 +404,8 @@ int cmd_run(int argc, char **argv)
 			kernel_cgroup_release(kdir);
 			return EXIT_FAIL;
 		}
-	} else if (ro.cgroup) {
-		cgfd = open_cgroup(ro.cgroup);
+	} else if (run_opts.cgroup) {
+		cgfd = open_cgroup(run_opts.cgroup);
 		if (cgfd < 0)
 			return EXIT_FAIL;
 	}
@@ -423,7 +423,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (env_prepend("LD_PRELOAD", preload) || env_prepend("LD_AUDIT", preload) ||
 	    setenv(LEDGER_ENV_JOB, job, 1) || setenv(LEDGER_ENV_PATH, ledger_path(l), 1) ||
-	    (ro.log && setenv("RDMACTL_LOG_FILE", ro.log, 1)) || (ro.fail && setenv(LEDGER_ENV_FAIL, ro.fail, 1)) ||
+	    (run_opts.log && setenv("RDMACTL_LOG_FILE", run_opts.log, 1)) || (run_opts.fail && setenv(LEDGER_ENV_FAIL, run_opts.fail, 1)) ||
 	    (util_verbose && setenv("RDMACTL_LOG_LEVEL", "2", 1))) {
 		pr_err("cannot set the environment: %s", strerror(errno));
 		ret = EXIT_FAIL;
@@ -460,19 +460,19 @@ int cmd_run(int argc, char **argv)
 			if (n != 1)
 				_exit(EXIT_FAIL); /* rdmactl is gone */
 		}
-		execvp(argv[ro.cmd], argv + ro.cmd);
+		execvp(argv[run_opts.cmd], argv + run_opts.cmd);
 		ret = errno;
-		pr_err("cannot run %s: %s", argv[ro.cmd], strerror(ret));
+		pr_err("cannot run %s: %s", argv[run_opts.cmd], strerror(ret));
 		_exit(ret == ENOENT ? 127 : 126);
 	}
 	child_pid = pid;
 	if (gate[0] >= 0) {
 		close(gate[0]);
 		gate[0] = -1;
-		ret = move_to_cgroup(cgfd, kdir[0] ? kdir : ro.cgroup, pid);
+		ret = move_to_cgroup(cgfd, kdir[0] ? kdir : run_opts.cgroup, pid);
 		if (!ret && send(gate[1], "g", 1, MSG_NOSIGNAL) != 1) {
 			ret = -errno;
-			pr_err("cannot start %s: %s", argv[ro.cmd], strerror(-ret));
+			pr_err("cannot start %s: %s", argv[run_opts.cmd], strerror(-ret));
 		}
 		if (ret) {
 			/* CMD never ran: nothing of it outside the cgroup */

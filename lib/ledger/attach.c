@@ -25,7 +25,7 @@
 
 /* ---- attach ------------------------------------------------------------------------------------- */
 
-int find_job(const struct usage *u, const char *name)
+int ledger_find_job(const struct usage *u, const char *name)
 {
 	int i;
 
@@ -62,7 +62,7 @@ static int claim_slot(struct ledger *l, uint64_t owner)
  * dead holder's and free them. Only this process can tell: to the gc the owner is alive. A slot left in the
  * middle of an operation (another thread killed by the exec) takes a recount, as in the gc.
  */
-void take_over_stale(struct ledger *l, uint64_t owner)
+void ledger_take_over_stale(struct ledger *l, uint64_t owner)
 {
 	struct usage *u = l->use;
 	bool locked = false, need = false;
@@ -76,7 +76,7 @@ void take_over_stale(struct ledger *l, uint64_t owner)
 		if (ALOADR(&s->owner) != owner)
 			continue;
 		if (!locked) {
-			if (gc_lock(l, 3000))
+			if (ledger_gc_lock(l, 3000))
 				return; /* a busy gc: the slot stays until this process exits */
 			locked = true;
 		}
@@ -87,7 +87,7 @@ void take_over_stale(struct ledger *l, uint64_t owner)
 			if (__atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST))
 				need = true;
 			else
-				reclaim_slot(l, s);
+				ledger_reclaim_slot(l, s);
 		} else if (st == ENT_RECLAIMING) {
 			need = true; /* left by a gc that died: we hold the lock */
 		} else if (ACAS(&s->owner, &cur, 0)) {
@@ -95,9 +95,9 @@ void take_over_stale(struct ledger *l, uint64_t owner)
 		}
 	}
 	if (need)
-		recount(l);
+		ledger_recount(l);
 	if (locked)
-		gc_unlock(l);
+		ledger_gc_unlock(l);
 }
 
 static int do_attach(struct ledger *l, const char *job)
@@ -108,20 +108,20 @@ static int do_attach(struct ledger *l, const char *job)
 	int i, j = -1, k, err;
 
 	if (!l->usage_rw)
-		return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
+		return ledger_seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
 	if (!job)
 		job = getenv(LEDGER_ENV_JOB);
 	if (!job)
 		job = "";
 	if (strlen(job) >= LEDGER_NAME_MAX)
-		return seterr(-EINVAL, "job name too long");
+		return ledger_seterr(-EINVAL, "job name too long");
 	if (*job) {
-		j = find_job(u, job);
+		j = ledger_find_job(u, job);
 		if (j < 0)
-			return seterr(-ENOENT, "no job '%s' in the ledger", job);
+			return ledger_seterr(-ENOENT, "no job '%s' in the ledger", job);
 	}
-	owner = self_owner(&start);
-	take_over_stale(l, owner);
+	owner = ledger_self_owner(&start);
+	ledger_take_over_stale(l, owner);
 	i = claim_slot(l, owner);
 	if (i < 0) {
 		err = ledger_gc(l, NULL);
@@ -129,7 +129,7 @@ static int do_attach(struct ledger *l, const char *job)
 			return err;
 		i = claim_slot(l, owner);
 		if (i < 0)
-			return seterr(-ENOSPC, "all %u process slots of the ledger are taken (a larger one: rdmactl quota init --procs N)",
+			return ledger_seterr(-ENOSPC, "all %u process slots of the ledger are taken (a larger one: rdmactl quota init --procs N)",
 				      l->nprocs);
 	}
 	s = &u->slots[i];
@@ -144,7 +144,7 @@ static int do_attach(struct ledger *l, const char *job)
 		ASTORE(&s->trim_below[k], 0);
 		ASTORE(&s->refused[k], 0);
 	}
-	self_cgroup(l->cgroup, sizeof(l->cgroup));
+	ledger_self_cgroup(l->cgroup, sizeof(l->cgroup));
 	copy_str(s->cgroup, l->cgroup, sizeof(s->cgroup));
 	ASTORE(&s->job, j);
 	/* live only now: a recount never sees a half-written slot */
@@ -155,7 +155,7 @@ static int do_attach(struct ledger *l, const char *job)
 	l->job = j;
 	copy_str(l->jobname, job, sizeof(l->jobname));
 	/* the plan points at this slot from the first operation on, whatever the generation says */
-	refresh_view(l);
+	ledger_refresh_view(l);
 	return 0;
 }
 
@@ -198,8 +198,8 @@ bool ledger_limits_apply(struct ledger *l, const char *job)
 		job = getenv(LEDGER_ENV_JOB);
 	if (job && *job)
 		return true;
-	self_cgroup(cg, sizeof(cg));
-	if (cg_matches(l->pol, cg, idx, MAX_CG_PER_PROC) > 0)
+	ledger_self_cgroup(cg, sizeof(cg));
+	if (ledger_cg_matches(l->pol, cg, idx, MAX_CG_PER_PROC) > 0)
 		return true;
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		if (ALOADR(&l->pol->global_limit[k]) != LEDGER_UNLIMITED)
@@ -235,7 +235,7 @@ int ledger_detach(struct ledger *l)
 				err = r;
 		}
 	}
-	grants_return(l);
+	ledger_grants_return(l);
 	s->job = -1;
 	ASTORE(&s->state, ENT_FREE);
 	ASTORE(&s->owner, 0);

@@ -26,13 +26,13 @@
 /* ---- gc lock, freeze, recount ------------------------------------------------------------------- */
 
 /*
- * This process's start time, read from /proc once per process (a fork's child reads its own): gc_lock()
+ * This process's start time, read from /proc once per process (a fork's child reads its own): ledger_gc_lock()
  * asks for it at every try, and a read of /proc under the lab's TCG costs what hundreds of tries cost.
  */
 static pid_t owner_pid;
 static uint64_t owner_start;
 
-uint64_t self_owner(uint64_t *start)
+uint64_t ledger_self_owner(uint64_t *start)
 {
 	pid_t pid = getpid();
 	uint64_t st = 0;
@@ -45,20 +45,20 @@ uint64_t self_owner(uint64_t *start)
 	}
 	if (start)
 		*start = st;
-	return pack_owner(pid, st);
+	return ledger_pack_owner(pid, st);
 }
 
 /* Take the gc lock; steal it from a dead holder. Waits up to wait_ms; -EBUSY otherwise. */
-int gc_lock(struct ledger *l, int wait_ms)
+int ledger_gc_lock(struct ledger *l, int wait_ms)
 {
-	uint64_t me = self_owner(NULL), cur;
+	uint64_t me = ledger_self_owner(NULL), cur;
 	uint64_t deadline = clock_mono_ns() + (uint64_t)wait_ms * 1000000ull;
 
 	for (;;) {
 		cur = 0;
 		if (ACAS(&l->use->gc_owner, &cur, me))
 			return 0;
-		if (cur != me && !owner_alive(cur) && ACAS(&l->use->gc_owner, &cur, me))
+		if (cur != me && !ledger_owner_alive(cur) && ACAS(&l->use->gc_owner, &cur, me))
 			return 0;
 		if (clock_mono_ns() >= deadline)
 			return -EBUSY;
@@ -66,7 +66,7 @@ int gc_lock(struct ledger *l, int wait_ms)
 	}
 }
 
-void gc_unlock(struct ledger *l)
+void ledger_gc_unlock(struct ledger *l)
 {
 	ASTORE(&l->use->gc_owner, 0);
 }
@@ -75,13 +75,13 @@ void gc_unlock(struct ledger *l)
  * After any change of a limit or of the cgroup and pid tables (the writer has the usage file mapped
  * writable): the next operation of every process refreshes the limits it caches.
  */
-void limits_changed(struct ledger *l)
+void ledger_limits_changed(struct ledger *l)
 {
 	AADD(&l->use->gen, 1);
 }
 
 /* Which cgroup entries cover cgroup path cg; returns how many (up to max). */
-int cg_matches(const struct policy *pol, const char *cg, int *idx, int max)
+int ledger_cg_matches(const struct policy *pol, const char *cg, int *idx, int max)
 {
 	char path[LEDGER_CGROUP_MAX];
 	int i, n = 0;
@@ -90,30 +90,30 @@ int cg_matches(const struct policy *pol, const char *cg, int *idx, int max)
 		if (ALOAD(&pol->cg[i].state) != ENT_LIVE)
 			continue;
 		copy_str(path, pol->cg[i].path, sizeof(path));
-		if (cg_covers(path, cg))
+		if (ledger_cg_covers(path, cg))
 			idx[n++] = i;
 	}
 	return n;
 }
 
-int slot_job(const struct slot *s)
+int ledger_slot_job(const struct slot *s)
 {
 	int j = ALOADR(&s->job);
 
 	return j >= 0 && j < LEDGER_MAX_JOBS ? j : -1;
 }
 
-void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc)
+void ledger_slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc)
 {
 	char cg[LEDGER_CGROUP_MAX];
 
 	copy_str(cg, s->cgroup, sizeof(cg));
-	sc->ncg = cg_matches(l->pol, cg, sc->cg, MAX_CG_PER_PROC);
-	sc->job = slot_job(s);
+	sc->ncg = ledger_cg_matches(l->pol, cg, sc->cg, MAX_CG_PER_PROC);
+	sc->job = ledger_slot_job(s);
 }
 
 /* Take n of kind k off the global total and every scope in sc (the slot's own count is the caller's). */
-void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n)
+void ledger_scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n)
 {
 	int c;
 
@@ -151,7 +151,7 @@ static void revoke_slot(struct slot *s)
  * RECLAIMING), take back every allowance, then set every total to the sum of live slot grants. Caller holds
  * the gc lock.
  */
-int recount(struct ledger *l)
+int ledger_recount(struct ledger *l)
 {
 	struct usage *u = l->use;
 	uint64_t sums_cg[LEDGER_MAX_CGROUPS][LEDGER_NKINDS];
@@ -170,7 +170,7 @@ int recount(struct ledger *l)
 		unsigned int spins = 0;
 
 		while (__atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST) && ALOAD(&s->state) == ENT_LIVE) {
-			if (++spins % 64 == 0 && !pid_alive(s->pid, s->start)) {
+			if (++spins % 64 == 0 && !ledger_pid_alive(s->pid, s->start)) {
 				uint32_t st = ENT_LIVE;
 
 				ACAS(&s->state, &st, ENT_RECLAIMING);
@@ -200,7 +200,7 @@ int recount(struct ledger *l)
 		if (st != ENT_LIVE)
 			continue;
 		revoke_slot(s);
-		slot_scopes(l, s, &sc);
+		ledger_slot_scopes(l, s, &sc);
 		for (k = 0; k < LEDGER_NKINDS; k++) {
 			uint64_t v = k == LEDGER_WR ? 0 : ALOADR(&s->grant[k]);
 
@@ -224,17 +224,17 @@ int recount(struct ledger *l)
 }
 
 /* Give a dead slot's grants back to its scopes and free it. Caller holds the gc lock; slot is RECLAIMING. */
-void reclaim_slot(struct ledger *l, struct slot *s)
+void ledger_reclaim_slot(struct ledger *l, struct slot *s)
 {
 	struct slot_scopes sc;
 	int k;
 
-	slot_scopes(l, s, &sc);
+	ledger_slot_scopes(l, s, &sc);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		uint64_t v = ALOADR(&s->grant[k]);
 
 		if (v && v != GRANT_UNLIMITED && k != LEDGER_WR)
-			scopes_sub(l->use, &sc, k, v);
+			ledger_scopes_sub(l->use, &sc, k, v);
 		ASTORE(&s->grant[k], 0);
 		ASTORE(&s->usage[k], 0);
 	}
@@ -320,7 +320,7 @@ static int holds_uverbs(pid_t pid)
 /*
  * A live process whose interceptor slot holds usage while the process holds no uverbs device: the image
  * that charged it exec()ed away (libibverbs opens the device O_CLOEXEC, so the kernel destroyed its objects)
- * and the new image has not attached, perhaps never will (it need not use verbs; take_over_stale() only runs
+ * and the new image has not attached, perhaps never will (it need not use verbs; ledger_take_over_stale() only runs
  * when it does). Give the usage back to every scope and leave the slot to the process: its next image takes
  * it over, or the gc frees it at exit.
  * The image attached to a slot cannot hold usage without a device open or mapped: it charges only through a
@@ -346,10 +346,10 @@ static int take_back_execd(struct ledger *l, struct slot *s)
 	if (!any || holds_uverbs(s->pid) != 0)
 		return 0;
 	/* still the same process, and no open began or ended while we looked */
-	if (!pid_alive(s->pid, s->start) || __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST) != v ||
+	if (!ledger_pid_alive(s->pid, s->start) || __atomic_load_n(&s->vseq, __ATOMIC_SEQ_CST) != v ||
 	    ALOAD(&s->state) != ENT_LIVE)
 		return 0;
-	slot_scopes(l, s, &sc);
+	ledger_slot_scopes(l, s, &sc);
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		uint64_t cur = snap[k] ? ALOADR(&s->usage[k]) : 0, take, g, left;
 
@@ -366,7 +366,7 @@ static int take_back_execd(struct ledger *l, struct slot *s)
 				break;
 		} while (!ACAS(&s->grant[k], &g, left));
 		if (g != GRANT_UNLIMITED && g > left)
-			scopes_sub(l->use, &sc, k, g - left);
+			ledger_scopes_sub(l->use, &sc, k, g - left);
 	}
 	return 1;
 }
@@ -377,7 +377,7 @@ static bool job_in_use(const struct ledger *l, int j)
 	int i;
 
 	for (i = 0; i < (int)slots_used(l); i++)
-		if (ALOAD(&u->slots[i].state) != ENT_FREE && slot_job(&u->slots[i]) == j)
+		if (ALOAD(&u->slots[i].state) != ENT_FREE && ledger_slot_job(&u->slots[i]) == j)
 			return true;
 	return false;
 }
@@ -403,7 +403,7 @@ static int gc_pass(struct ledger *l, bool force_recount, bool execd, unsigned in
 		if (!owner)
 			continue;
 		if (st == ENT_LIVE) {
-			if (pid_alive(s->pid, s->start)) {
+			if (ledger_pid_alive(s->pid, s->start)) {
 				if (execd)
 					back += take_back_execd(l, s);
 				continue;
@@ -414,24 +414,24 @@ static int gc_pass(struct ledger *l, bool force_recount, bool execd, unsigned in
 			if (__atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST))
 				need = true; /* died mid-operation: only a recount is exact */
 			else
-				reclaim_slot(l, s);
+				ledger_reclaim_slot(l, s);
 		} else if (st == ENT_RECLAIMING) {
 			need = true; /* left by a gc that died */
 		} else if (st == ENT_CLAIMING || st == ENT_FREE) {
 			/* attach in progress, or died before finishing it */
-			if (!owner_alive(owner) && ACAS(&s->owner, &owner, 0))
+			if (!ledger_owner_alive(owner) && ACAS(&s->owner, &owner, 0))
 				ASTORE(&s->state, ENT_FREE);
 		}
 	}
 	if (need)
-		err = recount(l);
+		err = ledger_recount(l);
 	/* finished jobs */
 	for (i = 0; i < LEDGER_MAX_JOBS; i++) {
 		struct job *jb = &u->jobs[i];
 
 		if (ALOAD(&jb->state) != ENT_LIVE)
 			continue;
-		if (ALOAD(&jb->owner_active) && pid_alive(jb->owner_pid, jb->owner_start))
+		if (ALOAD(&jb->owner_active) && ledger_pid_alive(jb->owner_pid, jb->owner_start))
 			continue;
 		if (job_in_use(l, i))
 			continue;
@@ -444,13 +444,13 @@ static int gc_pass(struct ledger *l, bool force_recount, bool execd, unsigned in
 		for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++) {
 			struct pol_pid *pp = &l->pol->pid[i];
 
-			if (ALOAD(&pp->state) == ENT_LIVE && !pid_alive(pp->pid, pp->start)) {
+			if (ALOAD(&pp->state) == ENT_LIVE && !ledger_pid_alive(pp->pid, pp->start)) {
 				ASTORE(&pp->state, ENT_FREE);
 				changed = true;
 			}
 		}
 		if (changed)
-			limits_changed(l);
+			ledger_limits_changed(l);
 	}
 	ASTORE(&u->last_gc_ns, clock_mono_ns());
 	if (reclaimed)
@@ -460,12 +460,12 @@ static int gc_pass(struct ledger *l, bool force_recount, bool execd, unsigned in
 	return err;
 }
 
-int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given)
+int ledger_gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given)
 {
 	return gc_pass(l, force_recount, true, reclaimed, given);
 }
 
-int gc_dead(struct ledger *l, bool force_recount)
+int ledger_gc_dead(struct ledger *l, bool force_recount)
 {
 	return gc_pass(l, force_recount, false, NULL, NULL);
 }
@@ -478,10 +478,10 @@ int ledger_gc(struct ledger *l, unsigned int *reclaimed)
 		*reclaimed = 0;
 	if (!l->usage_rw)
 		return -EACCES;
-	err = gc_lock(l, 3000);
+	err = ledger_gc_lock(l, 3000);
 	if (err)
 		return err;
-	err = gc_locked(l, false, reclaimed, NULL);
-	gc_unlock(l);
+	err = ledger_gc_locked(l, false, reclaimed, NULL);
+	ledger_gc_unlock(l);
 	return err;
 }

@@ -151,7 +151,7 @@ struct usage {
 	/*
 	 * Per kind, CLOCK_MONOTONIC ns until which grants are raised by what is missing only, and releases keep
 	 * nothing above usage (no allowances): set by a refusal of a shared scope, which then takes every
-	 * allowance back (lib/ledger/refusal.c, refusal_settle()). Cold: read by raises and trims only.
+	 * allowance back (lib/ledger/refusal.c, ledger_refusal_settle()). Cold: read by raises and trims only.
 	 */
 	uint64_t tight_until[LEDGER_NKINDS];
 	uint64_t gc_begun_ns; /* CLOCK_MONOTONIC ns when the last gc pass began (under the gc lock) */
@@ -244,38 +244,38 @@ struct ledger {
 _Static_assert(sizeof(struct ledger) <= LEDGER_HANDLE_SIZE, "LEDGER_HANDLE_SIZE too small");
 _Static_assert(sizeof(struct slot) == 1024 && sizeof(struct job) == 512, "a slot or a job straddles a page");
 
-bool pid_alive(pid_t pid, uint64_t start);
-uint64_t pack_owner(pid_t pid, uint64_t start);
-bool owner_alive(uint64_t owner);
-void self_cgroup(char *out, size_t len);
-bool cg_covers(const char *a, const char *b);
+bool ledger_pid_alive(pid_t pid, uint64_t start);
+uint64_t ledger_pack_owner(pid_t pid, uint64_t start);
+bool ledger_owner_alive(uint64_t owner);
+void ledger_self_cgroup(char *out, size_t len);
+bool ledger_cg_covers(const char *a, const char *b);
 /* The headers' checksum (FNV-1a). */
-uint32_t fnv1a(const void *p, size_t n);
-/* The message of the last failure (ledger_error()); seterr() writes it and returns err. */
+uint32_t ledger_fnv1a(const void *p, size_t n);
+/* The message of the last failure (ledger_error()); ledger_seterr() writes it and returns err. */
 extern __thread char ledger_errbuf[512];
-int seterr(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t self_owner(uint64_t *start);
-int gc_lock(struct ledger *l, int wait_ms);
-void gc_unlock(struct ledger *l);
-void limits_changed(struct ledger *l);
+int ledger_seterr(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t ledger_self_owner(uint64_t *start);
+int ledger_gc_lock(struct ledger *l, int wait_ms);
+void ledger_gc_unlock(struct ledger *l);
+void ledger_limits_changed(struct ledger *l);
 /* Cache the limits that apply to this process and build its plan (attach, and when the generation moves). */
-void refresh_view(struct ledger *l);
+void ledger_refresh_view(struct ledger *l);
 /* A detaching process's grants given back to its scopes (its usage already released). */
-void grants_return(struct ledger *l);
-int cg_matches(const struct policy *pol, const char *cg, int *idx, int max);
-int slot_job(const struct slot *s);
-int recount(struct ledger *l);
-void reclaim_slot(struct ledger *l, struct slot *s);
-int gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given);
+void ledger_grants_return(struct ledger *l);
+int ledger_cg_matches(const struct policy *pol, const char *cg, int *idx, int max);
+int ledger_slot_job(const struct slot *s);
+int ledger_recount(struct ledger *l);
+void ledger_reclaim_slot(struct ledger *l, struct slot *s);
+int ledger_gc_locked(struct ledger *l, bool force_recount, unsigned int *reclaimed, unsigned int *given);
 /* The scopes a slot's usage counts in besides the global one: its job and the cgroup entries it matches. */
 struct slot_scopes {
 	int job; /* -1 none */
 	int ncg;
 	int cg[MAX_CG_PER_PROC];
 };
-void slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc);
+void ledger_slot_scopes(struct ledger *l, const struct slot *s, struct slot_scopes *sc);
 /* Take n of kind k off the global total and every scope in sc (the slot's own count is the caller's). */
-void scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n);
+void ledger_scopes_sub(struct usage *u, const struct slot_scopes *sc, int k, uint64_t n);
 /* How many slots a scan looks at: up to the highest ever claimed (slot_hw), never past the ledger's. */
 static inline unsigned int slots_used(const struct ledger *l)
 {
@@ -284,10 +284,10 @@ static inline unsigned int slots_used(const struct ledger *l)
 	return hw < l->nprocs ? hw : l->nprocs;
 }
 /*
- * gc_locked() without the look at live processes' open files: dead holders given back, and a recount when
+ * ledger_gc_locked() without the look at live processes' open files: dead holders given back, and a recount when
  * force_recount (or when one is needed). What a refusal by a shared scope runs when a holder is gone.
  */
-int gc_dead(struct ledger *l, bool force_recount);
+int ledger_gc_dead(struct ledger *l, bool force_recount);
 
 /* Add n to *p unless that passes lim. On refusal *cur is the value seen. */
 static inline bool cas_add(uint64_t *p, uint64_t n, uint64_t lim, uint64_t *cur)
@@ -324,29 +324,29 @@ static inline void view_load(const struct ledger *l, struct view *v)
 }
 
 /* view.c: reserve and release through the view, in an operation (op_enter()), while there is no plan. */
-COLD_FN int view_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+COLD_FN int ledger_view_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
 			 unsigned int n, struct ledger_denial *d);
-COLD_FN int view_release(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+COLD_FN int ledger_view_release(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
 			 unsigned int n);
 
 /* refusal.c: a refusal's record, and the look for room before a shared scope's refusal stands. */
-COLD_FN void refusal_fill(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+COLD_FN void ledger_refusal_fill(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
 			  enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit);
-COLD_FN void refusal_record(struct ledger *l, const struct ledger_denial *d);
-/* refusal_fill(), and -EDQUOT: the refusal by a scope, as the reserving paths return it. */
-COLD_FN int refusal_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+COLD_FN void ledger_refusal_record(struct ledger *l, const struct ledger_denial *d);
+/* ledger_refusal_fill(), and -EDQUOT: the refusal by a scope, as the reserving paths return it. */
+COLD_FN int ledger_refusal_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
 			 enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit);
 /* After try_reserve() refused: its result once room was looked for (0 or -EDQUOT), the refusal recorded. */
-COLD_FN int refusal_settle(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+COLD_FN int ledger_refusal_settle(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
 			   unsigned int n, struct ledger_denial *d);
 /* reserve.c, for refusal.c: the reservation tried again; a grant lowered to usage plus more (what it cut). */
-COLD_FN int reserve_try(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+COLD_FN int ledger_reserve_try(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
 			unsigned int n, struct ledger_denial *d);
-COLD_FN uint64_t reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t more);
+COLD_FN uint64_t ledger_reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t more);
 /* The release threshold of kind k: a release that leaves the grant above it trims (slack: what may stay). */
-COLD_FN void reserve_set_trim(struct slot *s, enum ledger_kind k, uint64_t slack);
-int find_job(const struct usage *u, const char *name);
-void take_over_stale(struct ledger *l, uint64_t owner);
+COLD_FN void ledger_reserve_set_trim(struct slot *s, enum ledger_kind k, uint64_t slack);
+int ledger_find_job(const struct usage *u, const char *name);
+void ledger_take_over_stale(struct ledger *l, uint64_t owner);
 
 /* Subtract without going below zero (a total can only be short after a crash mid-recount). */
 static inline HOT_DESTROY void sub_clamp(uint64_t *p, uint64_t n)

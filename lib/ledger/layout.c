@@ -32,7 +32,7 @@ const char *const ledger_kind_names[] = {
 
 __thread char ledger_errbuf[512];
 
-int seterr(int err, const char *fmt, ...)
+int ledger_seterr(int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -83,7 +83,7 @@ const char *ledger_path(const struct ledger *l)
 
 /* ---- file format -------------------------------------------------------------------------------- */
 
-uint32_t fnv1a(const void *p, size_t n)
+uint32_t ledger_fnv1a(const void *p, size_t n)
 {
 	const unsigned char *c = p;
 	uint32_t h = 2166136261u;
@@ -117,23 +117,23 @@ static void hdr_fill(struct lhdr *h, const char *magic, size_t size, uint64_t id
 	h->nkinds = LEDGER_NKINDS;
 	h->ledger_id = id;
 	h->created_ns = created;
-	h->checksum = fnv1a(h, offsetof(struct lhdr, checksum));
+	h->checksum = ledger_fnv1a(h, offsetof(struct lhdr, checksum));
 }
 
 /* A header of this format; nprocs 0: any number of process slots within range (the policy file). */
 static int hdr_check(const struct lhdr *h, const char *magic, size_t size, const char *path, uint32_t nprocs)
 {
 	if (memcmp(h->magic, magic, 8))
-		return seterr(-EBADMSG, "%s: not an rdmactl ledger file (bad magic)", path);
-	if (h->checksum != fnv1a(h, offsetof(struct lhdr, checksum)))
-		return seterr(-EBADMSG, "%s: corrupted ledger header (checksum mismatch)", path);
+		return ledger_seterr(-EBADMSG, "%s: not an rdmactl ledger file (bad magic)", path);
+	if (h->checksum != ledger_fnv1a(h, offsetof(struct lhdr, checksum)))
+		return ledger_seterr(-EBADMSG, "%s: corrupted ledger header (checksum mismatch)", path);
 	if (h->version != LEDGER_VERSION)
-		return seterr(-EPROTO, "%s: ledger format version %u, this rdmactl reads version %u", path,
+		return ledger_seterr(-EPROTO, "%s: ledger format version %u, this rdmactl reads version %u", path,
 			      h->version, LEDGER_VERSION);
 	if (h->hdr_size != sizeof(*h) || h->file_size != size || (nprocs ? h->nprocs != nprocs : !h->nprocs || h->nprocs > LEDGER_PROCS_MAX) ||
 	    h->njobs != LEDGER_MAX_JOBS || h->ncgroups != LEDGER_MAX_CGROUPS ||
 	    h->npidlimits != LEDGER_MAX_PIDLIMITS || h->nring != LEDGER_DENIAL_RING || h->nkinds != LEDGER_NKINDS)
-		return seterr(-EBADMSG, "%s: ledger header describes a different layout", path);
+		return ledger_seterr(-EBADMSG, "%s: ledger header describes a different layout", path);
 	return 0;
 }
 
@@ -147,23 +147,23 @@ static int map_file(const char *path, const char *magic, size_t size, bool rw, u
 	if (fd < 0) {
 		err = -errno;
 		if (err == -ENOENT)
-			return seterr(err, "%s: no ledger (create one with 'rdmactl quota init')", path);
+			return ledger_seterr(err, "%s: no ledger (create one with 'rdmactl quota init')", path);
 		if (err == -EACCES || err == -EPERM)
-			return seterr(-EACCES, "%s: permission denied", path);
-		return seterr(err, "%s: %s", path, strerror(-err));
+			return ledger_seterr(-EACCES, "%s: permission denied", path);
+		return ledger_seterr(err, "%s: %s", path, strerror(-err));
 	}
 	if (fstat(fd, &st)) {
 		err = -errno;
 		close(fd);
-		return seterr(err, "%s: %s", path, strerror(-err));
+		return ledger_seterr(err, "%s: %s", path, strerror(-err));
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return seterr(-EBADMSG, "%s: not a regular file", path);
+		return ledger_seterr(-EBADMSG, "%s: not a regular file", path);
 	}
 	if ((uint64_t)st.st_size < sizeof(struct lhdr)) {
 		close(fd);
-		return seterr(-EBADMSG, "%s: truncated ledger (%lld bytes)", path, (long long)st.st_size);
+		return ledger_seterr(-EBADMSG, "%s: truncated ledger (%lld bytes)", path, (long long)st.st_size);
 	}
 	if ((uint64_t)st.st_size != size) {
 		/* read the header to tell a foreign file or another version from a truncation */
@@ -172,18 +172,18 @@ static int map_file(const char *path, const char *magic, size_t size, bool rw, u
 
 		close(fd);
 		if (whole && memcmp(h.magic, magic, 8))
-			return seterr(-EBADMSG, "%s: not an rdmactl ledger file (bad magic)", path);
-		if (whole && h.checksum == fnv1a(&h, offsetof(struct lhdr, checksum)) && h.version != LEDGER_VERSION)
-			return seterr(-EPROTO, "%s: ledger format version %u, this rdmactl reads version %u", path,
+			return ledger_seterr(-EBADMSG, "%s: not an rdmactl ledger file (bad magic)", path);
+		if (whole && h.checksum == ledger_fnv1a(&h, offsetof(struct lhdr, checksum)) && h.version != LEDGER_VERSION)
+			return ledger_seterr(-EPROTO, "%s: ledger format version %u, this rdmactl reads version %u", path,
 				      h.version, LEDGER_VERSION);
-		return seterr(-EBADMSG, "%s: truncated or resized ledger (%lld bytes, expected %zu)", path,
+		return ledger_seterr(-EBADMSG, "%s: truncated or resized ledger (%lld bytes, expected %zu)", path,
 			      (long long)st.st_size, size);
 	}
 	p = mmap(NULL, size, PROT_READ | (rw ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
 	err = -errno;
 	close(fd);
 	if (p == MAP_FAILED)
-		return seterr(err, "%s: mmap: %s", path, strerror(-err));
+		return ledger_seterr(err, "%s: mmap: %s", path, strerror(-err));
 	err = hdr_check(p, magic, size, path, nprocs);
 	if (err) {
 		munmap(p, size);
@@ -196,7 +196,7 @@ static int map_file(const char *path, const char *magic, size_t size, bool rw, u
 static int usage_path(const char *path, char *out, size_t len)
 {
 	if ((size_t)snprintf(out, len, "%s%s", path, USAGE_SUFFIX) >= len)
-		return seterr(-ENAMETOOLONG, "%s: path too long", path);
+		return ledger_seterr(-ENAMETOOLONG, "%s: path too long", path);
 	return 0;
 }
 
@@ -208,11 +208,11 @@ static int write_new(const char *path, const char *magic, size_t size, mode_t mo
 	int fd, err;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
-		return seterr(-ENAMETOOLONG, "%s: path too long", path);
+		return ledger_seterr(-ENAMETOOLONG, "%s: path too long", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		return seterr(err, "%s: cannot create: %s", path, strerror(-err));
+		return ledger_seterr(err, "%s: cannot create: %s", path, strerror(-err));
 	}
 	if (ftruncate(fd, (off_t)size) || fchmod(fd, mode)) {
 		err = -errno;
@@ -234,13 +234,13 @@ static int write_new(const char *path, const char *magic, size_t size, mode_t mo
 	if (rename(tmp, path)) {
 		err = -errno;
 		unlink(tmp);
-		return seterr(err, "%s: cannot create: %s", path, strerror(-err));
+		return ledger_seterr(err, "%s: cannot create: %s", path, strerror(-err));
 	}
 	return 0;
 err_fd:
 	close(fd);
 	unlink(tmp);
-	return seterr(err, "%s: cannot create: %s", path, strerror(-err));
+	return ledger_seterr(err, "%s: cannot create: %s", path, strerror(-err));
 }
 
 static void fill_policy(void *p, uint32_t nprocs)
@@ -288,7 +288,7 @@ int ledger_init_procs(const char *path, unsigned int nprocs)
 	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != sizeof(id))
 		id = created ^ ((uint64_t)getpid() << 32);
 	if (!nprocs || nprocs > LEDGER_PROCS_MAX)
-		return seterr(-EINVAL, "%u process slots: the ledger holds 1 to %u", nprocs, LEDGER_PROCS_MAX);
+		return ledger_seterr(-EINVAL, "%u process slots: the ledger holds 1 to %u", nprocs, LEDGER_PROCS_MAX);
 	err = write_new(upath, USAGE_MAGIC, usage_size(nprocs), 0666, id, created, nprocs, fill_usage);
 	if (err)
 		return err;
@@ -306,7 +306,7 @@ static int open_at(void *mem, const char *path, unsigned int flags, struct ledge
 	if (!path)
 		path = ledger_default_path();
 	if (strlen(path) >= PATH_MAX - sizeof(USAGE_SUFFIX))
-		return seterr(-ENAMETOOLONG, "%s: path too long", path);
+		return ledger_seterr(-ENAMETOOLONG, "%s: path too long", path);
 	err = usage_path(path, upath, sizeof(upath));
 	if (err)
 		return err;
@@ -318,13 +318,13 @@ static int open_at(void *mem, const char *path, unsigned int flags, struct ledge
 	}
 	l = mem ? memset(mem, 0, sizeof(*l)) : calloc(1, sizeof(*l));
 	if (!l)
-		return seterr(-ENOMEM, "out of memory");
+		return ledger_seterr(-ENOMEM, "out of memory");
 	l->own = !mem;
 	l->path = strdup(path);
 	if (!l->path) {
 		if (l->own)
 			free(l);
-		return seterr(-ENOMEM, "out of memory");
+		return ledger_seterr(-ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&l->mtx, NULL);
 	l->slot = -1;
@@ -347,7 +347,7 @@ static int open_at(void *mem, const char *path, unsigned int flags, struct ledge
 		goto err_pol;
 	l->use = p;
 	if (l->use->h.ledger_id != l->pol->h.ledger_id) {
-		err = seterr(-EBADMSG, "%s does not belong to %s (recreate with 'rdmactl quota init')", upath, path);
+		err = ledger_seterr(-EBADMSG, "%s does not belong to %s (recreate with 'rdmactl quota init')", upath, path);
 		goto err_use;
 	}
 	*out = l;
@@ -372,7 +372,7 @@ int ledger_open(const char *path, unsigned int flags, struct ledger **out)
 int ledger_open_in(void *mem, const char *path, unsigned int flags, struct ledger **out)
 {
 	if (!mem || (uintptr_t)mem % 16)
-		return seterr(-EINVAL, "ledger handle memory missing or misaligned");
+		return ledger_seterr(-EINVAL, "ledger handle memory missing or misaligned");
 	return open_at(mem, path, flags, out);
 }
 

@@ -35,7 +35,7 @@ int ledger_pid_start_time(pid_t pid, uint64_t *out)
 	return proc_stat_start(pid, out, &zombie);
 }
 
-bool pid_alive(pid_t pid, uint64_t start)
+bool ledger_pid_alive(pid_t pid, uint64_t start)
 {
 	uint64_t st;
 	bool zombie = false;
@@ -47,12 +47,12 @@ bool pid_alive(pid_t pid, uint64_t start)
 	return !zombie && st == start;
 }
 
-uint64_t pack_owner(pid_t pid, uint64_t start)
+uint64_t ledger_pack_owner(pid_t pid, uint64_t start)
 {
 	return (uint64_t)(uint32_t)pid | (start & 0xffffffffull) << 32;
 }
 
-bool owner_alive(uint64_t owner)
+bool ledger_owner_alive(uint64_t owner)
 {
 	pid_t pid = (pid_t)(uint32_t)owner;
 	uint64_t st;
@@ -97,7 +97,7 @@ int ledger_cgroup_normalize(const char *in, char *out, size_t len)
 }
 
 /* Own cgroup v2 path from /proc/self/cgroup ("0::/a/b"). */
-void self_cgroup(char *out, size_t len)
+void ledger_self_cgroup(char *out, size_t len)
 {
 	char line[LEDGER_CGROUP_MAX + 64];
 	FILE *f = fopen("/proc/self/cgroup", "re");
@@ -117,7 +117,7 @@ void self_cgroup(char *out, size_t len)
 }
 
 /* Is cgroup path a equal to or an ancestor of b? */
-bool cg_covers(const char *a, const char *b)
+bool ledger_cg_covers(const char *a, const char *b)
 {
 	size_t n = strlen(a);
 

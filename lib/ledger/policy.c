@@ -30,11 +30,11 @@ static int recount_unfreeze(struct ledger *l)
 {
 	int err;
 
-	limits_changed(l);
-	err = gc_locked(l, true, NULL, NULL);
-	gc_unlock(l);
+	ledger_limits_changed(l);
+	err = ledger_gc_locked(l, true, NULL, NULL);
+	ledger_gc_unlock(l);
 	if (err)
-		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
+		return ledger_seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
 	return 0;
 }
 
@@ -52,12 +52,12 @@ static int set_scope_limit(struct ledger *l, uint64_t *lim, enum ledger_kind kin
 	(void)kind;
 	if (value == LEDGER_UNLIMITED || ALOAD(lim) == value) {
 		ASTORE(lim, value);
-		limits_changed(l);
+		ledger_limits_changed(l);
 		return 0;
 	}
-	err = gc_lock(l, 3000);
+	err = ledger_gc_lock(l, 3000);
 	if (err)
-		return seterr(err, "ledger busy (gc lock held)");
+		return ledger_seterr(err, "ledger busy (gc lock held)");
 	__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
 	ASTORE(lim, value);
 	return recount_unfreeze(l);
@@ -85,20 +85,20 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
 		/* no limit left: drop the entry (its total is no longer kept) */
 		if (k == LEDGER_NKINDS)
 			ASTORE(&pol->cg[i].state, ENT_FREE);
-		limits_changed(l);
+		ledger_limits_changed(l);
 		return 0;
 	}
 	if (value == LEDGER_UNLIMITED)
 		return 0;
 	if (fr < 0)
-		return seterr(-ENOSPC, "no free cgroup entry in the ledger (%d in use)", LEDGER_MAX_CGROUPS);
+		return ledger_seterr(-ENOSPC, "no free cgroup entry in the ledger (%d in use)", LEDGER_MAX_CGROUPS);
 	/*
 	 * A new entry must start from the exact usage of the processes already in that cgroup: publish it
 	 * while operations are frozen and recount before anyone charges it.
 	 */
-	err = gc_lock(l, 3000);
+	err = ledger_gc_lock(l, 3000);
 	if (err)
-		return seterr(err, "ledger busy (gc lock held)");
+		return ledger_seterr(err, "ledger busy (gc lock held)");
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		pol->cg[fr].limit[k] = LEDGER_UNLIMITED;
 		ASTORE(&l->use->cg_refused[fr][k], 0); /* a new entry's refusals start from zero */
@@ -116,10 +116,10 @@ static int set_cgroup_limit(struct ledger *l, const char *path, enum ledger_kind
  */
 static int take_back_allowances(struct ledger *l)
 {
-	int err = recount(l);
+	int err = ledger_recount(l);
 
 	if (err)
-		return seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
+		return ledger_seterr(err, "limit set, but the usage recount did not finish (will retry on next gc)");
 	return 0;
 }
 
@@ -132,7 +132,7 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 	if (!start) {
 		err = ledger_pid_start_time(sc->pid, &start);
 		if (err)
-			return seterr(-ESRCH, "no process %d", (int)sc->pid);
+			return ledger_seterr(-ESRCH, "no process %d", (int)sc->pid);
 	}
 	for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++) {
 		struct pol_pid *pp = &pol->pid[i];
@@ -150,19 +150,19 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 				break;
 		if (k == LEDGER_NKINDS)
 			ASTORE(&pp->state, ENT_FREE);
-		limits_changed(l);
+		ledger_limits_changed(l);
 		return value == LEDGER_UNLIMITED ? 0 : take_back_allowances(l);
 	}
 	if (value == LEDGER_UNLIMITED)
 		return 0;
 	if (fr < 0) {
 		/* maybe stale entries of dead processes */
-		gc_locked(l, false, NULL, NULL);
+		ledger_gc_locked(l, false, NULL, NULL);
 		for (i = 0; i < LEDGER_MAX_PIDLIMITS && fr < 0; i++)
 			if (ALOAD(&pol->pid[i].state) != ENT_LIVE)
 				fr = i;
 		if (fr < 0)
-			return seterr(-ENOSPC, "no free pid-limit entry in the ledger (%d in use)",
+			return ledger_seterr(-ENOSPC, "no free pid-limit entry in the ledger (%d in use)",
 				      LEDGER_MAX_PIDLIMITS);
 	}
 	for (k = 0; k < LEDGER_NKINDS; k++)
@@ -171,7 +171,7 @@ static int set_pid_limit(struct ledger *l, const struct ledger_scope *sc, enum l
 	pol->pid[fr].pid = sc->pid;
 	pol->pid[fr].start = start;
 	ASTORE(&pol->pid[fr].state, ENT_LIVE);
-	limits_changed(l);
+	ledger_limits_changed(l);
 	return take_back_allowances(l);
 }
 
@@ -182,37 +182,37 @@ int ledger_set_limit(struct ledger *l, const struct ledger_scope *sc, enum ledge
 
 	ledger_errbuf[0] = '\0';
 	if ((unsigned int)kind >= LEDGER_NKINDS)
-		return seterr(-EINVAL, "unknown resource kind");
-	/* every change bumps the usage file's generation (limits_changed()) */
+		return ledger_seterr(-EINVAL, "unknown resource kind");
+	/* every change bumps the usage file's generation (ledger_limits_changed()) */
 	if (!l->usage_rw)
-		return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
+		return ledger_seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
 	if (sc->type == LEDGER_SCOPE_JOB) {
-		j = find_job(l->use, sc->name);
+		j = ledger_find_job(l->use, sc->name);
 		if (j < 0)
-			return seterr(-ENOENT, "no job '%.*s' in the ledger", LEDGER_NAME_MAX, sc->name);
+			return ledger_seterr(-ENOENT, "no job '%.*s' in the ledger", LEDGER_NAME_MAX, sc->name);
 		return set_scope_limit(l, &l->use->jobs[j].limit[kind], kind, value);
 	}
 	if (!l->policy_rw)
-		return seterr(-EACCES, "%s: permission denied (limits are changed by the ledger's owner)", l->path);
+		return ledger_seterr(-EACCES, "%s: permission denied (limits are changed by the ledger's owner)", l->path);
 	switch (sc->type) {
 	case LEDGER_SCOPE_GLOBAL:
 		return set_scope_limit(l, &l->pol->global_limit[kind], kind, value);
 	case LEDGER_SCOPE_CGROUP:
 		err = ledger_cgroup_normalize(sc->name, path, sizeof(path));
 		if (err || !strcmp(path, "/"))
-			return seterr(-EINVAL, "invalid cgroup path '%.*s'", LEDGER_CGROUP_MAX, sc->name);
+			return ledger_seterr(-EINVAL, "invalid cgroup path '%.*s'", LEDGER_CGROUP_MAX, sc->name);
 		return set_cgroup_limit(l, path, kind, value);
 	case LEDGER_SCOPE_PROCESS:
 		if (sc->pid <= 0)
-			return seterr(-ESRCH, "no process %d", (int)sc->pid);
-		err = gc_lock(l, 3000);
+			return ledger_seterr(-ESRCH, "no process %d", (int)sc->pid);
+		err = ledger_gc_lock(l, 3000);
 		if (err)
-			return seterr(err, "ledger busy (gc lock held)");
+			return ledger_seterr(err, "ledger busy (gc lock held)");
 		err = set_pid_limit(l, sc, kind, value);
-		gc_unlock(l);
+		ledger_gc_unlock(l);
 		return err;
 	default:
-		return seterr(-EINVAL, "unknown scope");
+		return ledger_seterr(-EINVAL, "unknown scope");
 	}
 }
 
@@ -226,25 +226,25 @@ int ledger_job_create(struct ledger *l, const char *name, const uint64_t limit[L
 
 	ledger_errbuf[0] = '\0';
 	if (!name || !*name || strlen(name) >= LEDGER_NAME_MAX)
-		return seterr(-EINVAL, "invalid job name");
+		return ledger_seterr(-EINVAL, "invalid job name");
 	if (!l->usage_rw)
-		return seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
-	err = gc_lock(l, 3000);
+		return ledger_seterr(-EACCES, "%s%s: permission denied", l->path, USAGE_SUFFIX);
+	err = ledger_gc_lock(l, 3000);
 	if (err)
-		return seterr(err, "ledger busy (gc lock held)");
-	gc_locked(l, false, NULL, NULL);
-	if (find_job(u, name) >= 0) {
-		gc_unlock(l);
-		return seterr(-EEXIST, "a job named '%s' is running", name);
+		return ledger_seterr(err, "ledger busy (gc lock held)");
+	ledger_gc_locked(l, false, NULL, NULL);
+	if (ledger_find_job(u, name) >= 0) {
+		ledger_gc_unlock(l);
+		return ledger_seterr(-EEXIST, "a job named '%s' is running", name);
 	}
 	for (i = 0; i < LEDGER_MAX_JOBS; i++)
 		if (ALOAD(&u->jobs[i].state) == ENT_FREE)
 			break;
 	if (i == LEDGER_MAX_JOBS) {
-		gc_unlock(l);
-		return seterr(-ENOSPC, "no free job entry in the ledger (%d in use)", LEDGER_MAX_JOBS);
+		ledger_gc_unlock(l);
+		return ledger_seterr(-ENOSPC, "no free job entry in the ledger (%d in use)", LEDGER_MAX_JOBS);
 	}
-	self_owner(&start);
+	ledger_self_owner(&start);
 	memset(u->jobs[i].name, 0, sizeof(u->jobs[i].name));
 	copy_str(u->jobs[i].name, name, sizeof(u->jobs[i].name));
 	for (k = 0; k < LEDGER_NKINDS; k++) {
@@ -256,7 +256,7 @@ int ledger_job_create(struct ledger *l, const char *name, const uint64_t limit[L
 	u->jobs[i].owner_start = start;
 	ASTORE(&u->jobs[i].owner_active, 1);
 	ASTORE(&u->jobs[i].state, ENT_LIVE);
-	gc_unlock(l);
+	ledger_gc_unlock(l);
 	return 0;
 }
 
@@ -266,14 +266,14 @@ int ledger_job_release(struct ledger *l, const char *name)
 
 	if (!l->usage_rw)
 		return -EACCES;
-	j = find_job(l->use, name);
+	j = ledger_find_job(l->use, name);
 	if (j < 0)
 		return -ENOENT;
 	ASTORE(&l->use->jobs[j].owner_active, 0);
-	err = gc_lock(l, 1000);
+	err = ledger_gc_lock(l, 1000);
 	if (err)
 		return 0; /* the next gc frees it */
-	gc_locked(l, false, NULL, NULL);
-	gc_unlock(l);
+	ledger_gc_locked(l, false, NULL, NULL);
+	ledger_gc_unlock(l);
 	return 0;
 }

@@ -83,7 +83,7 @@ static void slot_usage_into(const struct slot *s, uint64_t *usage)
 
 static bool slot_live(const struct slot *s)
 {
-	return ALOAD(&s->state) == ENT_LIVE && pid_alive(s->pid, s->start);
+	return ALOAD(&s->state) == ENT_LIVE && ledger_pid_alive(s->pid, s->start);
 }
 
 /*
@@ -137,7 +137,7 @@ static bool in_global(struct ledger *l, const struct slot *s, const void *arg)
 static bool in_job(struct ledger *l, const struct slot *s, const void *arg)
 {
 	(void)l;
-	return slot_job(s) == *(const int *)arg;
+	return ledger_slot_job(s) == *(const int *)arg;
 }
 
 static bool in_cgroup(struct ledger *l, const struct slot *s, const void *arg)
@@ -146,7 +146,7 @@ static bool in_cgroup(struct ledger *l, const struct slot *s, const void *arg)
 
 	(void)l;
 	copy_str(cg, s->cgroup, sizeof(cg));
-	return cg_covers(arg, cg);
+	return ledger_cg_covers(arg, cg);
 }
 
 static void stat_init(struct ledger_scope_stat *st, enum ledger_scope_type type)
@@ -201,7 +201,7 @@ static void fill_cgroup_scope(struct ledger *l, const char *path, struct ledger_
 		if (!slot_live(s))
 			continue;
 		copy_str(cg, s->cgroup, sizeof(cg));
-		if (!cg_covers(path, cg))
+		if (!ledger_cg_covers(path, cg))
 			continue;
 		st->nprocs++;
 		if (e < 0)
@@ -232,7 +232,7 @@ static void fill_job_scope(struct ledger *l, int j, struct ledger_scope_stat *st
 	slots_usage(l, st, in_job, &j);
 	clamp_to_totals(st, jb->total);
 	for (i = 0; i < (int)slots_used(l); i++)
-		if (slot_job(&l->use->slots[i]) == j && slot_live(&l->use->slots[i]))
+		if (ledger_slot_job(&l->use->slots[i]) == j && slot_live(&l->use->slots[i]))
 			st->nprocs++;
 }
 
@@ -264,7 +264,7 @@ int ledger_get_scope(struct ledger *l, const struct ledger_scope *sc, struct led
 		fill_global_scope(l, out);
 		return 0;
 	case LEDGER_SCOPE_JOB:
-		j = find_job(l->use, sc->name);
+		j = ledger_find_job(l->use, sc->name);
 		if (j < 0)
 			return -ENOENT;
 		fill_job_scope(l, j, out);
@@ -333,7 +333,7 @@ int ledger_foreach_scope(struct ledger *l, int (*cb)(const struct ledger_scope_s
 			pid = s->pid;
 			start = s->start;
 		}
-		if (!pid_alive(pid, start))
+		if (!ledger_pid_alive(pid, start))
 			continue;
 		/* seen before? */
 		for (d = 0; d < i; d++) {
@@ -374,7 +374,7 @@ int ledger_foreach_proc(struct ledger *l, int (*cb)(const struct ledger_proc_sta
 		memset(&ps, 0, sizeof(ps));
 		ps.pid = s->pid;
 		ps.start_time = s->start;
-		j = slot_job(s);
+		j = ledger_slot_job(s);
 		if (j >= 0)
 			copy_str(ps.job, l->use->jobs[j].name, sizeof(ps.job));
 		copy_str(ps.cgroup, s->cgroup, sizeof(ps.cgroup));

@@ -27,12 +27,12 @@
 #endif
 /*
  * How long a refusal by a shared scope may look for room that grants, not usage, fill (refusal_gc()), once
- * two looks served it; and at most, whatever happened (refusal_settle()).
+ * two looks served it; and at most, whatever happened (ledger_refusal_settle()).
  */
 #define REFUSAL_WAIT_NS 30000000000ull
 #define REFUSAL_MAX_NS 120000000000ull
 
-COLD_FN void refusal_fill(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+COLD_FN void ledger_refusal_fill(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
 			  enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
 {
 	memset(d, 0, sizeof(*d));
@@ -59,10 +59,10 @@ COLD_FN void refusal_fill(struct ledger *l, struct ledger_denial *d, enum ledger
 	}
 }
 
-COLD_FN int refusal_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
+COLD_FN int ledger_refusal_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind kind, uint64_t amount,
 			 enum ledger_scope_type type, int idx, uint64_t usage, uint64_t limit)
 {
-	refusal_fill(l, d, kind, amount, type, idx, usage, limit);
+	ledger_refusal_fill(l, d, kind, amount, type, idx, usage, limit);
 	return -EDQUOT;
 }
 
@@ -95,7 +95,7 @@ static COLD_FN void count_scope_denial(struct ledger *l, const struct ledger_den
 	}
 }
 
-COLD_FN void refusal_record(struct ledger *l, const struct ledger_denial *d)
+COLD_FN void ledger_refusal_record(struct ledger *l, const struct ledger_denial *d)
 {
 	struct usage *u = l->use;
 	struct ring_ent *e;
@@ -155,10 +155,10 @@ static COLD_FN void tighten(struct ledger *l, enum ledger_kind k, uint64_t now)
 
 /*
  * Every live process's allowance of kind k given back (gc lock held), without a freeze: its grant cut to its
- * usage by reserve_grant_cut() (a create of its owner that raced is kept), what was cut taken off the totals of its
+ * usage by ledger_reserve_grant_cut() (a create of its owner that raced is kept), what was cut taken off the totals of its
  * scopes. The owner's own operations on the grant are compare-and-swaps, so each side takes off what it
  * cut. A raise in flight that took an allowance before the kind went tight adds it after: the refused
- * process looks again (refusal_settle()).
+ * process looks again (ledger_refusal_settle()).
  */
 static COLD_FN void revoke_allowances(struct ledger *l, enum ledger_kind k)
 {
@@ -180,10 +180,10 @@ static COLD_FN void revoke_allowances(struct ledger *l, enum ledger_kind k)
 		g = ALOAD(&s->grant[k]);
 		if (g == GRANT_UNLIMITED || g <= ALOAD(&s->usage[k]))
 			continue;
-		back = reserve_grant_cut(s, k, 0);
+		back = ledger_reserve_grant_cut(s, k, 0);
 		if (back) {
-			slot_scopes(l, s, &sc);
-			scopes_sub(u, &sc, k, back);
+			ledger_slot_scopes(l, s, &sc);
+			ledger_scopes_sub(u, &sc, k, back);
 		}
 	}
 }
@@ -249,7 +249,7 @@ static COLD_FN void look_done(struct usage *u, enum ledger_kind k, uint64_t star
  * before it began), and every live allowance of k given back (revoke_allowances(): no freeze, so processes
  * refused by the thousand and the others creating meanwhile never wait for each other's operations). One
  * look serves every process whose try began before it: the others sleep on look_ns (look_wait()) while the
- * lock is held, and only try it when it is free or has had the same holder for a second (then gc_lock()
+ * lock is held, and only try it when it is free or has had the same holder for a second (then ledger_gc_lock()
  * looks whether that holder is alive), so that the waiting costs neither the holder's processor nor a read
  * of /proc each.
  */
@@ -269,15 +269,15 @@ static COLD_FN bool refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t fi
 			held = owner;
 			held_since = now;
 		}
-		if ((!owner || now - held_since > 1000000000ull) && !gc_lock(l, 0)) {
+		if ((!owner || now - held_since > 1000000000ull) && !ledger_gc_lock(l, 0)) {
 			now = clock_mono_ns();
 			/* tight again now: the wait for the lock can outlast a tight period that others let lapse */
 			tighten(l, k, now);
 			if (ALOAD(&u->gc_begun_ns) <= first && holders_gone(l, k))
-				gc_dead(l, false);
+				ledger_gc_dead(l, false);
 			revoke_allowances(l, k);
 			look_done(u, k, now);
-			gc_unlock(l);
+			ledger_gc_unlock(l);
 			return true;
 		}
 		if (now >= deadline)
@@ -294,7 +294,7 @@ static COLD_FN bool refusal_gc(struct ledger *l, enum ledger_kind k, uint64_t fi
  * live allowance of the kind is cut (refusal_gc()); then the creation is tried again, until the scope's
  * usage leaves no room for it (denial_full()) or it has taken too long (REFUSAL_WAIT_NS, REFUSAL_MAX_NS).
  */
-COLD_FN int refusal_settle(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+COLD_FN int ledger_refusal_settle(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
 			   unsigned int n, struct ledger_denial *d)
 {
 	int err = -EDQUOT;
@@ -322,7 +322,7 @@ COLD_FN int refusal_settle(struct ledger *l, struct slot *s, const enum ledger_k
 			/* one gc pass since the first refusal is enough: the dead stay dead */
 			tighten(l, k, since);
 			served += refusal_gc(l, k, first, since);
-			err = reserve_try(l, s, kinds, amounts, n, d);
+			err = ledger_reserve_try(l, s, kinds, amounts, n, d);
 			if (!err || d->scope.type == LEDGER_SCOPE_PROCESS || d->kind == LEDGER_WR ||
 			    (unsigned int)d->kind >= LEDGER_NKINDS || denial_full(l, d))
 				break;
@@ -333,18 +333,18 @@ COLD_FN int refusal_settle(struct ledger *l, struct slot *s, const enum ledger_k
 			if (nap < 16000)
 				nap *= 2;
 		}
-	} else if (clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !gc_lock(l, 0)) {
+	} else if (clock_mono_ns() - ALOADR(&l->use->last_gc_ns) > 100000000ull && !ledger_gc_lock(l, 0)) {
 		unsigned int freed = 0, given = 0;
 
-		gc_locked(l, false, &freed, &given);
-		gc_unlock(l);
+		ledger_gc_locked(l, false, &freed, &given);
+		ledger_gc_unlock(l);
 		if (freed || given)
-			err = reserve_try(l, s, kinds, amounts, n, d);
+			err = ledger_reserve_try(l, s, kinds, amounts, n, d);
 	}
 out:
 	if (err) {
 		denial_usage(l, d);
-		refusal_record(l, d);
+		ledger_refusal_record(l, d);
 	}
 	return err;
 }

@@ -49,7 +49,7 @@ static COLD_FN void build_fast(struct ledger *l)
 /*
  * The plan of every kind (under l->mtx, from refresh_view): the scopes in the order the general path charges
  * them, each with its counter and its limit as of now (any change of them bumps the generation). cg[] are
- * valid cgroup indices (cg_matches()); the slot and job indices are this handle's own.
+ * valid cgroup indices (ledger_cg_matches()); the slot and job indices are this handle's own.
  */
 static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
 {
@@ -88,7 +88,7 @@ static COLD_FN void build_plan(struct ledger *l, const int *cg, int ncg)
  * Cache the limits that apply to this process (read after the generation: a change that lands meanwhile
  * moves it again, and the next operation refreshes once more).
  */
-COLD_FN void refresh_view(struct ledger *l)
+COLD_FN void ledger_refresh_view(struct ledger *l)
 {
 	const struct policy *pol = l->pol;
 	int idx[MAX_CG_PER_PROC], n, i, k, p = -1;
@@ -96,7 +96,7 @@ COLD_FN void refresh_view(struct ledger *l)
 
 	pthread_mutex_lock(&l->mtx);
 	gen = ALOAD(&l->use->gen);
-	n = cg_matches(pol, l->cgroup, idx, MAX_CG_PER_PROC);
+	n = ledger_cg_matches(pol, l->cgroup, idx, MAX_CG_PER_PROC);
 	for (i = 0; i < LEDGER_MAX_PIDLIMITS; i++)
 		if (ALOAD(&pol->pid[i].state) == ENT_LIVE && pol->pid[i].pid == l->pid &&
 		    pol->pid[i].start == l->start) {
@@ -140,10 +140,10 @@ static COLD_FN bool wait_unfrozen(struct ledger *l)
 			return false;
 		if (!start)
 			start = clock_mono_ns();
-		if (clock_mono_ns() - start > 500000000ull && !gc_lock(l, 0)) {
+		if (clock_mono_ns() - start > 500000000ull && !ledger_gc_lock(l, 0)) {
 			/* the lock was free or stolen from a dead gc: nobody else is recounting */
-			gc_dead(l, true);
-			gc_unlock(l);
+			ledger_gc_dead(l, true);
+			ledger_gc_unlock(l);
 			start = 0;
 		}
 		usleep(spins < 64 ? 100 : 1000);
@@ -159,9 +159,9 @@ static COLD_FN void stuck_repair(struct ledger *l)
 	if (now - __atomic_load_n(&l->stuck_check, __ATOMIC_RELAXED) < 100000000ull)
 		return;
 	__atomic_store_n(&l->stuck_check, now, __ATOMIC_RELAXED);
-	if (!gc_lock(l, 0)) {
-		gc_dead(l, true);
-		gc_unlock(l);
+	if (!ledger_gc_lock(l, 0)) {
+		ledger_gc_dead(l, true);
+		ledger_gc_unlock(l);
 	}
 }
 
@@ -198,7 +198,7 @@ static COLD_FN void op_enter_slow(struct ledger *l, struct slot *s)
 					     (!left && !__atomic_load_n(&l->frozen_stuck, __ATOMIC_RELAXED)),
 				     0)) {
 			__atomic_fetch_sub(&s->inflight, 1, __ATOMIC_RELEASE);
-			refresh_view(l);
+			ledger_refresh_view(l);
 			continue;
 		}
 		if (left)
@@ -245,7 +245,7 @@ static inline void op_leave(struct slot *s)
 static COLD_FN int plan_deny(struct ledger *l, struct ledger_denial *d, enum ledger_kind k, uint64_t n,
 			     const struct plan_ent *e, uint64_t cur)
 {
-	return refusal_deny(l, d, k, n, (enum ledger_scope_type)e->type, e->idx, cur, e->lim);
+	return ledger_refusal_deny(l, d, k, n, (enum ledger_scope_type)e->type, e->idx, cur, e->lim);
 }
 
 /* Kind k's plan and its length (in range whatever the handle's memory says). */
@@ -348,7 +348,7 @@ undo:
 }
 
 /* A release trims the grant of kind k once usage is more than slack below it (struct slot, trim_below). */
-COLD_FN void reserve_set_trim(struct slot *s, enum ledger_kind k, uint64_t slack)
+COLD_FN void ledger_reserve_set_trim(struct slot *s, enum ledger_kind k, uint64_t slack)
 {
 	uint64_t g = ALOAD(&s->grant[k]);
 
@@ -375,7 +375,7 @@ static COLD_FN bool grant_take(const struct ledger *l, struct slot *s, const str
 		if (ns == 1 && ALOADR(&p[0].lim) == LEDGER_UNLIMITED) {
 			/* nothing limits the kind: a grant that no total carries, until a limit's recount */
 			ASTORE(&s->grant[k], GRANT_UNLIMITED);
-			reserve_set_trim(s, k, 0);
+			ledger_reserve_set_trim(s, k, 0);
 			continue;
 		}
 		g = ALOAD(&s->grant[k]);
@@ -387,11 +387,11 @@ static COLD_FN bool grant_take(const struct ledger *l, struct slot *s, const str
 		want = u + n - g;
 		more = grant_allowance(l, p, ns, k);
 		if (more && want + more > want && grant_raise(p, ns, want + more, at, cur)) {
-			reserve_set_trim(s, k, 2 * more);
+			ledger_reserve_set_trim(s, k, 2 * more);
 			continue;
 		}
 		if (grant_raise(p, ns, want, at, cur)) {
-			reserve_set_trim(s, k, 0);
+			ledger_reserve_set_trim(s, k, 0);
 			continue;
 		}
 		if (*at == 0)
@@ -420,7 +420,7 @@ static COLD_FN void plan_release_scopes(const struct plan_ent *p, unsigned int n
  * grant went down, for the caller to take off the totals (0 also when another thread's operation moved the
  * grant meanwhile: the next release looks again).
  */
-COLD_FN uint64_t reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t more)
+COLD_FN uint64_t ledger_reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t more)
 {
 	uint64_t g = ALOAD(&s->grant[k]), u = ALOAD(&s->usage[k]), keep = u + more, seen;
 
@@ -435,7 +435,7 @@ COLD_FN uint64_t reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t 
 	} else {
 		keep = g;
 	}
-	reserve_set_trim(s, k, 2 * more);
+	ledger_reserve_set_trim(s, k, 2 * more);
 	return g - keep;
 }
 
@@ -447,7 +447,7 @@ COLD_FN uint64_t reserve_grant_cut(struct slot *s, enum ledger_kind k, uint64_t 
 static COLD_FN void grant_trim(const struct ledger *l, struct slot *s, const struct plan_ent *p, unsigned int ns,
 			       enum ledger_kind k)
 {
-	uint64_t back = reserve_grant_cut(s, k, grant_allowance(l, p, ns, k));
+	uint64_t back = ledger_reserve_grant_cut(s, k, grant_allowance(l, p, ns, k));
 
 	if (back)
 		plan_release_scopes(p, ns, back);
@@ -502,7 +502,7 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 
 	op_enter(l, s);
 	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0)) {
-		err = view_reserve(l, s, kinds, amounts, n, d);
+		err = ledger_view_reserve(l, s, kinds, amounts, n, d);
 		op_leave(s);
 		return err;
 	}
@@ -526,7 +526,7 @@ static inline ALWAYS_INLINE int try_reserve(struct ledger *l, struct slot *s, co
 }
 
 /* try_reserve() for the refusal path (refusal.c), which tries again once room was looked for. */
-COLD_FN int reserve_try(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
+COLD_FN int ledger_reserve_try(struct ledger *l, struct slot *s, const enum ledger_kind *kinds, const uint64_t *amounts,
 			unsigned int n, struct ledger_denial *d)
 {
 	return try_reserve(l, s, kinds, amounts, n, d);
@@ -571,7 +571,7 @@ int ledger_reserve_n(struct ledger *l, const enum ledger_kind *kinds, const uint
 	err = try_reserve(l, s, kinds, amounts, n, d);
 	if (__builtin_expect(!err, 1))
 		return 0;
-	return refusal_settle(l, s, kinds, amounts, n, d);
+	return ledger_refusal_settle(l, s, kinds, amounts, n, d);
 }
 
 int ledger_reserve(struct ledger *l, enum ledger_kind kind, uint64_t amount, struct ledger_denial *why)
@@ -593,7 +593,7 @@ int ledger_release_n(struct ledger *l, const enum ledger_kind *kinds, const uint
 	s = &l->use->slots[l->slot];
 	op_enter(l, s);
 	if (__builtin_expect(!__atomic_load_n(&l->plan_ok, __ATOMIC_RELAXED), 0)) {
-		err = view_release(l, s, kinds, amounts, n);
+		err = ledger_view_release(l, s, kinds, amounts, n);
 	} else {
 		for (i = 0; i < n; i++) {
 			const struct plan_ent *p;
@@ -708,7 +708,7 @@ COLD_FN int ledger_obj_plan_release(struct ledger *l, enum ledger_kind kind, uin
 		enum ledger_kind k[2] = { kind, LEDGER_MR_BYTES };
 		uint64_t n[2] = { 1, bytes };
 
-		err = view_release(l, s, k, n, bytes ? 2 : 1);
+		err = ledger_view_release(l, s, k, n, bytes ? 2 : 1);
 	} else {
 		p = plan_of(l, kind, &ns);
 		if (__builtin_expect(!grant_put(l, s, p, ns, kind, 1), 0))
@@ -740,7 +740,7 @@ static COLD_FN void view_scopes_sub(struct ledger *l, enum ledger_kind k, uint64
 /* grant_trim() the view's way: down to usage, no allowance kept. */
 static COLD_FN void view_trim(struct ledger *l, struct slot *s, enum ledger_kind k)
 {
-	uint64_t back = reserve_grant_cut(s, k, 0);
+	uint64_t back = ledger_reserve_grant_cut(s, k, 0);
 
 	if (back)
 		view_scopes_sub(l, k, back);
@@ -819,7 +819,7 @@ HOT_DESTROY int ledger_release_obj(struct ledger *l, enum ledger_kind kind, uint
  * A detaching process: every grant given back to the scopes of its plan, after its usage (ledger_detach()).
  * A grant no total carries (GRANT_UNLIMITED) is just dropped.
  */
-void grants_return(struct ledger *l)
+void ledger_grants_return(struct ledger *l)
 {
 	const struct plan_ent *p;
 	unsigned int ns;
@@ -855,10 +855,10 @@ int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount,
 		return -ENOTCONN;
 	if ((unsigned int)kind >= LEDGER_NKINDS)
 		return -EINVAL;
-	refusal_fill(l, d, kind, amount, LEDGER_SCOPE_PROCESS, 0, usage, limit);
+	ledger_refusal_fill(l, d, kind, amount, LEDGER_SCOPE_PROCESS, 0, usage, limit);
 	if (env)
 		copy_str(d->env, env, sizeof(d->env));
-	refusal_record(l, d);
+	ledger_refusal_record(l, d);
 	return 0;
 }
 

@@ -18,20 +18,20 @@ static inline ALWAYS_INLINE int check_wr(struct ledger *l, const struct view *v,
 
 	lim = ALOADR(&l->view_pid[LEDGER_WR]);
 	if (n > lim)
-		return refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_PROCESS, 0, 0, lim);
+		return ledger_refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_PROCESS, 0, 0, lim);
 	if (l->job >= 0) {
 		lim = ALOADR(&l->use->jobs[l->job].limit[LEDGER_WR]);
 		if (n > lim)
-			return refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_JOB, l->job, 0, lim);
+			return ledger_refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_JOB, l->job, 0, lim);
 	}
 	for (i = 0; i < v->ncg; i++) {
 		lim = ALOADR(&pol->cg[v->cg[i]].limit[LEDGER_WR]);
 		if (n > lim)
-			return refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_CGROUP, v->cg[i], 0, lim);
+			return ledger_refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_CGROUP, v->cg[i], 0, lim);
 	}
 	lim = ALOADR(&l->view_global[LEDGER_WR]);
 	if (n > lim)
-		return refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_GLOBAL, 0, 0, lim);
+		return ledger_refusal_deny(l, d, LEDGER_WR, n, LEDGER_SCOPE_GLOBAL, 0, 0, lim);
 	return 0;
 }
 
@@ -51,32 +51,32 @@ static inline ALWAYS_INLINE int reserve_kind(struct ledger *l, struct slot *s, c
 	lim = ALOADR(&l->view_pid[k]);
 	cur = ALOAD(&s->grant[k]);
 	if (cur > lim || n > lim - cur)
-		return refusal_deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
+		return ledger_refusal_deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
 	if (j >= 0) {
 		lim = ALOADR(&u->jobs[j].limit[k]);
 		if (!cas_add(&u->jobs[j].total[k], n, lim, &cur))
-			return refusal_deny(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
+			return ledger_refusal_deny(l, d, k, n, LEDGER_SCOPE_JOB, j, cur, lim);
 	}
 	for (i = 0; i < v->ncg; i++) {
 		lim = ALOADR(&pol->cg[v->cg[i]].limit[k]);
 		if (!cas_add(&u->cg_total[v->cg[i]][k], n, lim, &cur)) {
-			err = refusal_deny(l, d, k, n, LEDGER_SCOPE_CGROUP, v->cg[i], cur, lim);
+			err = ledger_refusal_deny(l, d, k, n, LEDGER_SCOPE_CGROUP, v->cg[i], cur, lim);
 			goto undo_cg;
 		}
 	}
 	lim = ALOADR(&l->view_global[k]);
 	if (!cas_add(&u->global_total[k], n, lim, &cur)) {
-		err = refusal_deny(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
+		err = ledger_refusal_deny(l, d, k, n, LEDGER_SCOPE_GLOBAL, 0, cur, lim);
 		goto undo_cg;
 	}
 	lim = ALOADR(&l->view_pid[k]);
 	if (!cas_add(&s->grant[k], n, lim, &cur)) {
-		err = refusal_deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
+		err = ledger_refusal_deny(l, d, k, n, LEDGER_SCOPE_PROCESS, 0, ALOADR(&s->usage[k]), lim);
 		sub_clamp(&u->global_total[k], n);
 		goto undo_cg;
 	}
 	AADD(&s->usage[k], n);
-	reserve_set_trim(s, k, 0); /* no allowance the view's way: every release gives back */
+	ledger_reserve_set_trim(s, k, 0); /* no allowance the view's way: every release gives back */
 	return 0;
 
 undo_cg:
@@ -120,7 +120,7 @@ static COLD_FN void undo_kind(struct ledger *l, struct slot *s, const struct vie
 }
 
 /* One attempt at every kind through the view (more cgroup scopes than a plan holds). */
-COLD_FN int view_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+COLD_FN int ledger_view_reserve(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 				    const uint64_t *amounts, unsigned int n, struct ledger_denial *d)
 {
 	struct view v;
@@ -143,7 +143,7 @@ COLD_FN int view_reserve(struct ledger *l, struct slot *s, const enum ledger_kin
 	return err;
 }
 
-COLD_FN int view_release(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
+COLD_FN int ledger_view_release(struct ledger *l, struct slot *s, const enum ledger_kind *kinds,
 				const uint64_t *amounts, unsigned int n)
 {
 	struct view v;

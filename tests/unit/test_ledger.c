@@ -121,7 +121,7 @@ static int sum_cb(const struct ledger_proc_stat *ps, void *arg)
 		s->all[k] += ps->usage[k];
 		if (s->jobname && !strcmp(ps->job, s->jobname))
 			s->job[k] += ps->usage[k];
-		if (s->cgname && cg_covers(s->cgname, ps->cgroup))
+		if (s->cgname && ledger_cg_covers(s->cgname, ps->cgroup))
 			s->cg[k] += ps->usage[k];
 	}
 	return 0;
@@ -302,7 +302,7 @@ static void test_scopes(void)
 	}
 	CHECK(ledger_detach(l) == 0, "detach");
 	CHECK(ledger_job_release(l, "train") == 0, "job release");
-	CHECK(find_job(l->use, "train") < 0, "job gone with its tree");
+	CHECK(ledger_find_job(l->use, "train") < 0, "job gone with its tree");
 	ledger_close(l);
 }
 
@@ -826,7 +826,7 @@ static uint64_t slots_sum(struct ledger *l, int j, const char *cg, enum ledger_k
 	for (i = 0; i < (int)l->nprocs; i++) {
 		struct slot *s = &l->use->slots[i];
 
-		if (ALOAD(&s->state) != ENT_LIVE || (j >= 0 && slot_job(s) != j) || (cg && !cg_covers(cg, s->cgroup)))
+		if (ALOAD(&s->state) != ENT_LIVE || (j >= 0 && ledger_slot_job(s) != j) || (cg && !ledger_cg_covers(cg, s->cgroup)))
 			continue;
 		sum += grants ? ALOAD(&s->grant[k]) : ALOAD(&s->usage[k]);
 	}
@@ -961,7 +961,7 @@ static void test_concurrency(void)
 			mismatch += s.n != NWORKERS;
 			/* the totals of the limited scopes carry exactly the grants of their slots */
 			{
-				int jx = find_job(l->use, "stress"), ci, cti;
+				int jx = ledger_find_job(l->use, "stress"), ci, cti;
 
 				for (ci = 0, cti = -1; ci < LEDGER_MAX_CGROUPS; ci++)
 					if (ALOAD(&l->pol->cg[ci].state) == ENT_LIVE && !strcmp(l->pol->cg[ci].path, "/t"))
@@ -1379,10 +1379,10 @@ static void test_grants(void)
 	/* a gc's recount: totals back to what is in use */
 	CHECK(ledger_gc(l, NULL) == 0 && ALOAD(tot) > 151, "a gc without a recount leaves allowances");
 	{
-		int e = gc_lock(l, 1000);
+		int e = ledger_gc_lock(l, 1000);
 
-		CHECK(e == 0 && recount(l) == 0, "recount");
-		gc_unlock(l);
+		CHECK(e == 0 && ledger_recount(l) == 0, "recount");
+		ledger_gc_unlock(l);
 	}
 	CHECK(ALOAD(tot) == 151 && grant_of(l, LEDGER_QP) == 151, "recounted: total %lu", (unsigned long)ALOAD(tot));
 	/* no limit on a kind: a grant no total carries, kept by no total */
@@ -1463,7 +1463,7 @@ static void test_dead_gc(void)
 	CHECK(ledger_attach(l, NULL) == 0, "attach");
 	pid = fork();
 	if (pid == 0) {
-		if (gc_lock(l, 100))
+		if (ledger_gc_lock(l, 100))
 			_exit(3);
 		__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
 		raise(SIGKILL);
@@ -1492,7 +1492,7 @@ static void test_stuck_freeze(void)
 	pid = fork();
 	if (pid == 0) {
 		close(pipefd[0]);
-		if (gc_lock(l, 100))
+		if (ledger_gc_lock(l, 100))
 			_exit(3);
 		__atomic_store_n(&l->use->frozen, 1, __ATOMIC_SEQ_CST);
 		if (write(pipefd[1], "x", 1) != 1)
@@ -1560,7 +1560,7 @@ static void test_pid_reuse(void)
 	s = &l->use->slots[5];
 	if (ALOAD(&l->use->slot_hw) < 6)
 		ASTORE(&l->use->slot_hw, 6); /* as a claim of it would */
-	s->owner = pack_owner(pid, fake);
+	s->owner = ledger_pack_owner(pid, fake);
 	s->pid = pid;
 	s->start = fake;
 	s->job = -1;
@@ -1656,7 +1656,7 @@ static void test_corruption(void)
 	CHECK(pread(fd, &h, sizeof(h), 0) == sizeof(h), "read hdr");
 	close(fd);
 	h.version = 99;
-	h.checksum = fnv1a(&h, offsetof(struct lhdr, checksum));
+	h.checksum = ledger_fnv1a(&h, offsetof(struct lhdr, checksum));
 	patch(lpath, 0, &h, sizeof(h));
 	try_open("foreign version", -EPROTO);
 	CHECK(strstr(ledger_error(), "version 99") != NULL, "says which version");
@@ -1674,7 +1674,7 @@ static void test_corruption(void)
 	CHECK(pread(fd, &h, sizeof(h), 0) == sizeof(h), "read hdr");
 	close(fd);
 	h.ledger_id ^= 1;
-	h.checksum = fnv1a(&h, offsetof(struct lhdr, checksum));
+	h.checksum = ledger_fnv1a(&h, offsetof(struct lhdr, checksum));
 	patch(upath, 0, &h, sizeof(h));
 	try_open("usage file of another ledger", -EBADMSG);
 
