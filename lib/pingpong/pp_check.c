@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nl/nl.h"
+
 /* The findings being gathered; ret turns -ENOMEM once something could not be kept. */
 struct reader {
 	struct pp_check *c;
@@ -65,22 +67,14 @@ static int netdev_mtu(const char *ndev)
 	return v;
 }
 
+/* The kernel's port states (one table: lib/nl's; libibverbs' enum ibv_port_state has the same numbers). */
+_Static_assert(IBV_PORT_NOP == 0 && IBV_PORT_DOWN == 1 && IBV_PORT_INIT == 2 && IBV_PORT_ARMED == 3 &&
+		       IBV_PORT_ACTIVE == 4 && IBV_PORT_ACTIVE_DEFER == 5,
+	       "ibv_port_state is the kernel's port state");
+
 const char *pp_port_state_str(int state)
 {
-	switch (state) {
-	case IBV_PORT_DOWN:
-		return "DOWN";
-	case IBV_PORT_INIT:
-		return "INIT";
-	case IBV_PORT_ARMED:
-		return "ARMED";
-	case IBV_PORT_ACTIVE:
-		return "ACTIVE";
-	case IBV_PORT_ACTIVE_DEFER:
-		return "ACTIVE_DEFER";
-	default:
-		return "NOP";
-	}
+	return state > IBV_PORT_NOP && state <= IBV_PORT_ACTIVE_DEFER ? nl_port_state_name((uint8_t)state) : "NOP";
 }
 
 /* The GIDs of dev/port in t, and for each address the GID to use for it. */

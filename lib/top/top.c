@@ -299,11 +299,10 @@ static int on_res(const struct nl_res *res, void *arg)
 	return 0;
 }
 
+/* The kernel's QP states (one table: lib/nl's), NULL past the ones top counts. */
 const char *top_qp_state_name(unsigned int state)
 {
-	static const char *const names[TOP_QP_NSTATES] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
-
-	return state < TOP_QP_NSTATES ? names[state] : NULL;
+	return state < TOP_QP_NSTATES ? nl_qp_state_name((uint8_t)state) : NULL;
 }
 
 static int on_dev(const struct nl_dev *dev, void *arg)
