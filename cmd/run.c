@@ -366,6 +366,58 @@ static void kernel_cgroup_release(const char *dir)
 	}
 }
 
+/* The job's environment for CMD: the interceptor (preload and audit module), the job, the ledger, options. */
+static int set_env(const char *preload, const char *job, struct ledger *l)
+{
+	return env_prepend("LD_PRELOAD", preload) || env_prepend("LD_AUDIT", preload) ||
+	       setenv(LEDGER_ENV_JOB, job, 1) || setenv(LEDGER_ENV_PATH, ledger_path(l), 1) ||
+	       (run_opts.log && setenv("RDMACTL_LOG_FILE", run_opts.log, 1)) ||
+	       (run_opts.fail && setenv(LEDGER_ENV_FAIL, run_opts.fail, 1)) ||
+	       (util_verbose && setenv("RDMACTL_LOG_LEVEL", "2", 1));
+}
+
+/* The child: default signals, through the gate (moved into its cgroup first) when there is one, then CMD. */
+static void __attribute__((noreturn)) run_child(char **argv, const int *sigs, size_t nsigs, int gate[2])
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	size_t i;
+	char go;
+	ssize_t n;
+	int err;
+
+	for (i = 0; i < nsigs; i++)
+		sigaction(sigs[i], &dfl, NULL);
+	if (gate[0] >= 0) {
+		close(gate[1]);
+		while ((n = read(gate[0], &go, 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1)
+			_exit(EXIT_FAIL); /* rdmactl is gone */
+	}
+	execvp(argv[run_opts.cmd], argv + run_opts.cmd);
+	err = errno;
+	pr_err("cannot run %s: %s", argv[run_opts.cmd], strerror(err));
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* Wait for CMD: its exit status, 128 + the signal that killed it, or EXIT_FAIL. */
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			pr_err("waitpid: %s", strerror(errno));
+			return EXIT_FAIL;
+		}
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return EXIT_FAIL;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -421,10 +473,7 @@ int cmd_run(int argc, char **argv)
 		ret = EXIT_FAIL;
 		goto out_cg;
 	}
-	if (env_prepend("LD_PRELOAD", preload) || env_prepend("LD_AUDIT", preload) ||
-	    setenv(LEDGER_ENV_JOB, job, 1) || setenv(LEDGER_ENV_PATH, ledger_path(l), 1) ||
-	    (run_opts.log && setenv("RDMACTL_LOG_FILE", run_opts.log, 1)) || (run_opts.fail && setenv(LEDGER_ENV_FAIL, run_opts.fail, 1)) ||
-	    (util_verbose && setenv("RDMACTL_LOG_LEVEL", "2", 1))) {
+	if (set_env(preload, job, l)) {
 		pr_err("cannot set the environment: %s", strerror(errno));
 		ret = EXIT_FAIL;
 		goto out;
@@ -446,25 +495,8 @@ int cmd_run(int argc, char **argv)
 		ret = EXIT_FAIL;
 		goto out;
 	}
-	if (!pid) {
-		struct sigaction dfl = { .sa_handler = SIG_DFL };
-		char go;
-		ssize_t n;
-
-		for (i = 0; i < ARRAY_SIZE(fwd); i++)
-			sigaction(fwd[i], &dfl, NULL);
-		if (gate[0] >= 0) {
-			close(gate[1]);
-			while ((n = read(gate[0], &go, 1)) < 0 && errno == EINTR)
-				;
-			if (n != 1)
-				_exit(EXIT_FAIL); /* rdmactl is gone */
-		}
-		execvp(argv[run_opts.cmd], argv + run_opts.cmd);
-		ret = errno;
-		pr_err("cannot run %s: %s", argv[run_opts.cmd], strerror(ret));
-		_exit(ret == ENOENT ? 127 : 126);
-	}
+	if (!pid)
+		run_child(argv, fwd, ARRAY_SIZE(fwd), gate);
 	child_pid = pid;
 	if (gate[0] >= 0) {
 		close(gate[0]);
@@ -484,20 +516,8 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			pr_err("waitpid: %s", strerror(errno));
-			status = EXIT_FAIL << 8;
-			break;
-		}
-	}
+	ret = wait_exit(pid);
 	child_pid = 0;
-	if (WIFEXITED(status))
-		ret = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
-		ret = 128 + WTERMSIG(status);
-	else
-		ret = EXIT_FAIL;
 out:
 	/* The entry stays while a descendant of CMD still holds resources; the ledger frees it after. */
 	ledger_job_release(l, job);
