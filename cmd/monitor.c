@@ -196,6 +196,36 @@ static void report_lost(const struct mon_lost *now, struct mon_lost *seen)
 
 /* --- main loop --------------------------------------------------------------------------------------- */
 
+/* Why the monitor could not start, with what to do about it. */
+static void open_error(int err)
+{
+	if (err == -EPERM)
+		pr_err("cannot load the BPF monitor: %s (run as root, or grant them: setcap "
+		       "cap_bpf,cap_perfmon+ep)",
+		       mon_error());
+	else if (err == -ENODEV)
+		pr_err("cannot watch RDMA resources: %s", mon_error());
+	else
+		pr_err("cannot start the BPF monitor: %s (kernel with BTF and ib_core needed; "
+		       "RDMACTL_MON_DEBUG=1 shows libbpf's log)",
+		       mon_error());
+}
+
+/* JSON: the "start" record, which tells a reader that everything from now on is seen (loading takes a while). */
+static void print_start(void)
+{
+	char tbuf[MON_TIME_LEN];
+
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "time", NULL, mon_time_iso(clock_rt_ns(), tbuf, sizeof(tbuf)));
+	print_string(PRINT_JSON, "event", NULL, "start");
+	print_string(PRINT_JSON, "mode", NULL, mon_mode(mon));
+	print_bool(PRINT_JSON, "commit_del", NULL, mon_has_commit_del(mon));
+	print_int(PRINT_JSON, "pid", NULL, getpid());
+	print_string(PRINT_JSON, "device_events", NULL, dev_source);
+	out_close_object();
+}
+
 int cmd_monitor(int argc, char **argv)
 {
 	struct mon_opts mo = { .events = true, .pin_counters = true, .cb = on_event };
@@ -217,35 +247,15 @@ int cmd_monitor(int argc, char **argv)
 
 	err = mon_open(&mo, &mon);
 	if (err) {
-		if (err == -EPERM)
-			pr_err("cannot load the BPF monitor: %s (run as root, or grant them: setcap "
-			       "cap_bpf,cap_perfmon+ep)",
-			       mon_error());
-		else if (err == -ENODEV)
-			pr_err("cannot watch RDMA resources: %s", mon_error());
-		else
-			pr_err("cannot start the BPF monitor: %s (kernel with BTF and ib_core needed; "
-			       "RDMACTL_MON_DEBUG=1 shows libbpf's log)",
-			       mon_error());
+		open_error(err);
 		return EXIT_FAIL;
 	}
 	pr_debug("attached with %s%s", mon_mode(mon), mon_has_commit_del(mon) ? " (+ commit_del)" : "");
 	ufd = device_events_open();
 	pr_debug("device events from %s", dev_source);
 	dev_names_load(); /* after: a device added from now on is in the dump or in the device events */
-	if (out_is_json()) {
-		/* Tells a reader that everything from now on is seen (loading takes a while on slow machines). */
-		char tbuf[MON_TIME_LEN];
-
-		out_open_object(NULL);
-		print_string(PRINT_JSON, "time", NULL, mon_time_iso(clock_rt_ns(), tbuf, sizeof(tbuf)));
-		print_string(PRINT_JSON, "event", NULL, "start");
-		print_string(PRINT_JSON, "mode", NULL, mon_mode(mon));
-		print_bool(PRINT_JSON, "commit_del", NULL, mon_has_commit_del(mon));
-		print_int(PRINT_JSON, "pid", NULL, getpid());
-		print_string(PRINT_JSON, "device_events", NULL, dev_source);
-		out_close_object();
-	}
+	if (out_is_json())
+		print_start();
 	msum.start = last_stats = clock_mono_s();
 	next_prune = msum.start + 10;
 	next_stats = mopt.stats ? msum.start + mopt.stats : 0;
