@@ -18,6 +18,13 @@ require_lab() {
 	fi
 }
 
+# Lab: the NIC drivers whose own uverbs methods the kernel quotas know (mlx5_ib; bnxt_re where the kernel has
+# it), loaded without their hardware, as on a ConnectX or Broadcom host.
+load_nic_drivers() {
+	modprobe mlx5_ib || return 1
+	if modinfo bnxt_re >/dev/null 2>&1; then modprobe bnxt_re || return 1; fi
+}
+
 # Wait up to $1 seconds for a command to succeed.
 wait_for() {
 	local t=$1; shift

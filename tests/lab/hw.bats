@@ -10,9 +10,7 @@ PIN=/sys/fs/bpf/rdmactl/kq
 
 setup_file() {
 	[ -n "${LAB_GUEST-}" ] || return 0
-	# as on a ConnectX or Broadcom host: the driver modules loaded (without their hardware here)
-	modprobe mlx5_ib
-	if modinfo bnxt_re >/dev/null 2>&1; then modprobe bnxt_re; fi
+	load_nic_drivers
 }
 
 setup() {

@@ -12,8 +12,7 @@ PIN=/sys/fs/bpf/rdmactl/kq
 setup_file() {
 	[ -n "${LAB_GUEST-}" ] || return 0
 	# the driver modules load without their hardware; the programs are then loaded anew, with their BTF there
-	modprobe mlx5_ib
-	if modinfo bnxt_re >/dev/null 2>&1; then modprobe bnxt_re; fi
+	load_nic_drivers
 	"$RDMACTL" quota gc >/dev/null 2>&1 || true
 	if [ -d "$PIN" ] && ! ls "$PIN"/link_* >/dev/null 2>&1; then rm -r "$PIN"; fi
 }
@@ -67,8 +66,7 @@ kusage() {
 	for with in no yes; do
 		if [ "$with" = yes ]; then
 			# ... and with them (CO-RE resolves mlx5_ib's types)
-			modprobe mlx5_ib
-			if modinfo bnxt_re >/dev/null 2>&1; then modprobe bnxt_re; fi
+			load_nic_drivers
 			[ -e /sys/kernel/btf/mlx5_ib ]
 		fi
 		"$RDMACTL" quota unset qp --cgroup "$CG" --kernel >/dev/null 2>&1 || true
