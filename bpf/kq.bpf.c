@@ -19,15 +19,17 @@
  *   fentry/rdma_alloc_commit_uobject MRs: their length, as mr_bytes (the same backstop).
  *   fexit/uverbs_destroy_uobject     gives the charge back (destroy, abort of a failed create, the
  *                       cleanup at the last close of the file, wherever that runs).
- *   iter/task_file, iter/task_vma  run once when the first limit attaches the programs: they record the
- *                       objects that already exist, from the kernel's own lists (population: bpf/kqpop.bpf.h).
+ *   iter/task_file, iter/task_vma  run when a scope gets its first limit: they record what its tasks
+ *                       already hold, from the kernel's own lists (population: bpf/kqpop.bpf.h).
+ * Only charged objects are recorded (kq_objs): a task without limits fills nothing, and its objects are
+ * found by the population of a scope set later.
  * One program object from three files: this one (maps, hooks), bpf/kqcharge.bpf.h (scopes, check, reservation,
  * charges, records) and bpf/kqpop.bpf.h (population); bpf/kqdrv.bpf.h adds the drivers' own methods.
  * Every program is attached only while a kernel limit exists (lib/kq/kq.c, count_limits): without kernel limits
- * nothing on the host passes them. When the first limit comes, the programs are attached and the iterators
- * record what already exists (each uverbs file as its context, each object on its uobjects list), so that
- * the limit counts what its scope holds (lib/kq/kq.c rescan); after the last limit they are detached and
- * kq_objs is emptied (no program would see those objects' destroys).
+ * nothing on the host passes them. When the first limit comes, the programs are attached; when a scope gets
+ * its first limit, the iterators record what its tasks hold (each uverbs file as its context, each object on
+ * its uobjects list), so that the limit counts it (lib/kq/kq.c rescan); after the last limit they are
+ * detached and kq_objs is emptied (no program would see those objects' destroys).
  * Costs (doc/kq-cost.md): the hooks read kernel structures directly (BTF), not through helper calls; a
  * uverbs ioctl reads its header and first attributes in one copy, so a verb that creates nothing returns
  * after it; only the scope types that have limits (kq_state.types) are looked up.
@@ -101,6 +103,17 @@ struct {
 	__type(value, __u8);
 } kq_gone SEC(".maps");
 
+/*
+ * During a population for a new scope (kq_state.pop_want): the tasks whose objects it records, by tgid (a
+ * process scope) or cgroup id (a cgroup scope: the cgroup and every one below it), filled by rdmactl.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u64);
+	__type(value, __u8);
+} kq_want SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, KQ_EVSLOTS);
@@ -154,6 +167,30 @@ static __always_inline bool is_uverbs(struct file *file)
 		return minor >= KQ_UVERBS_MINOR_BASE && minor < KQ_UVERBS_MINOR_BASE + KQ_UVERBS_MINORS;
 	st = bpf_map_lookup_elem(&kq_state, &zero);
 	return st && st->dyn_major && major == st->dyn_major && minor < KQ_UVERBS_DYN_MINORS;
+}
+
+/* kq_state, or NULL (never: an array's one entry) */
+static __always_inline struct kq_state *state(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&kq_state, &zero);
+}
+
+/* A record was inserted in kq_objs (d = 1) or deleted (d = -1). */
+static __always_inline void objs_add(__s64 d)
+{
+	struct kq_state *st = state();
+
+	if (st)
+		__sync_fetch_and_add(&st->nobjs, d);
+}
+
+/* Delete the record under key, counted. */
+static __always_inline void objs_delete(__u64 *key)
+{
+	if (!bpf_map_delete_elem(&kq_objs, key))
+		objs_add(-1);
 }
 
 /* The scopes, the check, the reservation, the charges and the records: bpf/kqcharge.bpf.h. */
@@ -330,7 +367,7 @@ static __always_inline int scan_attrs(struct scan *s, __u16 num_attrs)
  * attached (kq_opened did not run) and whose fd was installed after the population read its process's
  * table. Every file that holds objects asks for its context first: recorded and charged here.
  */
-static __noinline void late_ctx(struct file *file, __u32 types) /* a call: its stack apart */
+static __noinline int late_ctx(struct file *file, __u32 types) /* a call: its stack apart */
 {
 	__u64 key = (__u64)file, pidtgid = bpf_get_current_pid_tgid();
 	struct kq_scope sc;
@@ -338,16 +375,21 @@ static __noinline void late_ctx(struct file *file, __u32 types) /* a call: its s
 	int err;
 	int i;
 
-	/* recorded first (one there already: nothing to do), then charged in place: no charge without a record */
+	/*
+	 * recorded first (one there already: nothing to do), then charged in place: no charge without a record;
+	 * no room for it (kq_objs full): a limited task's context is refused, not left uncounted
+	 */
 	err = map_err(bpf_map_update_elem(&kq_objs, &key, &kq_obj_none, BPF_NOEXIST));
 	if (err) {
-		if (err != -17 /* EEXIST */)
-			lost(err); /* kq_objs full */
-		return;
+		if (err == -17 /* EEXIST */ || !limited_task(types))
+			return 0;
+		lost(err);
+		return -EDQUOT;
 	}
+	objs_add(1);
 	o = bpf_map_lookup_elem(&kq_objs, &key);
 	if (!o)
-		return;
+		return 0;
 	o->kind = KQ_CTX;
 	o->tgid = pidtgid >> 32;
 	o->cgid = bpf_get_current_cgroup_id();
@@ -371,6 +413,10 @@ static __noinline void late_ctx(struct file *file, __u32 types) /* a call: its s
 		o->sc[idx] = sc;
 		o->n = idx + 1;
 	}
+	/* charged to nothing: not kept (only charged objects are recorded) */
+	if (!o->n)
+		objs_delete(&key);
+	return 0;
 }
 
 SEC("lsm.s/file_ioctl")
@@ -431,10 +477,8 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		}
 		break;
 	case UVERBS_OBJECT_DEVICE:
-		if (r.h.method_id == UVERBS_METHOD_GET_CONTEXT) {
-			late_ctx(file, types);
-			return 0;
-		}
+		if (r.h.method_id == UVERBS_METHOD_GET_CONTEXT)
+			return late_ctx(file, types);
 		if (r.h.method_id != UVERBS_METHOD_INVOKE_WRITE)
 			return 0;
 		/* the write command: first among the attributes as libibverbs sends it, else anywhere (all of them) */
@@ -455,10 +499,8 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		/* no write command: the kernel refuses it too (a mandatory attribute); never read as a context */
 		if (!sc.have_wcmd)
 			return limited_task(types) ? -EINVAL : 0;
-		if (sc.wcmd == KQ_CMD_GET_CONTEXT) {
-			late_ctx(file, types);
-			return 0;
-		}
+		if (sc.wcmd == KQ_CMD_GET_CONTEXT)
+			return late_ctx(file, types);
 		if (sc.wcmd == KQ_CMD_REREG_MR) {
 			/* rereg changes an MR's length in place, past what was charged: not under an mr_bytes limit */
 			if (check(types, KQ_MR_BYTES, KQ_UNLIMITED >> 1))
@@ -519,8 +561,7 @@ int BPF_PROG(kq_open, struct file *file)
  */
 static __always_inline void forget(__u64 key)
 {
-	__u32 zero = 0;
-	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+	struct kq_state *st = state();
 	struct kq_obj *o;
 	__u8 one = 1;
 
@@ -531,10 +572,11 @@ static __always_inline void forget(__u64 key)
 	if (st->nlimits) {
 		o = bpf_map_lookup_elem(&kq_objs, &key);
 		if (!o)
-			return;
+			return; /* charged to nothing (not recorded) */
 		credit(o);
 	}
-	bpf_map_delete_elem(&kq_objs, &key);
+	if (!bpf_map_delete_elem(&kq_objs, &key))
+		__sync_fetch_and_add(&st->nobjs, -1);
 }
 
 /* A uverbs file's release gives its context back (no other file on the host pays for this hook). */
@@ -645,6 +687,10 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 		o->pad = 0;
 		if (types)
 			charge(types, o, KQ_MR, 1);
+		if (!o->n) {
+			objs_delete(&key); /* charged to nothing: not kept */
+			return 0;
+		}
 	}
 	mr = BPF_CORE_READ(uobj, object); /* a void * the verifier cannot follow */
 	len = BPF_CORE_READ(mr, length);

@@ -76,6 +76,9 @@ struct kq_obj {
  */
 #define KQ_EVSLOTS 256
 enum kq_event_type { KQ_EV_REFUSE = 1, KQ_EV_KILL = 2 };
+/* (3 is KQ_EV_DRV_UNKNOWN, bpf/kqdrv.h) a limited creation refused because kq_objs is nearly full: usage =
+ * records, limit = the table's entries */
+#define KQ_EV_FULL 4
 struct kq_event {
 	__u64 seq;
 	__u64 time_ns; /* CLOCK_MONOTONIC */
@@ -103,10 +106,27 @@ struct kq_state {
 	__u32 pop_miss;   /* during it: a destroy not marked (kq_gone full), a list not walked to its end */
 	__u32 dyn_major;  /* the major of uverbs devices 32 and up (alloc_chrdev_region), from /proc/devices */
 	__u32 epochs;     /* the last epoch given to a scope (lib/kq/kq.c; the programs never write it) */
-	__u64 lost;       /* objects not recorded (kq_objs full): not counted against any limit (quota show) */
+	__u64 lost;       /* charged objects not recorded (kq_objs full): their charge stays (quota show) */
 	__s32 lost_err;   /* the error of the last insert that failed (-E2BIG: kq_objs full) */
-	__u32 pad;
+	__u32 objs_max;   /* kq_objs' entries (rdmactl, at each count of the limits) */
+	__u64 full;       /* limited creations refused because kq_objs had no room left for their record */
+	__u32 pop_want;   /* during a population: the scope type whose tasks' objects it records (kq_want) */
+	__u32 pop_full;   /* during it: records it could not insert (kq_objs full): the count is not whole */
+	/*
+	 * Records in kq_objs: +1 at each insert, -1 at each delete, from both sides (atomic adds; rdmactl
+	 * stores 0 where it empties the map with nothing attached). On a cache line of its own: every
+	 * charged create and destroy writes it, and every hook reads the fields above.
+	 */
+	__s64 nobjs __attribute__((aligned(64)));
 };
+
+/*
+ * Only charged objects are recorded (an object charged to no limited scope has nothing to give back): a
+ * user without limits cannot fill kq_objs. Limited creations are refused (EDQUOT, event KQ_EV_FULL) while
+ * fewer than KQ_OBJS_ROOM(max) entries are left, so that a creation that got through (a reservation in
+ * flight) or one without a reservation (a write(), charged at the allocation) still finds room.
+ */
+#define KQ_OBJS_ROOM(max) ((max) / 16)
 
 /* kq_obj.pad of a record the population made (not a program): not yet charged to anything. */
 #define KQ_OBJ_FOUND 1

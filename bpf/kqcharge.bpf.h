@@ -312,6 +312,20 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes) /* a call: i
 		r->n = idx + 1;
 		r->bytes = bytes;
 	}
+	/*
+	 * Its record must find room in kq_objs when the object is allocated: a limited creation is refused while
+	 * fewer than KQ_OBJS_ROOM entries are left (they are for the reservations in flight and the creations
+	 * charged without one). Only charged objects are recorded, so only limited tenants fill it.
+	 */
+	if (!err && r->n) {
+		struct kq_state *st = state();
+
+		if (st && st->objs_max && st->nobjs >= (__s64)(st->objs_max - KQ_OBJS_ROOM(st->objs_max))) {
+			__sync_fetch_and_add(&st->full, 1);
+			emit(KQ_EV_FULL, kind, &r->sc[0], 1, st->nobjs, st->objs_max);
+			err = -EDQUOT;
+		}
+	}
 	/* refused: what the scopes before the one that refused got is taken off again; nothing limited: no reservation */
 	if (err || !r->n)
 		unreserve(tid);
@@ -341,11 +355,10 @@ static __always_inline int map_err(long ret)
 	return (int)ret;
 }
 
-/* An object not recorded (kq_objs full): not counted against any limit; quota show says how many. */
+/* A charged object not recorded (kq_objs full): its charge stays, never given back; quota show says how many. */
 static __always_inline void lost(long err)
 {
-	__u32 zero = 0;
-	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+	struct kq_state *st = state();
 
 	if (!st)
 		return;
@@ -355,7 +368,9 @@ static __always_inline void lost(long err)
 
 /*
  * Record o under *keyp (a kernel address: passed through memory, as a global function takes no pointer as a
- * number).
+ * number). Only what was charged is recorded (and rereg's second MR, charged at its commit): an object of a
+ * task without limits has nothing to give back at its destroy, and a scope set later counts it from the
+ * kernel's lists (lib/kq/kq.c). So nobody without limits can fill kq_objs.
  */
 __noinline int record(const __u64 *keyp, struct kq_obj *o)
 {
@@ -363,20 +378,25 @@ __noinline int record(const __u64 *keyp, struct kq_obj *o)
 	struct kq_obj v;
 	int err;
 
-	if (!keyp || !o)
+	if (!keyp || !o || (!o->n && o->pad != KQ_OBJ_REREG))
 		return 0;
 	key = *keyp;
 	o->tgid = pidtgid >> 32;
 	o->cgid = bpf_get_current_cgroup_id();
 	v = *o; /* a map value on the stack */
-	err = map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_ANY));
-	if (!err)
+	err = map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_NOEXIST));
+	if (!err) {
+		objs_add(1);
+		return 0;
+	}
+	/* a record under its key already (a destroy no program saw, before the attach): replaced */
+	if (err == -17 /* EEXIST */ && !map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_EXIST)))
 		return 0;
 	/*
-	 * Not recorded (kq_objs full): its destroy would find nothing to give back, so what was charged for it is
-	 * given back now, and it is counted where quota show reads it (kq_state.lost).
+	 * Not recorded (kq_objs full, past the room the check keeps for this): its destroy will find nothing to
+	 * give back. Its charge stays (the safe side: the scope counts it until its limit is set again), and it
+	 * is counted where quota show, monitor and the exporter read it (kq_state.lost).
 	 */
-	credit(o);
 	lost(err);
 	return 0;
 }

@@ -308,7 +308,10 @@ static __always_inline void kq_drv_commit(void *uobjp, __u32 id)
 	}
 	if (over)
 		bpf_send_signal(SIGKILL); /* a request rewritten after the check, past a limit */
-	record(&key, &n);
+	if (o && !n.n)
+		objs_delete(&key); /* its old charge given back, and nothing charged now: no record kept */
+	else
+		record(&key, &n);
 }
 
 #endif

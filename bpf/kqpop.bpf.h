@@ -7,17 +7,21 @@
 #define RDMACTL_KQPOP_BPF_H
 
 /*
- * Population: when the first limit attaches the programs, what already exists is recorded from the kernel's
- * own lists, so that the limit counts it (lib/kq/kq.c populate, then rescan). Every uverbs file a task holds
+ * Population: when a scope gets its first limit (the first on the host attaches the programs), what its
+ * tasks already hold is recorded from the kernel's own lists, so that the limit counts it (lib/kq/kq.c
+ * populate, then rescan). Only the scope's tasks (kq_state.pop_want, kq_want) are looked at: the programs
+ * record only charged objects, so what a task without limits made is in no record, and a table the whole
+ * host's objects could fill is never asked to hold them. Every uverbs file a task holds
  * (an fd: iter/task_file; a mapping whose fd was closed: iter/task_vma) is a context, keyed by its struct
  * file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
  * an MR's length, and the tgid and cgroup of the task holding the file. The first task that shows a file
  * wins (a file shared by several processes, through fork or fd passing, is theirs); later sightings find
- * its context recorded and skip it. Every insert is BPF_NOEXIST: a record a program made meanwhile wins.
+ * its context recorded and walk its list again, whose inserts then fail. Every insert is BPF_NOEXIST: a
+ * record a program made meanwhile wins.
  *
  * Races, with the programs attached before the walk starts and kq_state.populating set before they are:
  * - an object created meanwhile: its kq_begin (or, when it began before the attach, kq_commit) records it;
- *   the walk's insert then fails, or the program's BPF_ANY update replaces the walk's record: never twice;
+ *   the walk's insert then fails, or the program's update replaces the walk's record: never twice;
  * - an object destroyed meanwhile: forget() marks its key in kq_gone before it deletes the record. The walk
  *   inserts its record first, then looks for the mark: if the destroy's delete came before the insert, its
  *   mark came before too and the walk finds it and drops its record; if the delete came after the insert,
@@ -52,11 +56,43 @@ struct walk {
 
 static __always_inline void pop_miss(void)
 {
-	__u32 zero = 0;
-	struct kq_state *st = bpf_map_lookup_elem(&kq_state, &zero);
+	struct kq_state *st = state();
 
 	if (st)
 		__sync_fetch_and_add(&st->pop_miss, 1);
+}
+
+/* An insert that failed: a record that exists wins (EEXIST); no room (kq_objs full) is a miss of its own. */
+static __always_inline void pop_failed(int err)
+{
+	struct kq_state *st = state();
+
+	if (err == -17 /* EEXIST */ || !st)
+		return;
+	__sync_fetch_and_add(&st->pop_miss, 1);
+	__sync_fetch_and_add(&st->pop_full, 1);
+}
+
+/* Does the population count this task's objects (the scope being set: kq_state.pop_want, kq_want)? */
+static __always_inline bool wanted(__u32 tgid, __u64 cgid)
+{
+	struct kq_state *st = state();
+	__u64 key = cgid;
+
+	if (!st)
+		return false;
+	switch (st->pop_want) {
+	case KQ_SCOPE_GLOBAL:
+		return true;
+	case KQ_SCOPE_PID:
+		key = tgid;
+		break;
+	case KQ_SCOPE_CGROUP:
+		break;
+	default:
+		return false;
+	}
+	return bpf_map_lookup_elem(&kq_want, &key) != NULL;
 }
 
 /* One object the walk found: recorded unless a program did, dropped again when it is gone already. */
@@ -85,13 +121,13 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 	/* a program recorded it (EEXIST); any other failure (kq_objs full) is a miss: the count is not whole */
 	err = map_err(bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST));
 	if (err) {
-		if (err != -17 /* EEXIST */)
-			pop_miss();
+		pop_failed(err);
 		return;
 	}
+	objs_add(1);
 	if (bpf_map_lookup_elem(&kq_gone, &uobj) ||
 	    (!bpf_probe_read_kernel(&next, sizeof(next), (void *)entry) && next == entry))
-		bpf_map_delete_elem(&kq_objs, &uobj);
+		objs_delete(&uobj);
 }
 
 static long walk_step(__u32 i, void *arg)
@@ -133,11 +169,17 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	o.pad = KQ_OBJ_FOUND;
 	o.tgid = BPF_CORE_READ(task, tgid);
 	o.cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	if (!wanted(o.tgid, o.cgid))
+		return;
+	/*
+	 * Its context recorded already (seen through another task, or charged since the attach): its objects
+	 * are walked all the same, since only charged ones are recorded (the inserts of those fail).
+	 */
 	err = map_err(bpf_map_update_elem(&kq_objs, &key, &o, BPF_NOEXIST));
-	if (err == -17 /* EEXIST */)
-		return; /* seen through another task already, or opened since the attach: its objects are recorded */
-	if (err) {
-		pop_miss(); /* not recorded (kq_objs full): the first limit cannot count what exists */
+	if (!err) {
+		objs_add(1);
+	} else if (err != -17 /* EEXIST */) {
+		pop_failed(err); /* not recorded (kq_objs full): the new scope cannot count what exists */
 		return;
 	}
 	uf = BPF_CORE_READ(file, private_data);

@@ -397,9 +397,18 @@ static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 			    "their programs are not attached: nothing enforces them (rdmactl quota kernel repair).");
 		prom_sample_u64(b, "rdmactl_kernel_enforcement_up", NULL, 0, s->kq_enforced > 0);
 		prom_family(b, "rdmactl_kernel_unrecorded_objects", PROM_GAUGE,
-			    "Objects the kernel quota programs could not record since they were loaded: no kernel limit "
-			    "counts them (rdmactl quota show says the last error).");
-		prom_sample_u64(b, "rdmactl_kernel_unrecorded_objects", NULL, 0, s->kq_lost);
+			    "Charged objects the kernel quota programs could not record since they were loaded: their "
+			    "charge stays until the limit is set again (rdmactl quota show says the last error).");
+		prom_sample_u64(b, "rdmactl_kernel_unrecorded_objects", NULL, 0, s->kq_table.lost);
+		prom_family(b, "rdmactl_kernel_table_records", PROM_GAUGE,
+			    "Records in the kernel quota programs' table: one per object a kernel-limited scope holds.");
+		prom_sample_u64(b, "rdmactl_kernel_table_records", NULL, 0, (uint64_t)s->kq_table.records);
+		prom_family(b, "rdmactl_kernel_table_size", PROM_GAUGE,
+			    "Entries of the kernel quota programs' table (RDMACTL_KQ_OBJECTS when they were loaded).");
+		prom_sample_u64(b, "rdmactl_kernel_table_size", NULL, 0, s->kq_table.size);
+		prom_family(b, "rdmactl_kernel_table_full_refusals_total", PROM_COUNTER,
+			    "Limited creations the kernel refused because its quota programs' table was nearly full.");
+		prom_sample_u64(b, "rdmactl_kernel_table_full_refusals_total", NULL, 0, s->kq_table.full);
 	}
 	if (!s->kscopes)
 		return;

@@ -144,6 +144,11 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	snprintf(text, sizeof(text), "kernel %s %s %s of pid %u: %s at %lld of its limit %llu%s", what, amount, kind,
 		 ev->tgid, scope, (long long)ev->usage, (unsigned long long)ev->limit,
 		 ev->type == KQ_EV_KILL ? " (a creation past the check: killed)" : "");
+	if (ev->type == KQ_EV_FULL)
+		snprintf(text, sizeof(text), "kernel refused 1 %s of pid %u (%s has limits): the kernel quota programs' "
+			 "table of objects is nearly full (%lld of %llu records): load them with a larger one "
+			 "(RDMACTL_KQ_OBJECTS, rdmactl-quota(8))", kind, ev->tgid, scope, (long long)ev->usage,
+			 (unsigned long long)ev->limit);
 	if (ev->type == KQ_EV_DRV_UNKNOWN) {
 		kq_drv_describe(ev->amount, drvdesc, sizeof(drvdesc));
 		snprintf(text, sizeof(text), "kernel refused %s to pid %u (%s has limits): a driver method rdmactl's "
@@ -178,6 +183,8 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	} else {
 		print_uint(PRINT_JSON, "amount", NULL, ev->amount);
 	}
+	if (ev->type == KQ_EV_FULL)
+		print_string(PRINT_JSON, "reason", NULL, "table_full");
 	print_int(PRINT_JSON, "usage", NULL, ev->usage);
 	print_uint(PRINT_JSON, "limit", NULL, ev->limit);
 	print_uint(PRINT_JSON, "seq", NULL, ev->seq);

@@ -268,9 +268,9 @@ static int show_drv_one(const struct kq_drv_unknown *u, void *arg)
 /* EXIT_FAIL when kernel limits exist that nothing enforces (said on stderr, and in JSON). */
 static int show_end(void)
 {
-	uint64_t lost;
+	struct kq_table t;
 	char why[512];
-	int err, up = 1;
+	int up = 1;
 
 	out_close_array();
 	if (show_kq_open()) {
@@ -284,14 +284,21 @@ static int show_end(void)
 			       "again)", why);
 		}
 	}
-	/* objects the kernel's programs could not record: no kernel limit counts them */
-	if (show_kq_open() && !kq_lost(show_kq, &lost, &err)) {
-		print_uint(PRINT_JSON, "kernel_lost", NULL, lost);
-		if (lost) {
-			print_int(PRINT_JSON, "kernel_lost_errno", NULL, err);
-			print_uint(PRINT_FP, NULL, "kernel: %" PRIu64 " objects not recorded ", lost);
-			print_string(PRINT_FP, NULL, "(the last: %s): no kernel limit counts them\n",
-				     err == E2BIG ? "the kernel quota programs' table is full" : strerror(err));
+	/* the programs' table of charged objects: its use; what it refused and could not record */
+	if (show_kq_open() && !kq_table(show_kq, &t)) {
+		print_int(PRINT_JSON, "kernel_records", NULL, t.records);
+		print_uint(PRINT_JSON, "kernel_records_max", NULL, t.size);
+		print_uint(PRINT_JSON, "kernel_table_full", NULL, t.full);
+		print_uint(PRINT_JSON, "kernel_lost", NULL, t.lost);
+		if (t.full)
+			print_text("kernel: %" PRIu64 " creations refused: the kernel quota programs' table was nearly full "
+				   "(%" PRId64 " of %u records now; load the programs with a larger one: RDMACTL_KQ_OBJECTS)\n",
+				   t.full, t.records, t.size);
+		if (t.lost) {
+			print_int(PRINT_JSON, "kernel_lost_errno", NULL, t.lost_errno);
+			print_text("kernel: %" PRIu64 " charged objects not recorded (the last: %s): their charge stays until "
+				   "the limit is set again\n", t.lost,
+				   t.lost_errno == E2BIG ? "the kernel quota programs' table is full" : strerror(t.lost_errno));
 		}
 	}
 	out_open_array("unknown_driver_methods");

@@ -837,7 +837,7 @@ static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
 	}
 	ret = kq_enforcement(x->kq, why, sizeof(why));
 	s->kq_enforced = ret < 0 ? 0 : ret ? 1 : -1;
-	kq_lost(x->kq, &s->kq_lost, NULL);
+	kq_table(x->kq, &s->kq_table);
 	if (!s->nscopes)
 		return 0;
 	s->kscopes = calloc(s->nscopes, sizeof(*s->kscopes));

@@ -144,7 +144,7 @@ struct metrics_snap {
 		uint64_t killed[KQ_NK];
 	} *kscopes;
 	int kq_enforced;	/* kq_enforcement(): 1 every kernel limit enforced (or none), -1 not, 0 not read */
-	uint64_t kq_lost;	/* objects the kernel quota programs could not record (no kernel limit counts them) */
+	struct kq_table kq_table; /* the kernel quota programs' table of charged objects */
 	/* rdmacg */
 	struct metrics_rdmacg *rdmacg;
 	size_t nrdmacg;

@@ -4,12 +4,13 @@
 #define RDMACTL_KQ_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kq/kq.h"
 
 #define PIN_ROOT "/sys/fs/bpf/rdmactl"
 
-enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_GONE, M_NR };
+enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_GONE, M_WANT, M_NR };
 extern const char *const kq_map_names[M_NR];
 extern const size_t kq_map_vsize[M_NR];
 
@@ -26,7 +27,18 @@ int kq_verify_dir(const char *path);
 void kq_pin_path(char *buf, size_t len, const char *name);
 /* kqload.c: load and pin programs and maps (the pin root locked, nothing pinned). */
 int kq_load_and_pin(void);
-/* kqload.c: the programs attached while a limit exists (the population at the first), detached after the last. */
+/* kqload.c: the programs attached while a limit exists, detached after the last (kq_objs emptied then). */
 int kq_count_limits(struct kq *q);
+/* The same, with the pin root locked by the caller (kq_lock). */
+int kq_count_limits_locked(struct kq *q);
+/* The pin root locked (an fd to close), or -errno: what is attached and the populations, one at a time. */
+int kq_lock(void);
+/*
+ * kqload.c: record what the tasks of a new scope already hold (scope type; ids: its tgid, or the ids of its
+ * cgroup and those below; none for global), from the kernel's lists; with the pin root locked and the
+ * programs attached. kq_drop_found drops the records it made that no scope took (nothing charged).
+ */
+int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n);
+void kq_drop_found(struct kq *q);
 
 #endif

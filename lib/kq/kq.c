@@ -30,9 +30,10 @@
 #include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 
-const char *const kq_map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone" };
+const char *const kq_map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone",
+					 "kq_want" };
 const size_t kq_map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
-				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8) };
+				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8), sizeof(__u8) };
 
 static __thread char kq_errbuf[512];
 
@@ -350,23 +351,17 @@ static int charge_slot(const struct kq_obj *o, const struct kq_scope *sc, __u32 
 }
 
 /*
- * Count into base what the scope's processes hold and was not charged to it, and mark those objects as
- * charged to it so that their destroy gives it back. An object destroyed meanwhile fails the BPF_EXIST
- * update and is left out, as it should be.
+ * Count into base what the scope's processes hold and was not charged to it (cg: a cgroup scope's ids), and
+ * mark those objects as charged to it so that their destroy gives it back. An object destroyed meanwhile
+ * fails the BPF_EXIST update and is left out, as it should be.
  */
-static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const char *dir, __s64 base[KQ_NK])
+static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg, __s64 base[KQ_NK])
 {
-	struct idset cg = {};
 	__u64 key, next, *prev = NULL;
 	struct kq_obj o;
 	bool mine;
-	int err = 0, at;
+	int at;
 
-	if (sc->type == KQ_SCOPE_CGROUP && dir) {
-		err = collect_cgroups(dir, &cg, 0);
-		if (err)
-			goto out;
-	}
 	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
 		key = next;
 		prev = &key;
@@ -374,7 +369,7 @@ static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const ch
 			continue;
 		if (sc->type == KQ_SCOPE_PID && o.tgid != sc->id)
 			continue;
-		if (sc->type == KQ_SCOPE_CGROUP && !idset_has(&cg, o.cgid))
+		if (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o.cgid))
 			continue;
 		at = charge_slot(&o, sc, epoch, &mine);
 		if (mine || at < 0 || o.kind >= KQ_NK)
@@ -389,7 +384,30 @@ static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const ch
 		if (o.bytes)
 			base[KQ_MR_BYTES] += (__s64)o.bytes;
 	}
-out:
+	return 0;
+}
+
+/*
+ * A new scope's first count: what its tasks hold now, recorded from the kernel's lists (kq_populate) and
+ * counted (rescan) into lim->base, with the pin root locked.
+ */
+static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *dir, struct kq_limit *lim)
+{
+	struct idset cg = {};
+	uint64_t one = sc->id;
+	int err = 0;
+
+	if (sc->type == KQ_SCOPE_CGROUP) {
+		err = dir ? collect_cgroups(dir, &cg, 0) : idset_add(&cg, sc->id);
+		if (err)
+			return kq_fail(err, "cannot list the cgroups below %s: %s", dir ? dir : "the scope", strerror(-err));
+	}
+	err = kq_populate(q, sc->type, sc->type == KQ_SCOPE_CGROUP ? cg.v : &one,
+			  sc->type == KQ_SCOPE_CGROUP ? cg.n : sc->type == KQ_SCOPE_PID);
+	if (!err)
+		err = rescan(q, sc, lim->epoch, &cg, lim->base);
+	/* the records the population made that the scope did not take: nothing is charged to them */
+	kq_drop_found(q);
 	free(cg.v);
 	return err;
 }
@@ -499,7 +517,7 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	struct kq_limit lim;
 	struct kq_usage use = {};
 	struct kq_scope ukey = *sc;
-	int i, err;
+	int i, err, lock;
 
 	if (kind >= KQ_NK)
 		return kq_fail(-EINVAL, "kind %u is not counted by the kernel quota programs", kind);
@@ -526,6 +544,9 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	 * A new scope: once its entries exist, the programs charge its new objects; then the rescan counts
 	 * what it held before. The limit goes in last, so nothing is refused against a usage not yet known.
 	 */
+	lock = kq_lock();
+	if (lock < 0)
+		return lock;
 	memset(&lim, 0, sizeof(lim));
 	for (i = 0; i < KQ_NK; i++)
 		lim.max[i] = KQ_UNLIMITED;
@@ -534,25 +555,32 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 		lim.epoch = __atomic_add_fetch(&q->st->epochs, 1, __ATOMIC_SEQ_CST);
 	while (!lim.epoch);
 	ukey.epoch = lim.epoch;
-	if (bpf_map_update_elem(q->fd[M_USAGE], &ukey, &use, BPF_NOEXIST) && errno != EEXIST)
-		return kq_fail(-errno, "cannot add the scope to the kernel's usage: %s%s", strerror(errno),
-			    errno == E2BIG ? " (too many scopes: remove unused ones with 'rdmactl quota gc')" : "");
-	if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_NOEXIST))
-		return kq_fail(-errno, "cannot add the kernel limit: %s", strerror(errno));
-	err = kq_count_limits(q);
+	if (bpf_map_update_elem(q->fd[M_USAGE], &ukey, &use, BPF_NOEXIST) && errno != EEXIST) {
+		err = kq_fail(-errno, "cannot add the scope to the kernel's usage: %s%s", strerror(errno),
+			      errno == E2BIG ? " (too many scopes: remove unused ones with 'rdmactl quota gc')" : "");
+		goto out;
+	}
+	if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_NOEXIST)) {
+		err = kq_fail(-errno, "cannot add the kernel limit: %s", strerror(errno));
+		bpf_map_delete_elem(q->fd[M_USAGE], &ukey);
+		goto out;
+	}
+	err = kq_count_limits_locked(q);
+	if (!err)
+		err = count_new_scope(q, sc, dir, &lim);
 	if (err) {
-		/* not set: the scope goes again */
+		/* not set: the scope goes again (with the programs, when it was the only one) */
 		bpf_map_delete_elem(q->fd[M_LIMITS], sc);
 		bpf_map_delete_elem(q->fd[M_USAGE], &ukey);
-		return err;
+		kq_count_limits_locked(q);
+		goto out;
 	}
-	err = rescan(q, sc, lim.epoch, dir, lim.base);
-	if (err)
-		return kq_fail(err, "cannot count what the scope holds: %s", strerror(-err));
 	lim.max[kind] = max;
 	if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_EXIST))
-		return kq_fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
-	return 0;
+		err = kq_fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
+out:
+	close(lock);
+	return err;
 }
 
 struct repair_arg {
@@ -637,16 +665,19 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 	return 0;
 }
 
-int kq_lost(struct kq *q, uint64_t *lost, int *last_err)
+int kq_table(struct kq *q, struct kq_table *t)
 {
 	struct kq_state st;
 	__u32 zero = 0;
 
+	memset(t, 0, sizeof(*t));
 	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
 		return -errno;
-	*lost = st.lost;
-	if (last_err)
-		*last_err = -st.lost_err;
+	t->records = st.nobjs < 0 ? 0 : st.nobjs;
+	t->size = st.objs_max;
+	t->full = st.full;
+	t->lost = st.lost;
+	t->lost_errno = -st.lost_err;
 	return 0;
 }
 
@@ -678,7 +709,7 @@ const char *kq_kind_name(unsigned int kind)
 
 const char *kq_event_name(unsigned int type)
 {
-	return type == KQ_EV_REFUSE ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
+	return type == KQ_EV_REFUSE || type == KQ_EV_FULL ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
 }
 
 const char *kq_scope_name(unsigned int type)

@@ -53,8 +53,15 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed);
 int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
 	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK]);
 
-/* How many objects the programs could not record (their table full): no kernel limit counts them. */
-int kq_lost(struct kq *q, uint64_t *lost, int *last_err);
+/* The programs' table of charged objects (kq_objs): its use, and what it could not take. */
+struct kq_table {
+	int64_t records;  /* records in it now */
+	uint32_t size;    /* its entries */
+	uint64_t full;    /* limited creations refused because it was nearly full (EDQUOT) */
+	uint64_t lost;    /* charged objects it could not record: their charge stays (never given back) */
+	int lost_errno;   /* the last of those inserts' error (E2BIG: full) */
+};
+int kq_table(struct kq *q, struct kq_table *t);
 
 /*
  * Are the kernel limits enforced? 1: no limit, or every program that enforces them is attached (its link

@@ -2,7 +2,7 @@
 /*
  * Kernel quotas: the programs of bpf/kq.bpf.c loaded and pinned once (the one file that needs their
  * skeleton), attached while a kernel limit exists and detached after the last, and the population that
- * records what already exists when the first limit attaches them.
+ * records what a scope's tasks already hold when it gets its first limit.
  */
 #include "kq/internal.h"
 
@@ -32,11 +32,36 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 /*
  * Every program is pinned as a program (prog_NAME) and attached by kq_count_limits() at the first limit, detached
  * after the last (link_NAME while attached), so that without kernel limits nothing on the host passes them.
- * The iterators (kq_iter_*) are not attached: populate() runs them once at the first limit. A set pinned by
+ * The iterators (kq_iter_*) are not attached: kq_populate() runs them when a scope gets its first limit. A set pinned by
  * an older rdmactl (links without prog_ pins) stays attached as it is.
  */
 static const char *const ondemand[] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
 					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done" };
+
+/*
+ * The entries of kq_objs, the table of charged objects' records (one per object a limited scope holds):
+ * RDMACTL_KQ_OBJECTS when the programs are loaded, else the programs' own 2^18 (0 here). 48 bytes a
+ * record plus the hash map's own, about 30 MiB at 2^18 entries.
+ */
+#define KQ_OBJS_MIN 256u
+#define KQ_OBJS_MAX (1u << 24)
+static int objs_size(__u32 *out)
+{
+	const char *v = getenv("RDMACTL_KQ_OBJECTS");
+	unsigned long long n;
+	char *end;
+
+	*out = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoull(v, &end, 0);
+	if (errno || *end || n < KQ_OBJS_MIN || n > KQ_OBJS_MAX)
+		return kq_fail(-EINVAL, "RDMACTL_KQ_OBJECTS=%s: the table of objects takes %u to %u entries", v,
+			       KQ_OBJS_MIN, KQ_OBJS_MAX);
+	*out = (__u32)n;
+	return 0;
+}
 
 /* Load and pin (programs, then maps); called with the pin root locked and nothing pinned. */
 int kq_load_and_pin(void)
@@ -44,13 +69,24 @@ int kq_load_and_pin(void)
 	struct kq_bpf *skel;
 	struct bpf_program *prog;
 	char path[256];
+	__u32 objs;
 	int err, i;
 
 	libbpf_set_print(libbpf_quiet);
-	skel = kq_bpf__open_and_load();
-	if (!skel)
-		return kq_fail(-errno, "cannot load the kernel quota programs: %s (is ib_uverbs loaded? "
-			    "RDMACTL_KQ_DEBUG=1 shows libbpf's messages)", strerror(errno));
+	err = objs_size(&objs);
+	if (err)
+		return err;
+	skel = kq_bpf__open();
+	if (skel && objs && bpf_map__set_max_entries(skel->maps.kq_objs, objs)) {
+		kq_bpf__destroy(skel);
+		return kq_fail(-EINVAL, "cannot size the kernel quota programs' table of objects to %u", objs);
+	}
+	if (!skel || kq_bpf__load(skel)) {
+		err = -errno;
+		kq_bpf__destroy(skel);
+		return kq_fail(err, "cannot load the kernel quota programs: %s (is ib_uverbs loaded? "
+			    "RDMACTL_KQ_DEBUG=1 shows libbpf's messages)", strerror(-err));
+	}
 	if (mkdir(KQ_PIN_DIR, 0700) && errno != EEXIST) {
 		err = kq_fail(-errno, "cannot create %s: %s", KQ_PIN_DIR, strerror(errno));
 		goto out;
@@ -256,8 +292,10 @@ static int run_iter(const char *name)
 static int set_populating(struct kq *q, bool on, __u32 *miss)
 {
 	/* on: the misses counted from here; off: those counted until the programs stopped marking */
-	if (on)
+	if (on) {
 		__atomic_store_n(&q->st->pop_miss, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&q->st->pop_full, 0, __ATOMIC_SEQ_CST);
+	}
 	__atomic_store_n(&q->st->populating, on, __ATOMIC_SEQ_CST);
 	if (!on) {
 		__u32 m = __atomic_exchange_n(&q->st->pop_miss, 0, __ATOMIC_SEQ_CST);
@@ -268,8 +306,7 @@ static int set_populating(struct kq *q, bool on, __u32 *miss)
 	return 0;
 }
 
-/* Drop the records the population made (a walk to be done again). */
-static void drop_found(struct kq *q)
+void kq_drop_found(struct kq *q)
 {
 	__u64 key, next, *prev = NULL;
 	struct kq_obj o;
@@ -277,53 +314,59 @@ static void drop_found(struct kq *q)
 	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
 		key = next;
 		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) && o.pad == KQ_OBJ_FOUND && !o.n &&
-		    !bpf_map_delete_elem(q->fd[M_OBJS], &key))
+		    !bpf_map_delete_elem(q->fd[M_OBJS], &key)) {
+			__atomic_fetch_sub(&q->st->nobjs, 1, __ATOMIC_SEQ_CST);
 			continue; /* from the same prev again */
+		}
 		prev = &key;
 	}
 }
 
 /*
- * The first limit: the programs are about to be attached (attach), no limit is in kq_state yet. Records
- * left from before are stale (kq_objs is emptied at the detach too: this is for a program that was still
- * running then); kq_state.populating is set before the programs run, so that every destroy they see while
- * the iterators walk is marked in kq_gone (the argument: bpf/kq.bpf.c, "Population"). A walk that missed
- * something (kq_gone full, a list that kept changing) is done again, at most three times.
+ * kq_state.populating is set before the iterators run, so that every destroy the programs see while they walk
+ * is marked in kq_gone (the argument: bpf/kqpop.bpf.h). A walk that missed something (kq_gone full, a list
+ * that kept changing) is done again, at most three times; one that found no room in kq_objs is not.
  */
-static int populate(struct kq *q, int (*attach)(void *), void *arg)
+int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n)
 {
-	__u32 miss = 0;
-	int err, round;
+	__u32 miss = 0, full;
+	__u8 one = 1;
+	size_t i;
+	int err = 0, round;
 
-	empty_map(q->fd[M_OBJS]);
+	empty_map(q->fd[M_WANT]);
+	for (i = 0; i < n; i++)
+		if (bpf_map_update_elem(q->fd[M_WANT], &ids[i], &one, BPF_ANY))
+			return kq_fail(-errno, "cannot count what the scope holds: %zu cgroups below it (at most %s)%s", n,
+				       "16384", errno == E2BIG ? "" : strerror(errno));
+	__atomic_store_n(&q->st->pop_want, type, __ATOMIC_SEQ_CST);
 	for (round = 0;; round++) {
 		empty_map(q->fd[M_GONE]);
-		err = set_populating(q, true, NULL);
-		if (!err && round == 0)
-			err = attach(arg);
-		if (!err)
-			err = run_iter("kq_iter_file");
+		set_populating(q, true, NULL);
+		err = run_iter("kq_iter_file");
 		if (!err)
 			err = run_iter("kq_iter_vma");
 		if (err == -ENOENT)
 			err = 0; /* an older layout without iterators */
-		if (!err)
-			err = set_populating(q, false, &miss);
+		set_populating(q, false, &miss);
+		full = __atomic_exchange_n(&q->st->pop_full, 0, __ATOMIC_SEQ_CST);
+		if (!err && full)
+			err = kq_fail(-ENOSPC, "cannot count what the scope holds: the kernel quota programs' table of objects "
+				      "is full (%u entries, %lld in use); load the programs with a larger one "
+				      "(RDMACTL_KQ_OBJECTS, see rdmactl-quota(8))", q->st->objs_max,
+				      (long long)__atomic_load_n(&q->st->nobjs, __ATOMIC_SEQ_CST));
 		if (err || !miss)
 			break;
 		if (round == 2) {
 			err = kq_fail(-EAGAIN, "cannot count the RDMA objects that exist: they kept changing (%u misses)", miss);
 			break;
 		}
-		drop_found(q);
+		kq_drop_found(q);
 	}
+	__atomic_store_n(&q->st->pop_want, 0, __ATOMIC_SEQ_CST);
+	empty_map(q->fd[M_WANT]);
 	empty_map(q->fd[M_GONE]);
 	return err;
-}
-
-static int attach_all(void *arg)
-{
-	return sync_ondemand(true, arg);
 }
 
 /*
@@ -357,27 +400,47 @@ static int set_dyn_major(struct kq *q)
 	return 0;
 }
 
+int kq_lock(void)
+{
+	int lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (lock < 0 || flock(lock, LOCK_EX)) {
+		int err = kq_fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
+
+		if (lock >= 0)
+			close(lock);
+		return err;
+	}
+	return lock;
+}
+
+/* kq_objs emptied with nothing attached (no program inserts or deletes meanwhile): its count is 0. */
+static void empty_objs(struct kq *q)
+{
+	empty_map(q->fd[M_OBJS]);
+	__atomic_store_n(&q->st->nobjs, 0, __ATOMIC_SEQ_CST);
+}
+
 /*
  * Count the limited scopes and their types for the programs, and attach every program while there is one
- * (under the pin root's lock: a set and an unset at once must not leave a limit without them); the first
- * limit records what already exists (populate), after the last kq_objs is emptied.
+ * (under the pin root's lock: a set and an unset at once must not leave a limit without them); after the
+ * last kq_objs is emptied. What a new scope holds already is counted by kq_set (kq_populate, rescan).
  */
-int kq_count_limits(struct kq *q)
+int kq_count_limits_locked(struct kq *q)
 {
 	struct kq_scope key, next, *prev = NULL;
-	__u32 n = 0, types = 0;
-	int lock, err;
+	struct bpf_map_info info = {};
+	__u32 n = 0, types = 0, ilen = sizeof(info);
+	int err;
 
 	if (!q->st)
 		return kq_fail(-EPERM, "the kernel quota programs were opened read-only");
-	lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (lock < 0 || flock(lock, LOCK_EX)) {
-		err = kq_fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
-		goto out;
-	}
 	err = set_dyn_major(q);
 	if (err)
-		goto out;
+		return err;
+	/* the table's size, for the room the programs keep in it (an older layout: theirs) */
+	if (!bpf_obj_get_info_by_fd(q->fd[M_OBJS], &info, &ilen))
+		__atomic_store_n(&q->st->objs_max, info.max_entries, __ATOMIC_SEQ_CST);
 	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
 		key = next;
 		prev = &key;
@@ -385,29 +448,23 @@ int kq_count_limits(struct kq *q)
 		if (key.type < 32)
 			types |= KQ_TYPE(key.type);
 	}
-	/*
-	 * attached before the programs look for limits, detached after they stopped; when this attaches them
-	 * (the first limit), the objects that exist are recorded before any limit is in kq_state
-	 */
+	/* attached before the programs look for limits, detached after they stopped */
 	if (n) {
-		bool attached = false;
 		char begin[256], prog[256];
 
 		snprintf(begin, sizeof(begin), "%s/link_kq_begin", KQ_PIN_DIR);
 		snprintf(prog, sizeof(prog), "%s/prog_kq_begin", KQ_PIN_DIR);
-		/* (links taken away while limits exist, as bench/kqprobe does: attached again, nothing emptied) */
-		if (!__atomic_load_n(&q->st->nlimits, __ATOMIC_SEQ_CST) && access(begin, F_OK) && !access(prog, F_OK)) {
-			err = populate(q, attach_all, &attached);
-			if (err) {
-				/* no limit was in force: back to nothing attached, nothing recorded */
-				sync_ondemand(false, NULL);
-				empty_map(q->fd[M_OBJS]);
-			}
-		} else {
-			err = sync_ondemand(true, NULL);
+		/*
+		 * The first limit: records left from a program still running at the last detach are stale. (Links
+		 * taken away while limits exist, as bench/kqprobe does: attached again, nothing emptied.)
+		 */
+		if (!__atomic_load_n(&q->st->nlimits, __ATOMIC_SEQ_CST) && access(begin, F_OK) && !access(prog, F_OK))
+			empty_objs(q);
+		err = sync_ondemand(true, NULL);
+		if (err) {
+			sync_ondemand(false, NULL);
+			return err;
 		}
-		if (err)
-			goto out;
 	}
 	/* the types a limit is looked up by before the count that makes the programs look (when none: no look) */
 	if (n)
@@ -422,10 +479,21 @@ int kq_count_limits(struct kq *q)
 
 		snprintf(begin, sizeof(begin), "%s/prog_kq_begin", KQ_PIN_DIR);
 		if (!access(begin, F_OK))
-			empty_map(q->fd[M_OBJS]);
+			empty_objs(q);
 	}
-out:
-	if (lock >= 0)
-		close(lock);
+	return err;
+}
+
+int kq_count_limits(struct kq *q)
+{
+	int lock, err;
+
+	if (!q->st)
+		return kq_fail(-EPERM, "the kernel quota programs were opened read-only");
+	lock = kq_lock();
+	if (lock < 0)
+		return lock;
+	err = kq_count_limits_locked(q);
+	close(lock);
 	return err;
 }

@@ -35,8 +35,11 @@ teardown() {
 	done
 	sleep 0.2
 	# the cgroups, deepest first; then the kernel's limits of those that are gone
-	find "$CG" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	find "$CG" "$CG".* -depth -type d -exec rmdir {} \; 2>/dev/null || true
 	"$RDMACTL" quota gc >/dev/null 2>&1 || true
+	# programs a test loaded with a table of its own size: the next test loads them as they come
+	if [ -n "${KQ_RELOAD:-}" ]; then rm -rf "$PIN"; fi
+	rm -rf "/tmp/kqa-free.$$"
 	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
 }
 
@@ -372,4 +375,104 @@ assert_usage_is_netlink() {
 	[ "$status" -ne 0 ]
 	run -3 in_cg timeout 60 "$KQS" -k qp -n 4
 	assert_line "qp created=2 errno=EDQUOT"
+}
+
+@test "nobody without limits can fill the kernel's table of objects; a new scope counts what was made unrecorded; a full table refuses cleanly" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h free=$CG.free j
+	# the user's program and its release files where uid nobody can see them
+	local fd=/tmp/kqa-free.$$
+	local fv=$fd/freeverbs
+	mkdir -p "$fd"
+	chmod 755 "$fd"
+	# the programs loaded anew with a table of 512 records (2^18 by default: the same attack needs 270,000 opens)
+	KQ_RELOAD=1
+	rm -rf "$PIN"
+	RDMACTL_KQ_OBJECTS=512 run -0 "$RDMACTL" quota set pd 3 --cgroup "$CG" --kernel
+	run -0 bpftool -j map show pinned "$PIN/kq_objs"
+	run -0 jq -e '.max_entries == 512' <<<"$output"
+	# a user without limits (uid nobody, a cgroup of its own) holds 400 contexts and 300 PDs: 702 objects
+	cp "$BUILD/lab-progs/kqverbs" "$fv"
+	mkdir "$free"
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	INCG=$free in_cg "${nobody[@]}" "$fv" -k ctx -n 400 -H "$fd/release.ctx" >"$out.ctx" 2>&1 3>&- &
+	PIDS+=($!)
+	INCG=$free in_cg "${nobody[@]}" "$fv" -k pd -n 300 -H "$fd/release.pd" >"$out.pd" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 120 grep -q holding "$out.ctx" || { cat "$out.ctx" >&2; false; }
+	wait_for 120 grep -q holding "$out.pd" || { cat "$out.pd" >&2; false; }
+	[ "$(nl_count freeverbs ctx)" -eq 401 ] || { cat "$out.ctx" "$out.pd" >&2; nl_count freeverbs ctx >&2; false; }
+	# the limited tenant still gets exactly its 3 PDs, and its usage is what RDMA netlink lists
+	run -3 in_cg timeout 60 "$KQS" -k pd -n 5
+	assert_line "pd created=3 errno=EDQUOT"
+	in_cg "$KQS" -k pd -n 2 -H "$hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q holding "$out" || { cat "$out" >&2; false; }
+	assert_usage_is_netlink "$CG" kqverbs-static
+	run -0 "$RDMACTL" -j quota show
+	j=$output
+	run -0 jq -e '.kernel_lost == 0 and .kernel_table_full == 0 and .kernel_records_max == 512 and
+		.kernel_records <= 8' <<<"$j" || { echo "$j" >&2; false; }
+	# a scope whose tasks hold more than the table can record is refused, and not left half set
+	run --separate-stderr -1 "$RDMACTL" quota set pd 2000 --cgroup "$free" --kernel
+	[[ $stderr == *"table of objects is full (512 entries"* ]] || { echo "$stderr" >&2; false; }
+	run -0 "$RDMACTL" -j quota show --cgroup "$free"
+	run -0 jq -e '[.scopes[]?.kinds.pd.kernel_limit // empty] | length == 0' <<<"$output" || { echo "$output" >&2; false; }
+	assert_usage_is_netlink "$CG" kqverbs-static
+	# with the contexts gone it fits: the new scope counts the 300 PDs and the context made while nothing
+	# recorded them
+	touch "$fd/release.ctx"
+	local p=${PIDS[0]} c
+	wait_for 60 bash -c '! kill -0 "$1" 2>/dev/null' _ "$p" || {
+		for c in $(pgrep -P "$p") $(pgrep -f freeverbs); do
+			echo "== $c: $(tr '\0' ' ' </proc/$c/cmdline)" >&2; grep State /proc/$c/status >&2
+			cat /proc/$c/task/*/stack >&2
+		done
+		cat "$out.ctx" >&2; false; }
+	wait "$p"
+	run -0 "$RDMACTL" quota set pd 2000 --cgroup "$free" --kernel
+	assert_usage_is_netlink "$free" freeverbs
+	run -0 "$RDMACTL" -j quota show --cgroup "$free"
+	run -0 jq -e '.scopes[0].kinds | .pd.kernel_usage == 300 and .ctx.kernel_usage == 1' <<<"$output"
+	# a tenant limited in one kind still has every object recorded: past the table's room its creations are
+	# refused cleanly (EDQUOT, not killed), counted and shown; so are other limited tenants', until it frees
+	local mon=$BATS_TEST_TMPDIR/mon monpid big
+	"$RDMACTL" monitor -j >"$mon" 2>"$mon.err" 3>&- &
+	monpid=$!
+	PIDS+=($monpid)
+	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err" >&2; false; }
+	sleep 2.5 # the monitor looks for the kernel's maps every 2 s
+	INCG=$free in_cg "${nobody[@]}" "$fv" -k pd -n 500 -H "$fd/release.big" >"$out.big" 2>&1 3>&- &
+	big=$!
+	PIDS+=($big)
+	wait_for 120 grep -q holding "$out.big" || { cat "$out.big" >&2; false; }
+	run -0 cat "$out.big"
+	assert_line --regexp '^pd created=[0-9]+ errno=EDQUOT$'
+	assert_line alive
+	# (the other tenant's very context is refused: a creation like any other; libibverbs reports the
+	# open's EDQUOT as ENOENT, so the monitor's event below says whose refusal it was)
+	run -3 in_cg timeout 60 "$KQS" -k ctx -n 1
+	assert_line --regexp "^ctx created=0 errno="
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '.kernel_table_full >= 2 and .kernel_lost == 0' <<<"$output" || { echo "$output" >&2; false; }
+	run -0 "$RDMACTL" quota show
+	assert_output --partial "the kernel quota programs' table was nearly full"
+	wait_for 20 grep -q '"reason":"table_full"' "$mon" || { grep -v '"create"\|"destroy"' "$mon" >&2; false; }
+	jq -neR --arg cg "${CG#/sys/fs/cgroup}" '[inputs | fromjson? | select(.event == "refused" and .type == "ctx" and
+		.reason == "table_full" and .cgroup == $cg and .limit == 512)] | length == 1' "$mon" ||
+		{ grep -v '"create"\|"destroy"' "$mon" >&2; false; }
+	# what the tenants held is given back exactly
+	touch "$fd/release.big" "$fd/release.pd"
+	wait "$big" || [ $? = 3 ] # it stopped early, at the refusal
+	wait "${PIDS[1]}"
+	assert_usage_is_netlink "$free" freeverbs
+	assert_usage_is_netlink "$CG" kqverbs-static
+	touch "$hold"
+	wait "${PIDS[2]}"
+	kill "$monpid"
+	wait "$monpid" || true
+	PIDS=()
+	run -3 in_cg timeout 60 "$KQS" -k pd -n 4
+	assert_line "pd created=3 errno=EDQUOT"
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '.kernel_records <= 4' <<<"$output" || { echo "$output" >&2; false; }
 }
