@@ -211,13 +211,6 @@ $(OUT)/tests/%: tests/unit/%.c $(OUT)/librdmactl.a | $(OUT)/tests
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_TEST)
 
-# The kernel quota library lives beside the BPF skeleton, outside librdmactl.a: the tests that reach it
-# (test_prom through lib/export/metrics.c, which reads the kernel quotas) link it too.
-UNIT_BPF := $(OUT)/tests/test_kq $(OUT)/tests/test_prom
-$(UNIT_BPF): $(OUT)/tests/%: tests/unit/%.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OUT)/tests
-	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_TEST) $(LIBS_CMD)
-
 $(OUT)/bench/%: bench/%.c $(OUT)/librdmactl.a | $(OUT)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(OUT)/librdmactl.a $(LIBS_CMD)
@@ -266,13 +259,11 @@ $(OUT)/lab-progs/kqcompat32: tests/lab/progs32/kqcompat32.c | $(OUT)/lab-progs
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -m32 -O2 -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-stack-protector -nostdlib -static -o $@ $<
 
-# libFuzzer harnesses: clang, built from the sources (not the gcc archive); all of lib/ but the collection
-# for export (lib/export/metrics.c), which reads the kernel quotas through the BPF loader's library.
-FUZZ_LIB_SRC := $(filter-out lib/export/metrics.c,$(LIB_SRC))
-$(OUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) | $(OUT)/fuzz
+# libFuzzer harnesses: clang, built from the sources (not the gcc archive), all of lib/ but the BPF loaders.
+$(OUT)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ilib -I$(OUT) -fsanitize=fuzzer,address,undefined \
-		-o $@ $< $(FUZZ_LIB_SRC) $(LIBS_TEST)
+		-o $@ $< $(LIB_SRC) $(LIBS_TEST)
 
 # The accounting path of the interceptor, outside any verb: linked with the preload's objects.
 $(OUT)/bench/acct: bench/acct.c $(OUT)/preload-obj/preload/acct.o $(OUT)/preload-obj/librdmactl-preload.a | $(OUT)/bench

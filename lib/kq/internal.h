@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Between lib/kq/kq.c (the pinned maps) and lib/kq/kqload.c (the programs: load, attach, populate). */
+/* Between lib/kq/kqmaps.c (the pinned maps), kq.c (limits) and kqload.c (the programs: load, attach, populate). */
 #ifndef RDMACTL_KQ_INTERNAL_H
 #define RDMACTL_KQ_INTERNAL_H
 
@@ -19,6 +19,12 @@ struct kq {
 	struct kq_state *st; /* kq_state, mapped: rdmactl's fields are stored, the programs' counters read */
 	size_t st_len;
 };
+
+/* kqmaps.c: the maps pinned, opened (read-only: no mapping of kq_state). */
+int kq_open_pinned(struct kq *q, bool ro);
+/* The programs attached while a limit exists (kqload.c), whose links kq_enforcement checks (kqmaps.c). */
+#define KQ_NONDEMAND 9
+extern const char *const kq_ondemand[KQ_NONDEMAND];
 
 /* The error kq_error() returns, formatted; returns err. */
 int kq_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Kernel quotas: the pinned maps of bpf/kq.bpf.c opened, read and written (limits, usage, events, the rescan
- * of a new scope, gc); loading, attaching and the population are lib/kq/kqload.c's.
+ * Kernel quotas: limits set and lifted (a new scope's count of what its processes hold: the population, then
+ * the rescan), gc and repair. Reading what is pinned is lib/kq/kqmaps.c's; loading, attaching and the
+ * population's walk lib/kq/kqload.c's.
  */
 #include "kq/kq.h"
 #include "kq/internal.h"
@@ -29,121 +30,6 @@
 #include "core/cgroup.h"
 #include "kq/kqdrv.h"
 #include "ledger/ledger.h"
-
-const char *const kq_map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone",
-					 "kq_want" };
-const size_t kq_map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
-				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8), sizeof(__u8) };
-
-static __thread char kq_errbuf[512];
-
-int kq_fail(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(kq_errbuf, sizeof(kq_errbuf), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-const char *kq_error(void)
-{
-	return kq_errbuf;
-}
-
-bool kq_lsm_active(char *why, size_t len)
-{
-	const char *path = "/sys/kernel/security/lsm";
-	char buf[512] = "", *tok, *save = NULL;
-	FILE *f = fopen(path, "re");
-
-	if (!f && errno == ENOENT) {
-		/* securityfs not mounted yet (a minimal system): mount it where it belongs */
-		mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL);
-		f = fopen(path, "re");
-	}
-	if (!f) {
-		snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
-		return false;
-	}
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(why, len, "%s reads '%s', without bpf", path, buf);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (!strcmp(tok, "bpf"))
-			return true;
-	return false;
-}
-
-
-/*
- * A pin directory rdmactl trusts: a directory (not a link to one) on a BPF file system, root's and writable by
- * root only. bpffs is mounted mode 1777 unless told otherwise: a user who made /sys/fs/bpf/rdmactl first
- * could remove the programs' links (all enforcement) or put files of its own where they go.
- */
-int kq_verify_dir(const char *path)
-{
-	struct statfs fs;
-	struct stat st;
-
-	if (lstat(path, &st))
-		return kq_fail(-errno, "cannot check %s: %s", path, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return kq_fail(-ENOTDIR, "%s is not a directory: remove it (rm -r) and set the kernel limits again", path);
-	if (statfs(path, &fs) || fs.f_type != BPF_FS_MAGIC)
-		return kq_fail(-EXDEV, "%s is not on a BPF file system (mount -t bpf bpf /sys/fs/bpf)", path);
-	if (st.st_uid != 0 || (st.st_mode & 077))
-		return kq_fail(-EPERM, "%s belongs to uid %u with mode %04o, not to root with mode 0700: whoever can "
-			    "write there can remove the kernel's enforcement; remove it (rm -r) and set the kernel "
-			    "limits again", path, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
-	return 0;
-}
-
-void kq_pin_path(char *buf, size_t len, const char *name)
-{
-	snprintf(buf, len, "%s/%s", KQ_PIN_DIR, name);
-}
-
-static int open_pinned(struct kq *q, bool ro)
-{
-	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = ro ? BPF_F_RDONLY : 0);
-	char path[256];
-	int i;
-
-	for (i = 0; i < M_NR; i++) {
-		struct bpf_map_info info = {};
-		__u32 ilen = sizeof(info);
-
-		kq_pin_path(path, sizeof(path), kq_map_names[i]);
-		q->fd[i] = bpf_obj_get_opts(path, &opts);
-		if (q->fd[i] < 0) {
-			int err = -errno;
-
-			if (err == -ENOENT)
-				return kq_fail(err, "the kernel quota programs are not loaded (no %s)", path);
-			return kq_fail(err, "cannot open %s: %s%s", path, strerror(-err),
-				    err == -EACCES || err == -EPERM ? " (root only)" : "");
-		}
-		if (kq_map_vsize[i] && (bpf_obj_get_info_by_fd(q->fd[i], &info, &ilen) || info.value_size != kq_map_vsize[i]))
-			return kq_fail(-EPROTO,
-				    "%s was pinned by another version of rdmactl (value size %u, this one uses %zu): "
-				    "remove %s (rm -r) and set the kernel limits again",
-				    path, info.value_size, kq_map_vsize[i], KQ_PIN_DIR);
-	}
-	if (ro)
-		return 0; /* a read-only descriptor cannot be mapped shared: kq_state is read by lookups */
-	q->st_len = (size_t)sysconf(_SC_PAGESIZE);
-	q->st = mmap(NULL, q->st_len, PROT_READ | PROT_WRITE, MAP_SHARED, q->fd[M_STATE], 0);
-	if (q->st == MAP_FAILED) {
-		q->st = NULL;
-		return kq_fail(-EPROTO, "%s/kq_state was pinned by another version of rdmactl (cannot map it: %s): remove "
-			    "%s (rm -r) and set the kernel limits again", KQ_PIN_DIR, strerror(errno), KQ_PIN_DIR);
-	}
-	return 0;
-}
 
 int kq_open(bool create, struct kq **out)
 {
@@ -174,7 +60,7 @@ int kq_open(bool create, struct kq **out)
 	if (!err && !access(KQ_PIN_DIR, F_OK))
 		err = kq_verify_dir(KQ_PIN_DIR);
 	if (!err)
-		err = open_pinned(q, false);
+		err = kq_open_pinned(q, false);
 	if (err == -ENOENT && create) {
 		for (i = 0; i < M_NR; i++)
 			if (q->fd[i] >= 0)
@@ -183,7 +69,7 @@ int kq_open(bool create, struct kq **out)
 			munmap(q->st, q->st_len), q->st = NULL;
 		err = kq_load_and_pin();
 		if (!err)
-			err = open_pinned(q, false);
+			err = kq_open_pinned(q, false);
 	}
 	if (err)
 		goto fail;
@@ -196,80 +82,6 @@ fail:
 		close(lock);
 	kq_close(q);
 	return err;
-}
-
-int kq_open_readonly(struct kq **out)
-{
-	struct kq *q = calloc(1, sizeof(*q));
-	int err, i;
-
-	if (!q)
-		return kq_fail(-ENOMEM, "out of memory");
-	for (i = 0; i < M_NR; i++)
-		q->fd[i] = -1;
-	err = open_pinned(q, true);
-	if (err) {
-		kq_close(q);
-		return err;
-	}
-	*out = q;
-	return 0;
-}
-
-void kq_close(struct kq *q)
-{
-	int i;
-
-	if (!q)
-		return;
-	if (q->st)
-		munmap(q->st, q->st_len);
-	for (i = 0; i < M_NR; i++)
-		if (q->fd[i] >= 0)
-			close(q->fd[i]);
-	free(q);
-}
-
-int kq_events_read(struct kq *q, uint64_t *since, int (*cb)(const struct kq_event *ev, void *arg), void *arg)
-{
-	struct kq_state st;
-	struct kq_event ev;
-	__u32 zero = 0, idx;
-	uint64_t s;
-	int n = 0, err;
-
-	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
-		return -errno;
-	if (*since == KQ_EVENTS_NEW) {
-		*since = st.evseq;
-		return 0;
-	}
-	s = st.evseq > KQ_EVSLOTS && *since < st.evseq - KQ_EVSLOTS ? st.evseq - KQ_EVSLOTS : *since;
-	for (s = s + 1; s <= st.evseq; s++) {
-		idx = s % KQ_EVSLOTS;
-		if (bpf_map_lookup_elem(q->fd[M_EVENTS], &idx, &ev) || ev.seq != s)
-			continue; /* overwritten already, or still being written */
-		err = cb(&ev, arg);
-		if (err)
-			return err;
-		n++;
-	}
-	*since = st.evseq;
-	return n;
-}
-
-int kq_scope_cgroup(const char *dir, struct kq_scope *out)
-{
-	struct stat st;
-
-	if (stat(dir, &st))
-		return kq_fail(-errno, "%s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return kq_fail(-ENOTDIR, "%s: not a cgroup directory", dir);
-	memset(out, 0, sizeof(*out));
-	out->type = KQ_SCOPE_CGROUP;
-	out->id = st.st_ino;
-	return 0;
 }
 
 /* ---- the rescan: what a scope's processes hold when its first limit is set ----------------------- */
@@ -638,85 +450,6 @@ int kq_repair(struct kq *q, const char *cgroot)
 	return err;
 }
 
-int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
-	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK])
-{
-	struct kq_limit lim;
-	struct kq_usage u = {};
-	struct kq_scope ukey = *sc;
-	int i;
-
-	if (bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim))
-		return -ENOENT;
-	ukey.epoch = lim.epoch;
-	bpf_map_lookup_elem(q->fd[M_USAGE], &ukey, &u);
-	for (i = 0; i < KQ_NK; i++) {
-		int64_t v = u.use[i] + lim.base[i];
-
-		if (max)
-			max[i] = lim.max[i];
-		if (use)
-			use[i] = v < 0 ? 0 : v;
-		if (refused)
-			refused[i] = u.refused[i];
-		if (killed)
-			killed[i] = u.killed[i];
-	}
-	return 0;
-}
-
-int kq_table(struct kq *q, struct kq_table *t)
-{
-	struct kq_state st;
-	__u32 zero = 0;
-
-	memset(t, 0, sizeof(*t));
-	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
-		return -errno;
-	t->records = st.nobjs < 0 ? 0 : st.nobjs;
-	t->size = st.objs_max;
-	t->full = st.full;
-	t->lost = st.lost;
-	t->lost_errno = -st.lost_err;
-	return 0;
-}
-
-int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg)
-{
-	struct kq_scope key, next, *prev = NULL;
-	int err;
-
-	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
-		key = next;
-		prev = &key;
-		err = cb(&key, arg);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-const char *kq_kind_name(unsigned int kind)
-{
-	static const char *const names[] = {
-#define X(name, NAME, led, ...) KINDS_IF(led, #name, )
-		KINDS(X)
-#undef X
-	};
-
-	return kind < KQ_NK ? names[kind] : "?";
-}
-
-const char *kq_event_name(unsigned int type)
-{
-	return type == KQ_EV_REFUSE || type == KQ_EV_FULL ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
-}
-
-const char *kq_scope_name(unsigned int type)
-{
-	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
-}
-
 int kq_remove(struct kq *q, const struct kq_scope *sc)
 {
 	struct kq_scope ukey = *sc;
@@ -787,25 +520,4 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 	free(g.sc);
 	free(cg.v);
 	return err;
-}
-
-int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out)
-{
-	char dir[PATH_MAX * 2];
-
-	memset(out, 0, sizeof(*out));
-	switch (ls->type) {
-	case LEDGER_SCOPE_CGROUP:
-		snprintf(dir, sizeof(dir), "%s%s", cgroot, ls->name);
-		return kq_scope_cgroup(dir, out);
-	case LEDGER_SCOPE_PROCESS:
-		out->type = KQ_SCOPE_PID;
-		out->id = (uint64_t)ls->pid;
-		return 0;
-	case LEDGER_SCOPE_GLOBAL:
-		out->type = KQ_SCOPE_GLOBAL;
-		return 0;
-	default:
-		return -ENOENT; /* a job has no kernel scope of its own (run --kernel gives it a cgroup) */
-	}
 }

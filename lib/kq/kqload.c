@@ -30,15 +30,6 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /*
- * Every program is pinned as a program (prog_NAME) and attached by kq_count_limits() at the first limit, detached
- * after the last (link_NAME while attached), so that without kernel limits nothing on the host passes them.
- * The iterators (kq_iter_*) are not attached: kq_populate() runs them when a scope gets its first limit. A set pinned by
- * an older rdmactl (links without prog_ pins) stays attached as it is.
- */
-static const char *const ondemand[] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
-					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done" };
-
-/*
  * The entries of kq_objs, the table of charged objects' records (one per object a limited scope holds):
  * RDMACTL_KQ_OBJECTS when the programs are loaded, else the programs' own 2^18 (0 here). 48 bytes a
  * record plus the hash map's own, about 30 MiB at 2^18 entries.
@@ -134,12 +125,12 @@ static int sync_ondemand(bool want, bool *attached)
 	char prog[256], link[256];
 	size_t i;
 
-	for (i = 0; i < sizeof(ondemand) / sizeof(ondemand[0]); i++) {
+	for (i = 0; i < KQ_NONDEMAND; i++) {
 		bool have;
 		int pfd, lfd;
 
-		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, ondemand[i]);
-		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, ondemand[i]);
+		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, kq_ondemand[i]);
+		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, kq_ondemand[i]);
 		if (access(prog, F_OK))
 			continue; /* always attached (an older layout) */
 		have = !access(link, F_OK);
@@ -177,74 +168,12 @@ static int sync_ondemand(bool want, bool *attached)
 		}
 		close(lfd);
 		close(pfd);
-		if (attached && !strcmp(ondemand[i], "kq_begin"))
+		if (attached && !strcmp(kq_ondemand[i], "kq_begin"))
 			*attached = true;
 	}
 	return 0;
 }
 
-/* The id of the program pinned at path (0: not there or not readable). */
-static __u32 pinned_prog_id(const char *path)
-{
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-	int fd = bpf_obj_get(path);
-
-	if (fd < 0)
-		return 0;
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		info.id = 0;
-	close(fd);
-	return info.id;
-}
-
-int kq_enforcement(struct kq *q, char *why, size_t len)
-{
-	struct kq_scope key;
-	char prog[256], link[256];
-	size_t i;
-
-	if (bpf_map_get_next_key(q->fd[M_LIMITS], NULL, &key))
-		return 1; /* no kernel limit: nothing to enforce */
-	for (i = 0; i < sizeof(ondemand) / sizeof(ondemand[0]); i++) {
-		struct bpf_link_info info = {};
-		__u32 ilen = sizeof(info), want;
-		struct stat st;
-		int fd;
-
-		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, ondemand[i]);
-		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, ondemand[i]);
-		if (lstat(link, &st)) {
-			snprintf(why, len, "%s is not attached (no %s)", ondemand[i], link);
-			return 0;
-		}
-		if (!S_ISREG(st.st_mode) || st.st_uid != 0) {
-			snprintf(why, len, "%s is not the link rdmactl pinned (uid %u, mode %04o)", link,
-				 (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
-			return 0;
-		}
-		/* the link itself: a tracing link of the pinned program (only root can open it read-write) */
-		fd = bpf_obj_get(link);
-		if (fd < 0) {
-			if (errno == EACCES || errno == EPERM || errno == EINVAL)
-				continue; /* a reader that is not root: the pin's presence is what it can see */
-			snprintf(why, len, "%s cannot be opened: %s", link, strerror(errno));
-			return 0;
-		}
-		if (bpf_obj_get_info_by_fd(fd, &info, &ilen) || info.type != BPF_LINK_TYPE_TRACING) {
-			snprintf(why, len, "%s is not a tracing link (type %u)", link, info.type);
-			close(fd);
-			return 0;
-		}
-		close(fd);
-		want = access(prog, F_OK) ? info.prog_id : pinned_prog_id(prog);
-		if (!want || want != info.prog_id) {
-			snprintf(why, len, "%s holds program %u, not %s (%u)", link, info.prog_id, prog, want);
-			return 0;
-		}
-	}
-	return 1;
-}
 
 /* Empty a hash map keyed by __u64 (kq_objs, kq_gone). */
 static void empty_map(int fd)

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Kernel quotas: the pinned maps of bpf/kq.bpf.c opened and read (limits, usage, the table of records,
+ * events) and whether the programs that enforce them are attached. Everything here works on what is pinned,
+ * read-only included (the exporter); setting limits is lib/kq/kq.c's, loading the programs lib/kq/kqload.c's.
+ */
+#include "kq/kq.h"
+#include "kq/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "core/cgroup.h"
+#include "kq/kqdrv.h"
+#include "ledger/ledger.h"
+
+const char *const kq_map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone",
+					 "kq_want" };
+const size_t kq_map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
+				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8), sizeof(__u8) };
+
+static __thread char kq_errbuf[512];
+
+int kq_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(kq_errbuf, sizeof(kq_errbuf), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *kq_error(void)
+{
+	return kq_errbuf;
+}
+
+bool kq_lsm_active(char *why, size_t len)
+{
+	const char *path = "/sys/kernel/security/lsm";
+	char buf[512] = "", *tok, *save = NULL;
+	FILE *f = fopen(path, "re");
+
+	if (!f && errno == ENOENT) {
+		/* securityfs not mounted yet (a minimal system): mount it where it belongs */
+		mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL);
+		f = fopen(path, "re");
+	}
+	if (!f) {
+		snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
+		return false;
+	}
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(why, len, "%s reads '%s', without bpf", path, buf);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, "bpf"))
+			return true;
+	return false;
+}
+
+
+/*
+ * A pin directory rdmactl trusts: a directory (not a link to one) on a BPF file system, root's and writable by
+ * root only. bpffs is mounted mode 1777 unless told otherwise: a user who made /sys/fs/bpf/rdmactl first
+ * could remove the programs' links (all enforcement) or put files of its own where they go.
+ */
+int kq_verify_dir(const char *path)
+{
+	struct statfs fs;
+	struct stat st;
+
+	if (lstat(path, &st))
+		return kq_fail(-errno, "cannot check %s: %s", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return kq_fail(-ENOTDIR, "%s is not a directory: remove it (rm -r) and set the kernel limits again", path);
+	if (statfs(path, &fs) || fs.f_type != BPF_FS_MAGIC)
+		return kq_fail(-EXDEV, "%s is not on a BPF file system (mount -t bpf bpf /sys/fs/bpf)", path);
+	if (st.st_uid != 0 || (st.st_mode & 077))
+		return kq_fail(-EPERM, "%s belongs to uid %u with mode %04o, not to root with mode 0700: whoever can "
+			    "write there can remove the kernel's enforcement; remove it (rm -r) and set the kernel "
+			    "limits again", path, (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
+	return 0;
+}
+
+void kq_pin_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", KQ_PIN_DIR, name);
+}
+
+int kq_open_pinned(struct kq *q, bool ro)
+{
+	LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = ro ? BPF_F_RDONLY : 0);
+	char path[256];
+	int i;
+
+	for (i = 0; i < M_NR; i++) {
+		struct bpf_map_info info = {};
+		__u32 ilen = sizeof(info);
+
+		kq_pin_path(path, sizeof(path), kq_map_names[i]);
+		q->fd[i] = bpf_obj_get_opts(path, &opts);
+		if (q->fd[i] < 0) {
+			int err = -errno;
+
+			if (err == -ENOENT)
+				return kq_fail(err, "the kernel quota programs are not loaded (no %s)", path);
+			return kq_fail(err, "cannot open %s: %s%s", path, strerror(-err),
+				    err == -EACCES || err == -EPERM ? " (root only)" : "");
+		}
+		if (kq_map_vsize[i] && (bpf_obj_get_info_by_fd(q->fd[i], &info, &ilen) || info.value_size != kq_map_vsize[i]))
+			return kq_fail(-EPROTO,
+				    "%s was pinned by another version of rdmactl (value size %u, this one uses %zu): "
+				    "remove %s (rm -r) and set the kernel limits again",
+				    path, info.value_size, kq_map_vsize[i], KQ_PIN_DIR);
+	}
+	if (ro)
+		return 0; /* a read-only descriptor cannot be mapped shared: kq_state is read by lookups */
+	q->st_len = (size_t)sysconf(_SC_PAGESIZE);
+	q->st = mmap(NULL, q->st_len, PROT_READ | PROT_WRITE, MAP_SHARED, q->fd[M_STATE], 0);
+	if (q->st == MAP_FAILED) {
+		q->st = NULL;
+		return kq_fail(-EPROTO, "%s/kq_state was pinned by another version of rdmactl (cannot map it: %s): remove "
+			    "%s (rm -r) and set the kernel limits again", KQ_PIN_DIR, strerror(errno), KQ_PIN_DIR);
+	}
+	return 0;
+}
+
+int kq_open_readonly(struct kq **out)
+{
+	struct kq *q = calloc(1, sizeof(*q));
+	int err, i;
+
+	if (!q)
+		return kq_fail(-ENOMEM, "out of memory");
+	for (i = 0; i < M_NR; i++)
+		q->fd[i] = -1;
+	err = kq_open_pinned(q, true);
+	if (err) {
+		kq_close(q);
+		return err;
+	}
+	*out = q;
+	return 0;
+}
+
+void kq_close(struct kq *q)
+{
+	int i;
+
+	if (!q)
+		return;
+	if (q->st)
+		munmap(q->st, q->st_len);
+	for (i = 0; i < M_NR; i++)
+		if (q->fd[i] >= 0)
+			close(q->fd[i]);
+	free(q);
+}
+
+int kq_events_read(struct kq *q, uint64_t *since, int (*cb)(const struct kq_event *ev, void *arg), void *arg)
+{
+	struct kq_state st;
+	struct kq_event ev;
+	__u32 zero = 0, idx;
+	uint64_t s;
+	int n = 0, err;
+
+	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
+		return -errno;
+	if (*since == KQ_EVENTS_NEW) {
+		*since = st.evseq;
+		return 0;
+	}
+	s = st.evseq > KQ_EVSLOTS && *since < st.evseq - KQ_EVSLOTS ? st.evseq - KQ_EVSLOTS : *since;
+	for (s = s + 1; s <= st.evseq; s++) {
+		idx = s % KQ_EVSLOTS;
+		if (bpf_map_lookup_elem(q->fd[M_EVENTS], &idx, &ev) || ev.seq != s)
+			continue; /* overwritten already, or still being written */
+		err = cb(&ev, arg);
+		if (err)
+			return err;
+		n++;
+	}
+	*since = st.evseq;
+	return n;
+}
+
+int kq_scope_cgroup(const char *dir, struct kq_scope *out)
+{
+	struct stat st;
+
+	if (stat(dir, &st))
+		return kq_fail(-errno, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return kq_fail(-ENOTDIR, "%s: not a cgroup directory", dir);
+	memset(out, 0, sizeof(*out));
+	out->type = KQ_SCOPE_CGROUP;
+	out->id = st.st_ino;
+	return 0;
+}
+
+int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],
+	   uint64_t refused[KQ_NK], uint64_t killed[KQ_NK])
+{
+	struct kq_limit lim;
+	struct kq_usage u = {};
+	struct kq_scope ukey = *sc;
+	int i;
+
+	if (bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim))
+		return -ENOENT;
+	ukey.epoch = lim.epoch;
+	bpf_map_lookup_elem(q->fd[M_USAGE], &ukey, &u);
+	for (i = 0; i < KQ_NK; i++) {
+		int64_t v = u.use[i] + lim.base[i];
+
+		if (max)
+			max[i] = lim.max[i];
+		if (use)
+			use[i] = v < 0 ? 0 : v;
+		if (refused)
+			refused[i] = u.refused[i];
+		if (killed)
+			killed[i] = u.killed[i];
+	}
+	return 0;
+}
+
+int kq_table(struct kq *q, struct kq_table *t)
+{
+	struct kq_state st;
+	__u32 zero = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
+		return -errno;
+	t->records = st.nobjs < 0 ? 0 : st.nobjs;
+	t->size = st.objs_max;
+	t->full = st.full;
+	t->lost = st.lost;
+	t->lost_errno = -st.lost_err;
+	return 0;
+}
+
+int kq_foreach(struct kq *q, int (*cb)(const struct kq_scope *sc, void *arg), void *arg)
+{
+	struct kq_scope key, next, *prev = NULL;
+	int err;
+
+	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &next)) {
+		key = next;
+		prev = &key;
+		err = cb(&key, arg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+const char *kq_kind_name(unsigned int kind)
+{
+	static const char *const names[] = {
+#define X(name, NAME, led, ...) KINDS_IF(led, #name, )
+		KINDS(X)
+#undef X
+	};
+
+	return kind < KQ_NK ? names[kind] : "?";
+}
+
+const char *kq_event_name(unsigned int type)
+{
+	return type == KQ_EV_REFUSE || type == KQ_EV_FULL ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
+}
+
+const char *kq_scope_name(unsigned int type)
+{
+	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
+}
+
+int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out)
+{
+	char dir[PATH_MAX * 2];
+
+	memset(out, 0, sizeof(*out));
+	switch (ls->type) {
+	case LEDGER_SCOPE_CGROUP:
+		snprintf(dir, sizeof(dir), "%s%s", cgroot, ls->name);
+		return kq_scope_cgroup(dir, out);
+	case LEDGER_SCOPE_PROCESS:
+		out->type = KQ_SCOPE_PID;
+		out->id = (uint64_t)ls->pid;
+		return 0;
+	case LEDGER_SCOPE_GLOBAL:
+		out->type = KQ_SCOPE_GLOBAL;
+		return 0;
+	default:
+		return -ENOENT; /* a job has no kernel scope of its own (run --kernel gives it a cgroup) */
+	}
+}
+
+/*
+ * Every program is pinned as a program (prog_NAME) and attached by kq_count_limits() (lib/kq/kqload.c) at the first limit,
+ * detached
+ * after the last (link_NAME while attached), so that without kernel limits nothing on the host passes them.
+ * The iterators (kq_iter_*) are not attached: kq_populate() runs them when a scope gets its first limit. A set
+ * pinned by an older rdmactl (links without prog_ pins) stays attached as it is.
+ */
+
+const char *const kq_ondemand[KQ_NONDEMAND] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
+					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done" };
+
+/* The id of the program pinned at path (0: not there or not readable). */
+static __u32 pinned_prog_id(const char *path)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_obj_get(path);
+
+	if (fd < 0)
+		return 0;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		info.id = 0;
+	close(fd);
+	return info.id;
+}
+
+int kq_enforcement(struct kq *q, char *why, size_t len)
+{
+	struct kq_scope key;
+	char prog[256], link[256];
+	size_t i;
+
+	if (bpf_map_get_next_key(q->fd[M_LIMITS], NULL, &key))
+		return 1; /* no kernel limit: nothing to enforce */
+	for (i = 0; i < KQ_NONDEMAND; i++) {
+		struct bpf_link_info info = {};
+		__u32 ilen = sizeof(info), want;
+		struct stat st;
+		int fd;
+
+		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, kq_ondemand[i]);
+		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, kq_ondemand[i]);
+		if (lstat(link, &st)) {
+			snprintf(why, len, "%s is not attached (no %s)", kq_ondemand[i], link);
+			return 0;
+		}
+		if (!S_ISREG(st.st_mode) || st.st_uid != 0) {
+			snprintf(why, len, "%s is not the link rdmactl pinned (uid %u, mode %04o)", link,
+				 (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 07777));
+			return 0;
+		}
+		/* the link itself: a tracing link of the pinned program (only root can open it read-write) */
+		fd = bpf_obj_get(link);
+		if (fd < 0) {
+			if (errno == EACCES || errno == EPERM || errno == EINVAL)
+				continue; /* a reader that is not root: the pin's presence is what it can see */
+			snprintf(why, len, "%s cannot be opened: %s", link, strerror(errno));
+			return 0;
+		}
+		if (bpf_obj_get_info_by_fd(fd, &info, &ilen) || info.type != BPF_LINK_TYPE_TRACING) {
+			snprintf(why, len, "%s is not a tracing link (type %u)", link, info.type);
+			close(fd);
+			return 0;
+		}
+		close(fd);
+		want = access(prog, F_OK) ? info.prog_id : pinned_prog_id(prog);
+		if (!want || want != info.prog_id) {
+			snprintf(why, len, "%s holds program %u, not %s (%u)", link, info.prog_id, prog, want);
+			return 0;
+		}
+	}
+	return 1;
+}
