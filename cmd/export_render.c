@@ -15,6 +15,13 @@
 
 #define NLAB(a) (sizeof(a) / sizeof((a)[0]))
 
+/* A family of one sample without labels. */
+static void single(struct prom_buf *b, const char *name, enum prom_type type, uint64_t v, const char *help)
+{
+	prom_family(b, name, type, help);
+	prom_sample_u64(b, name, NULL, 0, v);
+}
+
 static bool type_shown(const struct top_dev *d, int t)
 {
 	return !(d->unsupported & (1u << t));
@@ -392,23 +399,18 @@ static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 	if (s->err[METRICS_SRC_KERNEL])
 		return;
 	if (s->kq_enforced) {
-		prom_family(b, "rdmactl_kernel_enforcement_up", PROM_GAUGE,
-			    "1 when every kernel limit is enforced (or none is set), 0 when kernel limits are set and "
-			    "their programs are not attached: nothing enforces them (rdmactl quota kernel repair).");
-		prom_sample_u64(b, "rdmactl_kernel_enforcement_up", NULL, 0, s->kq_enforced > 0);
-		prom_family(b, "rdmactl_kernel_unrecorded_objects", PROM_GAUGE,
-			    "Charged objects the kernel quota programs could not record since they were loaded: their "
-			    "charge stays until the limit is set again (rdmactl quota show says the last error).");
-		prom_sample_u64(b, "rdmactl_kernel_unrecorded_objects", NULL, 0, s->kq_table.lost);
-		prom_family(b, "rdmactl_kernel_table_records", PROM_GAUGE,
-			    "Records in the kernel quota programs' table: one per object a kernel-limited scope holds.");
-		prom_sample_u64(b, "rdmactl_kernel_table_records", NULL, 0, (uint64_t)s->kq_table.records);
-		prom_family(b, "rdmactl_kernel_table_size", PROM_GAUGE,
-			    "Entries of the kernel quota programs' table (RDMACTL_KQ_OBJECTS when they were loaded).");
-		prom_sample_u64(b, "rdmactl_kernel_table_size", NULL, 0, s->kq_table.size);
-		prom_family(b, "rdmactl_kernel_table_full_refusals_total", PROM_COUNTER,
-			    "Limited creations the kernel refused because its quota programs' table was nearly full.");
-		prom_sample_u64(b, "rdmactl_kernel_table_full_refusals_total", NULL, 0, s->kq_table.full);
+		single(b, "rdmactl_kernel_enforcement_up", PROM_GAUGE, s->kq_enforced > 0,
+		       "1 when every kernel limit is enforced (or none is set), 0 when kernel limits are set and "
+		       "their programs are not attached: nothing enforces them (rdmactl quota kernel repair).");
+		single(b, "rdmactl_kernel_unrecorded_objects", PROM_GAUGE, s->kq_table.lost,
+		       "Charged objects the kernel quota programs could not record since they were loaded: their "
+		       "charge stays until the limit is set again (rdmactl quota show says the last error).");
+		single(b, "rdmactl_kernel_table_records", PROM_GAUGE, (uint64_t)s->kq_table.records,
+		       "Records in the kernel quota programs' table: one per object a kernel-limited scope holds.");
+		single(b, "rdmactl_kernel_table_size", PROM_GAUGE, s->kq_table.size,
+		       "Entries of the kernel quota programs' table (RDMACTL_KQ_OBJECTS when they were loaded).");
+		single(b, "rdmactl_kernel_table_full_refusals_total", PROM_COUNTER, s->kq_table.full,
+		       "Limited creations the kernel refused because its quota programs' table was nearly full.");
 	}
 	if (!s->kscopes)
 		return;
@@ -477,12 +479,10 @@ static void monitor(const struct metrics_snap *s, struct prom_buf *b)
 			}
 		}
 	}
-	prom_family(b, "rdmactl_mr_registered_bytes_total", PROM_COUNTER,
-		    "Bytes of memory regions registered since rdmactl monitor started.");
-	prom_sample_u64(b, "rdmactl_mr_registered_bytes_total", NULL, 0, s->mon.mr_bytes_create);
-	prom_family(b, "rdmactl_mr_deregistered_bytes_total", PROM_COUNTER,
-		    "Bytes of memory regions deregistered since rdmactl monitor started.");
-	prom_sample_u64(b, "rdmactl_mr_deregistered_bytes_total", NULL, 0, s->mon.mr_bytes_destroy);
+	single(b, "rdmactl_mr_registered_bytes_total", PROM_COUNTER, s->mon.mr_bytes_create,
+	       "Bytes of memory regions registered since rdmactl monitor started.");
+	single(b, "rdmactl_mr_deregistered_bytes_total", PROM_COUNTER, s->mon.mr_bytes_destroy,
+	       "Bytes of memory regions deregistered since rdmactl monitor started.");
 }
 
 static void rdmacg(const struct metrics_snap *s, struct prom_buf *b)
