@@ -54,6 +54,7 @@ struct uverbs_api_object___kq {
 
 struct ib_uobject___kq {
 	void *object;
+	void *ufile; /* struct ib_uverbs_file *: its uverbs file's, the key of the file's context record */
 	struct list_head list;
 	const struct uverbs_api_object___kq *uapi_object;
 } __attribute__((preserve_access_index));
@@ -191,6 +192,15 @@ static __always_inline void objs_delete(__u64 *key)
 {
 	if (!bpf_map_delete_elem(&kq_objs, key))
 		objs_add(-1);
+}
+
+/*
+ * A uverbs file's struct ib_uverbs_file (its private data once ib_uverbs_open set it): the key of its
+ * context's record, which every object of the file can reach (ib_uobject.ufile), and the write() path too.
+ */
+static __always_inline __u64 ufile_of(struct file *file)
+{
+	return (__u64)BPF_CORE_READ(file, private_data);
 }
 
 /* The scopes, the check, the reservation, the charges and the records: bpf/kqcharge.bpf.h. */
@@ -369,11 +379,14 @@ static __always_inline int scan_attrs(struct scan *s, __u16 num_attrs)
  */
 static __noinline int late_ctx(struct file *file, __u32 types) /* a call: its stack apart */
 {
-	__u64 key = (__u64)file, pidtgid = bpf_get_current_pid_tgid();
+	__u64 key = ufile_of(file), pidtgid = bpf_get_current_pid_tgid();
 	struct kq_scope sc;
 	struct kq_obj *o;
 	int err;
 	int i;
+
+	if (!key)
+		return 0;
 
 	/*
 	 * recorded first (one there already: nothing to do), then charged in place: no charge without a record;
@@ -540,7 +553,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	/* a length no device can pin (an implicit ODP MR's UINT64_MAX), or one whose end wraps: not for limited tasks */
 	if (kind == KQ_MR && (mr[1] > KQ_MR_MAXLEN || mr[0] + mr[1] < mr[0]))
 		return limited_task(types) ? -EDQUOT : 0;
-	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0);
+	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0, ufile_of(file));
 }
 
 /* Attached only while a limit exists (lib/kq/kq.c): the clean refusal of a context past its limit. */
@@ -552,7 +565,7 @@ int BPF_PROG(kq_open, struct file *file)
 	if (!is_uverbs(file))
 		return 0;
 	types = limited_types();
-	return types ? reserve(types, KQ_CTX, 0) : 0;
+	return types ? reserve(types, KQ_CTX, 0, 0) : 0;
 }
 
 /*
@@ -583,7 +596,10 @@ static __always_inline void forget(__u64 key)
 SEC("fentry/ib_uverbs_close")
 int BPF_PROG(kq_close, struct inode *inode, struct file *filp)
 {
-	forget((__u64)filp);
+	__u64 key = ufile_of(filp);
+
+	if (key)
+		forget(key);
 	return 0;
 }
 
@@ -602,10 +618,11 @@ int BPF_PROG(kq_opened, struct inode *inode, struct file *filp, int ret)
 	o.kind = KQ_CTX;
 	types = limited_types();
 	/* the reservation kq_open made is its charge; without one (attached meanwhile) charged here */
-	if (types && !take_reservation(KQ_CTX, &o) && charge(types, &o, KQ_CTX, 1))
+	if (types && !take_reservation(KQ_CTX, &o) && charge(types, &o, KQ_CTX, 1, 0))
 		bpf_send_signal(SIGKILL);
-	key = (__u64)filp;
-	record(&key, &o);
+	key = ufile_of(filp);
+	if (key)
+		record(&key, &o);
 	return 0;
 }
 
@@ -628,7 +645,7 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 	o.kind = kind;
 	types = limited_types();
 	/* the reservation its request made is its charge; only a creation without one can go past a limit */
-	if (types && !take_reservation(kind, &o) && charge(types, &o, kind, 1))
+	if (types && !take_reservation(kind, &o) && charge(types, &o, kind, 1, (__u64)ret->ufile))
 		bpf_send_signal(SIGKILL);
 	key = (__u64)ret;
 	record(&key, &o);
@@ -673,7 +690,7 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 			return 0;
 		n.kind = kind;
 		types = limited_types();
-		if (types && charge(types, &n, kind, 1))
+		if (types && charge(types, &n, kind, 1, (__u64)BPF_CORE_READ(uobj, ufile)))
 			bpf_send_signal(SIGKILL);
 		record(&key, &n);
 		o = bpf_map_lookup_elem(&kq_objs, &key);
@@ -686,7 +703,7 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 		/* rereg's new MR, kept: counted now, and the old one's destroy follows at once (never a kill) */
 		o->pad = 0;
 		if (types)
-			charge(types, o, KQ_MR, 1);
+			charge(types, o, KQ_MR, 1, (__u64)BPF_CORE_READ(uobj, ufile));
 		if (!o->n) {
 			objs_delete(&key); /* charged to nothing: not kept */
 			return 0;

@@ -59,7 +59,7 @@ struct kq_usage {
 /* Cgroup levels looked at above a task (level 1 is a child of the root). */
 #define KQ_MAXLVL 8
 
-/* One live object (map kq_objs, keyed by the kernel's uobject or, for contexts, struct file address). */
+/* One live charged object (map kq_objs, keyed by the kernel's uobject or, for a context, its file's struct ib_uverbs_file). */
 struct kq_obj {
 	__u8 kind;
 	__u8 n;        /* scopes in sc[] */

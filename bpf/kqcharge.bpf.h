@@ -41,6 +41,41 @@ static __always_inline bool scope_at(__u32 types, int i, struct kq_scope *sc)
 	return true;
 }
 
+/*
+ * A creation through a uverbs file counts against the file's scopes: those its context was charged to (its
+ * opener's, and the ones set on the opener since: the rescan adds them), whoever sends the request, so that
+ * a forked child, a thread in another cgroup, or a process that moved out of its cgroup creates under the
+ * opener's limits. The file's context record (keyed by the file's struct ib_uverbs_file), or NULL: a file
+ * without one was opened by a process without limits (or ufile is 0: a context's own open), and then the
+ * creator's own scopes count.
+ */
+static __always_inline struct kq_obj *file_scopes(__u64 ufile)
+{
+	struct kq_obj *f;
+
+	if (!ufile)
+		return NULL;
+	f = bpf_map_lookup_elem(&kq_objs, &ufile);
+	return f && f->kind == KQ_CTX && f->n ? f : NULL;
+}
+
+/*
+ * The i-th scope a creation counts against: the file's (f, from file_scopes) when it has any, else the task's
+ * (scope_at). *epoch: the epoch the file's scope was charged in, which its limit must still have (0: any).
+ */
+static __always_inline bool scope_of(const struct kq_obj *f, __u32 types, int i, struct kq_scope *sc, __u32 *epoch)
+{
+	*epoch = 0;
+	if (!f)
+		return scope_at(types, i, sc);
+	if (i >= KQ_MAXCHG || i >= f->n)
+		return false;
+	*sc = f->sc[i];
+	*epoch = sc->epoch;
+	sc->epoch = 0;
+	return true;
+}
+
 static __always_inline void emit(__u32 type, __u32 kind, const struct kq_scope *sc, __u64 amount, __s64 usage,
 				 __u64 limit)
 {
@@ -119,14 +154,16 @@ static __noinline int check(__u32 types, __u32 kind, __u64 amount) /* a call: it
  */
 
 /*
- * Charge amount of kind to every limited scope of the task, recording them in o. Returns 1 when a scope went
- * past its limit (the check did not stop it): the caller decides what that costs.
+ * Charge amount of kind to every limited scope of the file (ufile: file_scopes) or else of the task,
+ * recording them in o. Returns 1 when a scope went past its limit (the check did not stop it): the caller
+ * decides what that costs.
  */
-__noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount)
+__noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, __u64 ufile)
 {
+	struct kq_obj *f = file_scopes(ufile);
 	struct kq_scope sc;
 	bool over = false;
-	__u32 idx;
+	__u32 idx, epoch;
 	int i;
 
 	if (!o || kind >= KQ_NK)
@@ -136,12 +173,12 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount)
 		struct kq_usage *use;
 		__s64 u;
 
-		if (!scope_at(types, i, &sc))
+		if (!scope_of(f, types, i, &sc, &epoch))
 			break;
 		if (!sc.type)
 			continue;
 		lim = bpf_map_lookup_elem(&kq_limits, &sc);
-		if (!lim)
+		if (!lim || (epoch && lim->epoch != epoch))
 			continue;
 		sc.epoch = lim->epoch;
 		use = bpf_map_lookup_elem(&kq_usage, &sc);
@@ -251,15 +288,16 @@ static const struct kq_obj kq_obj_rereg = { .kind = KQ_MR, .pad = KQ_OBJ_REREG }
  * charged, as this thread's reservation (kq_resv, filled in place), for the allocation to take (kq_begin,
  * kq_opened).
  */
-static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes) /* a call: its stack apart */
+static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile) /* a call: its stack apart */
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct kq_obj *r, *f = NULL;
 	struct kq_scope sc;
-	struct kq_obj *r;
 	int i, err = 0;
 
 	if (kind >= KQ_NK)
 		return 0;
+	f = file_scopes(ufile);
 	unreserve(tid); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
 	/* no room to keep it: refused, cleanly */
 	if (bpf_map_update_elem(&kq_resv, &tid, &kq_obj_none, BPF_ANY))
@@ -271,15 +309,15 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes) /* a call: i
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 		struct kq_usage *use;
-		__u32 idx = r->n;
+		__u32 idx = r->n, epoch = 0;
 		__s64 u;
 
-		if (!scope_at(types, i, &sc))
+		if (!scope_of(f, types, i, &sc, &epoch))
 			break;
 		if (!sc.type)
 			continue;
 		lim = bpf_map_lookup_elem(&kq_limits, &sc);
-		if (!lim)
+		if (!lim || (epoch && lim->epoch != epoch))
 			continue;
 		sc.epoch = lim->epoch;
 		use = bpf_map_lookup_elem(&kq_usage, &sc);

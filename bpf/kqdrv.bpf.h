@@ -209,11 +209,11 @@ static __always_inline void kq_drv_begin(__u32 object, __u64 key)
 	types = limited_types();
 	if (types) {
 		if (kind < KQ_NK) {
-			over = charge(types, &o, kind, 1);
+			over = charge(types, &o, kind, 1, 0);
 			if (p.bytes)
 				over |= charge_more(&o, KQ_MR_BYTES, p.bytes);
 		} else if (p.bytes) {
-			over = charge(types, &o, KQ_MR_BYTES, p.bytes);
+			over = charge(types, &o, KQ_MR_BYTES, p.bytes, 0);
 		}
 	}
 	if (over)
@@ -302,9 +302,9 @@ static __always_inline void kq_drv_commit(void *uobjp, __u32 id)
 	types = limited_types();
 	if (types) {
 		if (kind < KQ_NK)
-			over = charge(types, &n, kind, 1);
+			over = charge(types, &n, kind, 1, 0);
 		else if (bytes)
-			over = charge(types, &n, KQ_MR_BYTES, bytes);
+			over = charge(types, &n, KQ_MR_BYTES, bytes, 0);
 	}
 	if (over)
 		bpf_send_signal(SIGKILL); /* a request rewritten after the check, past a limit */

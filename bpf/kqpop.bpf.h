@@ -13,7 +13,7 @@
  * record only charged objects, so what a task without limits made is in no record, and a table the whole
  * host's objects could fill is never asked to hold them. Every uverbs file a task holds
  * (an fd: iter/task_file; a mapping whose fd was closed: iter/task_vma) is a context, keyed by its struct
- * file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
+ * ib_uverbs_file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
  * an MR's length, and the tgid and cgroup of the task holding the file. The first task that shows a file
  * wins (a file shared by several processes, through fork or fd passing, is theirs); later sightings find
  * its context recorded and walk its list again, whose inserts then fail. Every insert is BPF_NOEXIST: a
@@ -160,10 +160,10 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	struct ib_uverbs_file___kq *uf;
 	struct walk w = {};
 	struct kq_obj o = {};
-	__u64 key = (__u64)file;
+	__u64 key = ufile_of(file);
 	int err;
 
-	if (!is_uverbs(file))
+	if (!is_uverbs(file) || !key)
 		return;
 	o.kind = KQ_CTX;
 	o.pad = KQ_OBJ_FOUND;

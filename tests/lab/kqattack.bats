@@ -94,6 +94,42 @@ assert_usage_is_netlink() {
 	assert_usage_is_netlink "$CG" kqattack
 }
 
+@test "a --pid limit covers what the process's forked children create through its uverbs file" {
+	local hold=$BATS_TEST_TMPDIR/release go=$BATS_TEST_TMPDIR/go out=$BATS_TEST_TMPDIR/keeper pid mode flag
+	for mode in ioctl write; do
+		rm -f "$hold" "$go"
+		flag=
+		[ "$mode" = ioctl ] || flag=-w
+		# the keeper opens the device; its limit is set (the population finds its file), then it allocates
+		"$KQA" pad -c 10 -p 0 $flag -W "$go" -H "$hold" >"$out" 2>&1 3>&- &
+		pid=$!
+		PIDS+=($pid)
+		wait_for 60 grep -q waiting "$out" || { cat "$out" >&2; false; }
+		run -0 "$RDMACTL" quota set pd 2 --pid "$pid" --kernel
+		touch "$go"
+		wait_for 120 grep -q holding "$out" || { cat "$out" >&2; false; }
+		run -0 cat "$out"
+		assert_line "keeper pd=2 errno=122"
+		if [ "$mode" = ioctl ]; then
+			# its 10 children send ALLOC_PD through its file: refused (EDQUOT), as the keeper is
+			assert_line "children ok=0 refused=10 killed=0 other=0"
+		else
+			# as legacy write() commands: the kernel itself refuses a write() on a uverbs file from another
+			# process's credentials (ib_safe_file_access: EACCES), before anything is allocated
+			assert_line "children ok=0 refused=0 killed=0 other=10"
+			assert_line "children other_errno=13"
+		fi
+		[ "$(nl_count kqattack pd)" = 2 ] || { echo "$(nl_count kqattack pd) PDs" >&2; false; }
+		run -0 "$RDMACTL" -j quota show --pid "$pid"
+		run -0 jq -e --argjson w "$(nl_count kqattack pd)" '.scopes[0].kinds.pd.kernel_usage == $w' <<<"$output" ||
+			{ echo "netlink $(nl_count kqattack pd)" >&2; echo "$output" >&2; false; }
+		run -0 "$RDMACTL" quota unset pd --pid "$pid" --kernel
+		touch "$hold"
+		wait "$pid"
+	done
+	PIDS=()
+}
+
 @test "uverbs devices past the 32nd (dynamic major): a limit holds there with EDQUOT, nobody is killed" {
 	local i d ibdev=
 	for i in $(seq 1 33); do

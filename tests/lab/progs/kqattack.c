@@ -2,11 +2,13 @@
 /*
  * Lab helper for kernel quotas: what a hostile tenant would send, in raw uverbs ioctls (libibverbs only opens
  * the device and allocates what a request needs), and honest creators racing at a limit.
- *   kqattack pad [-d DEV] [-c CHILDREN] [-p PAD] [-H FILE]
- *       The keeper allocates PDs until the kernel refuses, then forks CHILDREN children that share its uverbs
- *       file; each sends ALLOC_PD through INVOKE_WRITE with PAD unknown optional attributes (the kernel skips
- *       them) before WRITE_CMD, and exits. Prints "keeper pd=N errno=E", then "children ok=O refused=R
- *       killed=K other=X": a PD a child created stays in the keeper's file even when the child is killed.
+ *   kqattack pad [-d DEV] [-c CHILDREN] [-p PAD] [-w] [-W START] [-H FILE]
+ *       The keeper opens the device (and with -W prints "waiting" until START exists), allocates PDs until
+ *       the kernel refuses, then forks CHILDREN children that share its uverbs file; each sends ALLOC_PD
+ *       through INVOKE_WRITE with PAD unknown optional attributes (the kernel skips them) before WRITE_CMD
+ *       (-w: as a legacy write() command instead), and exits. Prints "keeper pd=N errno=E", then "children
+ *       ok=O refused=R killed=K other=X" (and "children other_errno=E", the last other's, when X > 0): a PD
+ *       a child created stays in the keeper's file even when the child is killed.
  *   kqattack nocmd [-d DEV]
  *       INVOKE_WRITE without a WRITE_CMD attribute (its input an ALLOC_PD's). Prints "nocmd errno=E".
  *   kqattack mr [-d DEV] -a START -l LENGTH [-o]
@@ -118,13 +120,41 @@ static int padded_alloc_pd(int fd, int pad)
 	return send_ioctl(fd, &r);
 }
 
-static int cmd_pad(int children, int pad, const char *hold)
+/* ALLOC_PD as a legacy write() command on the uverbs fd: 0 or the errno. */
+static int write_alloc_pd(int fd)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_alloc_pd cmd;
+	} req = { 0 };
+
+	req.hdr.command = IB_USER_VERBS_CMD_ALLOC_PD;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	return write(fd, &req, sizeof(req)) == (ssize_t)sizeof(req) ? 0 : errno;
+}
+
+static void wait_for_file(const char *file)
+{
+	struct stat st;
+
+	if (!file)
+		return;
+	printf("waiting\n");
+	while (stat(file, &st))
+		usleep(20000);
+}
+
+static int cmd_pad(int children, int pad, const char *hold, const char *start, bool viawrite)
 {
 	struct ibv_context *ctx = open_dev();
-	int held = 0, err = 0, i, ok = 0, refused = 0, killed = 0, other = 0;
+	int held = 0, err = 0, i, ok = 0, refused = 0, killed = 0, other = 0, last = 0;
 
 	if (!ctx)
 		return 1;
+	wait_for_file(start);
 	while (held < 4096 && ibv_alloc_pd(ctx))
 		held++;
 	err = errno;
@@ -136,7 +166,7 @@ static int cmd_pad(int children, int pad, const char *hold)
 		if (p < 0)
 			return 1;
 		if (p == 0)
-			_exit(padded_alloc_pd(ctx->cmd_fd, pad) & 0x7f);
+			_exit((viawrite ? write_alloc_pd(ctx->cmd_fd) : padded_alloc_pd(ctx->cmd_fd, pad)) & 0x7f);
 		if (waitpid(p, &st, 0) != p)
 			return 1;
 		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
@@ -146,9 +176,11 @@ static int cmd_pad(int children, int pad, const char *hold)
 		else if (WIFEXITED(st) && WEXITSTATUS(st) == EDQUOT)
 			refused++;
 		else
-			other++;
+			other++, last = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	}
 	printf("children ok=%d refused=%d killed=%d other=%d\n", ok, refused, killed, other);
+	if (other)
+		printf("children other_errno=%d\n", last);
 	hold_until(hold);
 	return 0;
 }
@@ -390,7 +422,8 @@ static int cmd_rereg(int n)
 
 int main(int argc, char **argv)
 {
-	const char *mode, *hold = NULL, *kind = "pd", *method = NULL;
+	const char *mode, *hold = NULL, *kind = "pd", *method = NULL, *startfile = NULL;
+	bool viawrite = false;
 	int opt, children = 20, pad = 16, threads = 2;
 	long rounds = 1000;
 	__u64 start = 0, length = 0;
@@ -400,12 +433,14 @@ int main(int argc, char **argv)
 		goto usage;
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:c:p:H:a:l:ok:m:t:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:c:p:H:W:wa:l:ok:m:t:r:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'c': children = atoi(optarg); break;
 		case 'p': pad = atoi(optarg); break;
 		case 'H': hold = optarg; break;
+		case 'W': startfile = optarg; break;
+		case 'w': viawrite = true; break;
 		case 'a': start = strtoull(optarg, NULL, 0); break;
 		case 'l': length = strtoull(optarg, NULL, 0); break;
 		case 'o': odp = true; break;
@@ -418,7 +453,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(mode, "pad") && pad >= 0 && pad <= MAXATTR - 3)
-		return cmd_pad(children, pad, hold);
+		return cmd_pad(children, pad, hold, startfile, viawrite);
 	if (!strcmp(mode, "nocmd"))
 		return cmd_nocmd();
 	if (!strcmp(mode, "mr"))
