@@ -91,15 +91,21 @@ static struct ibv_context *open_dev(void)
 	return ctx;
 }
 
-static void hold_until(const char *file)
+/* Print what (holding, waiting) and wait until file exists (no file: go on at once). */
+static void wait_file(const char *file, const char *what)
 {
 	struct stat st;
 
 	if (!file)
 		return;
-	printf("holding\n");
+	printf("%s\n", what);
 	while (stat(file, &st))
 		usleep(20000);
+}
+
+static void hold_until(const char *file)
+{
+	wait_file(file, "holding");
 }
 
 /* ALLOC_PD through INVOKE_WRITE, WRITE_CMD after pad unknown optional attributes. */
@@ -136,17 +142,6 @@ static int write_alloc_pd(int fd)
 	return write(fd, &req, sizeof(req)) == (ssize_t)sizeof(req) ? 0 : errno;
 }
 
-static void wait_for_file(const char *file)
-{
-	struct stat st;
-
-	if (!file)
-		return;
-	printf("waiting\n");
-	while (stat(file, &st))
-		usleep(20000);
-}
-
 static int cmd_pad(int children, int pad, const char *hold, const char *start, bool viawrite)
 {
 	struct ibv_context *ctx = open_dev();
@@ -154,7 +149,7 @@ static int cmd_pad(int children, int pad, const char *hold, const char *start, b
 
 	if (!ctx)
 		return 1;
-	wait_for_file(start);
+	wait_file(start, "waiting");
 	while (held < 4096 && ibv_alloc_pd(ctx))
 		held++;
 	err = errno;
