@@ -332,7 +332,7 @@ LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack|kqdrv)$$
 # one, each kernel's suites go in one run per group of LAB_GROUPS (regexes of suite names; the suites no group
 # names make one more run), and each lane takes the next run when its own ends: the longest groups first.
 LAB_JOBS ?= 2
-LAB_GROUPS ?= budget1100 run|quota|oci kq|kqdrv|hw monitor|pingpong kqattack|budget
+LAB_GROUPS ?= run|quota|oci kq|kqdrv|hw monitor|pingpong kqattack|budget
 
 # F=REGEX: only the lab suites whose file name matches it (tests/lab/check reads it as LAB_SUITES), on
 # every kernel; LAB_FILTER=REGEX: only the tests whose name matches it.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# The bursts of tests/lab/budget.bats and tests/lab/budget1100.bats: N ranks of startburst released
+# The bursts of tests/lab/budget.bats and tests/lab/stress/budget1100.bats: N ranks of startburst released
 # together under a limit, the rounds checked, the ledger compared with RDMA netlink.
 SB=$BUILD/lab-progs/startburst
 LQ=$BUILD/lab-progs/ledgerq
