@@ -182,7 +182,7 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 		pop_failed(err); /* not recorded (kq_objs full): the new scope cannot count what exists */
 		return;
 	}
-	uf = BPF_CORE_READ(file, private_data);
+	uf = (void *)key; /* the file's private data, read once */
 	if (!uf)
 		return;
 	w.head = (__u64)uf + bpf_core_field_offset(struct ib_uverbs_file___kq, uobjects);

@@ -266,8 +266,8 @@ int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n)
 	empty_map(q->fd[M_WANT]);
 	for (i = 0; i < n; i++)
 		if (bpf_map_update_elem(q->fd[M_WANT], &ids[i], &one, BPF_ANY))
-			return kq_fail(-errno, "cannot count what the scope holds: %zu cgroups below it (at most %s)%s", n,
-				       "16384", errno == E2BIG ? "" : strerror(errno));
+			return kq_fail(-errno, "cannot count what the scope holds: %zu cgroups below it (at most 16384): %s", n,
+				       strerror(errno));
 	__atomic_store_n(&q->st->pop_want, type, __ATOMIC_SEQ_CST);
 	for (round = 0;; round++) {
 		empty_map(q->fd[M_GONE]);
