@@ -11,6 +11,9 @@
  *   lsm/file_ioctl_compat  32-bit programs' uverbs ioctls: refused for processes with kernel limits.
  *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit, reserved otherwise
  *                       (fexit/ib_uverbs_open records the context with that charge once the open succeeded).
+ *   lsm/file_receive    a uverbs file received (SCM_RIGHTS, pidfd_getfd) by a task whose limited scopes are
+ *                       not the file's: refused (EDQUOT, the fd is not installed), so that a file does not
+ *                       carry a scope's limits, or its objects, into or out of another limited scope.
  *   fentry/ib_uverbs_close  gives a context back when its file is released; only uverbs files pay for it.
  *   fexit/rdma_alloc_begin_uobject   the kernel's own copy of the type: every object of a counted kind is
  *                       recorded here, whichever path created it, with its request's reservation as its charge;
@@ -566,6 +569,83 @@ int BPF_PROG(kq_open, struct file *file)
 		return 0;
 	types = limited_types();
 	return types ? reserve(types, KQ_CTX, 0, 0) : 0;
+}
+
+/* Is s one of the scopes the file's context was charged to, in the same epoch? */
+static __always_inline bool file_has(const struct kq_obj *f, const struct kq_scope *s)
+{
+	int j;
+
+	for (j = 0; f && j < KQ_MAXCHG && j < f->n; j++)
+		if (f->sc[j].type == s->type && f->sc[j].id == s->id && f->sc[j].epoch == s->epoch)
+			return true;
+	return false;
+}
+
+/*
+ * A uverbs file arrives in the current task (SCM_RIGHTS, pidfd_getfd): 0 when the task's limited scopes (every
+ * scope on its path with a limit, in their epochs) are the file's (those its context was charged to whose
+ * limits are still the same), else -EDQUOT and an event naming a scope one side has and the other lacks.
+ * What a file creates counts against the file's scopes, so a file from a generous or unlimited scope would
+ * let a strict one create under other limits (and bring the objects it holds); one leaving a limited scope
+ * would let others spend that scope's allowance. A file without a record was opened with no limits: it
+ * passes only to tasks without limits.
+ */
+static __noinline int crossing(__u64 ufile, __u32 types) /* a call: its stack apart */
+{
+	struct kq_scope rs[KQ_MAXCHG], sc, miss = {};
+	struct kq_obj *f = file_scopes(ufile);
+	int i, j, n = 0;
+
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		struct kq_limit *lim;
+
+		if (!scope_at(types, i, &sc))
+			break;
+		if (!sc.type)
+			continue;
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
+		if (!lim)
+			continue;
+		sc.epoch = lim->epoch;
+		if (n >= KQ_MAXCHG || !file_has(f, &sc)) {
+			miss = sc;
+			break;
+		}
+		rs[n++] = sc;
+	}
+	for (j = 0; !miss.type && f && j < KQ_MAXCHG && j < f->n; j++) {
+		struct kq_limit *lim;
+		bool mine = false;
+
+		sc = f->sc[j];
+		sc.epoch = 0;
+		lim = bpf_map_lookup_elem(&kq_limits, &sc);
+		if (!lim || lim->epoch != f->sc[j].epoch)
+			continue; /* lifted since: limits nothing */
+		sc.epoch = lim->epoch;
+		for (i = 0; i < KQ_MAXCHG && i < n; i++)
+			if (rs[i].type == sc.type && rs[i].id == sc.id && rs[i].epoch == sc.epoch)
+				mine = true;
+		if (!mine)
+			miss = sc;
+	}
+	if (!miss.type)
+		return 0;
+	emit(KQ_EV_CROSS, KQ_CTX, &miss, 1, 0, 0);
+	return -EDQUOT;
+}
+
+/* Attached only while a limit exists: a uverbs file received across limited scopes is refused (crossing). */
+SEC("lsm/file_receive")
+int BPF_PROG(kq_receive, struct file *file)
+{
+	__u32 types;
+
+	if (!is_uverbs(file))
+		return 0;
+	types = limited_types();
+	return types ? crossing(ufile_of(file), types) : 0;
 }
 
 /*

@@ -79,6 +79,9 @@ enum kq_event_type { KQ_EV_REFUSE = 1, KQ_EV_KILL = 2 };
 /* (3 is KQ_EV_DRV_UNKNOWN, bpf/kqdrv.h) a limited creation refused because kq_objs is nearly full: usage =
  * records, limit = the table's entries */
 #define KQ_EV_FULL 4
+/* a uverbs file received by a task whose limited scopes are not the file's (lsm/file_receive): scope = one the
+ * receiver or the file has and the other lacks */
+#define KQ_EV_CROSS 5
 struct kq_event {
 	__u64 seq;
 	__u64 time_ns; /* CLOCK_MONOTONIC */

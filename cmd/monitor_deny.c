@@ -149,6 +149,10 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 			 "table of objects is nearly full (%lld of %llu records): load them with a larger one "
 			 "(RDMACTL_KQ_OBJECTS, rdmactl-quota(8))", kind, ev->tgid, scope, (long long)ev->usage,
 			 (unsigned long long)ev->limit);
+	if (ev->type == KQ_EV_CROSS)
+		snprintf(text, sizeof(text), "kernel refused a uverbs file to pid %u: its limited scopes are not the "
+			 "file's (%s is limited on one side only); a file passes only between processes under the "
+			 "same kernel limits (rdmactl-quota(8), FILE DESCRIPTORS)", ev->tgid, scope);
 	if (ev->type == KQ_EV_DRV_UNKNOWN) {
 		kq_drv_describe(ev->amount, drvdesc, sizeof(drvdesc));
 		snprintf(text, sizeof(text), "kernel refused %s to pid %u (%s has limits): a driver method rdmactl's "
@@ -185,6 +189,8 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	}
 	if (ev->type == KQ_EV_FULL)
 		print_string(PRINT_JSON, "reason", NULL, "table_full");
+	if (ev->type == KQ_EV_CROSS)
+		print_string(PRINT_JSON, "reason", NULL, "file_crossing");
 	print_int(PRINT_JSON, "usage", NULL, ev->usage);
 	print_uint(PRINT_JSON, "limit", NULL, ev->limit);
 	print_uint(PRINT_JSON, "seq", NULL, ev->seq);

@@ -291,7 +291,7 @@ const char *kq_kind_name(unsigned int kind)
 
 const char *kq_event_name(unsigned int type)
 {
-	return type == KQ_EV_REFUSE || type == KQ_EV_FULL ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
+	return type == KQ_EV_REFUSE || type == KQ_EV_FULL || type == KQ_EV_CROSS ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
 }
 
 const char *kq_scope_name(unsigned int type)
@@ -329,7 +329,7 @@ int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct
  */
 
 const char *const kq_ondemand[KQ_NONDEMAND] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
-					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done" };
+					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done", "kq_receive" };
 
 /* The id of the program pinned at path (0: not there or not readable). */
 static __u32 pinned_prog_id(const char *path)

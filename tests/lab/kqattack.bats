@@ -130,6 +130,68 @@ assert_usage_is_netlink() {
 	PIDS=()
 }
 
+# Start kqattack give in cgroup $1 (its N PDs: $2), the socket $BATS_TEST_TMPDIR/sock.$1's basename; sets GPID, GFD.
+give_from() {
+	local cg=$1 n=$2 tag=${1##*/}
+	rm -f "$BATS_TEST_TMPDIR/hold.$tag"
+	INCG=$cg in_cg "$KQA" give -S "$BATS_TEST_TMPDIR/sock.$tag" -c "$n" -H "$BATS_TEST_TMPDIR/hold.$tag" \
+		>"$BATS_TEST_TMPDIR/give.$tag" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q giving "$BATS_TEST_TMPDIR/give.$tag" || { cat "$BATS_TEST_TMPDIR/give.$tag" >&2; false; }
+	GPID=$(sed -n 's/^giving pid=\([0-9]*\) .*/\1/p' "$BATS_TEST_TMPDIR/give.$tag")
+	GFD=$(sed -n 's/^giving .* fd=\([0-9]*\) .*/\1/p' "$BATS_TEST_TMPDIR/give.$tag")
+	grep -q "pd=$n\$" "$BATS_TEST_TMPDIR/give.$tag" || { cat "$BATS_TEST_TMPDIR/give.$tag" >&2; false; }
+}
+
+@test "a uverbs file does not cross into or out of a limited scope (SCM_RIGHTS, pidfd_getfd); within one it does" {
+	local gen=$CG/gen strict=$CG/strict free=$CG.free mon=$BATS_TEST_TMPDIR/mon monpid from
+	mkdir "$gen" "$strict" "$free"
+	run -0 "$RDMACTL" quota set pd 100 --cgroup "$gen" --kernel
+	run -0 "$RDMACTL" quota set pd 2 --cgroup "$strict" --kernel
+	"$RDMACTL" monitor -j >"$mon" 2>"$mon.err" 3>&- &
+	monpid=$!
+	PIDS+=($monpid)
+	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err" >&2; false; }
+	sleep 2.5 # the monitor looks for the kernel's maps every 2 s
+	# a generous cgroup's file, an unlimited cgroup's file (holding a PD each): not into the strict cgroup,
+	# neither by SCM_RIGHTS (the fd is dropped, MSG_CTRUNC) nor by pidfd_getfd (EDQUOT)
+	for from in "$gen" "$free"; do
+		give_from "$from" 1
+		INCG="$strict" run -0 in_cg "$KQA" take -S "$BATS_TEST_TMPDIR/sock.${from##*/}" -c 5
+		assert_output "take fd=0 ctrunc=1 errno=0"
+		INCG="$strict" run -0 in_cg "$KQA" take -P "$GPID" -f "$GFD" -c 5
+		assert_output "take fd=0 ctrunc=0 errno=122"
+	done
+	# the strict cgroup's file: not out of it, to the unlimited cgroup nor to the generous one
+	give_from "$strict" 1
+	for from in "$free" "$gen"; do
+		INCG="$from" run -0 in_cg "$KQA" take -S "$BATS_TEST_TMPDIR/sock.strict" -c 5
+		assert_output "take fd=0 ctrunc=1 errno=0"
+	done
+	# within the strict cgroup it passes (a cgroup below it without limits of its own is the same scopes),
+	# and what is created through it counts there: 1 more PD, then EDQUOT
+	mkdir "$strict/sub"
+	INCG="$strict/sub" run -0 in_cg "$KQA" take -S "$BATS_TEST_TMPDIR/sock.strict" -c 5
+	assert_line "take fd=1 ctrunc=0 errno=0"
+	assert_line "take pd=1 errno=122"
+	INCG="$strict" run -0 in_cg "$KQA" take -P "$GPID" -f "$GFD" -c 5
+	assert_line "take fd=1 ctrunc=0 errno=0"
+	assert_line "take pd=0 errno=122"
+	# the refusals are events, with the receiver's cgroup
+	wait_for 20 grep -q '"reason":"file_crossing"' "$mon" || { grep -v '"create"\|"destroy"' "$mon" >&2; false; }
+	jq -neR '[inputs | fromjson? | select(.event == "refused" and .type == "ctx" and .reason == "file_crossing")] |
+		length == 6' "$mon" || { grep -v '"create"\|"destroy"' "$mon" >&2; false; }
+	kill "$monpid"
+	# RDMA netlink: 1 PD in each giver's file, 1 more in the strict one's (its creator gone: no pid)
+	[ "$(rdma -j res show pd | jq '[.[] | select(.comm == "kqattack" or .comm == null)] | length')" = 4 ] ||
+		{ rdma res show pd >&2; false; }
+	run -0 "$RDMACTL" -j quota show --cgroup "$strict"
+	run -0 jq -e '.scopes[0].kinds.pd.kernel_usage == 2' <<<"$output" || { echo "$output" >&2; false; }
+	run -0 "$RDMACTL" -j quota show --cgroup "$gen"
+	run -0 jq -e '.scopes[0].kinds.pd.kernel_usage == 1' <<<"$output" || { echo "$output" >&2; false; }
+	touch "$BATS_TEST_TMPDIR"/hold.gen "$BATS_TEST_TMPDIR"/hold.free "$BATS_TEST_TMPDIR"/hold.strict
+}
+
 @test "uverbs devices past the 32nd (dynamic major): a limit holds there with EDQUOT, nobody is killed" {
 	local i d ibdev=
 	for i in $(seq 1 33); do

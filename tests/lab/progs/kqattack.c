@@ -23,6 +23,14 @@
  *       THREADS threads (one context each) create and destroy one object of the kind (an MR of 64 KiB, a
  *       second context), ROUNDS times each:
  *       honest creators racing at a limit. Prints "bound ok=O refused=R other=X (errno E)".
+ *   kqattack give -S SOCKET [-d DEV] [-c N] [-H FILE]
+ *       Opens the device, allocates N PDs (default 0), prints "giving pid=P fd=F pd=N" (F: its uverbs file's
+ *       fd) and, until FILE exists, sends that fd (SCM_RIGHTS) to every client of the unix socket SOCKET.
+ *   kqattack take -S SOCKET | -P PID -f FD [-c N]
+ *       Receives a uverbs file: from give's socket (recvmsg, SCM_RIGHTS) or with pidfd_getfd(PID's FD), and
+ *       sends N ALLOC_PD requests through it. Prints "take fd=1|0 ctrunc=1|0 errno=E" (what the receive gave:
+ *       the kernel drops an fd an LSM refuses and flags the message MSG_CTRUNC; pidfd_getfd fails with E),
+ *       then, with a file, "take pd=OK errno=E" (E: the first refusal).
  *   kqattack rereg [-d DEV] [-c N]
  *       Registers N MRs of 64 KiB, then changes the first one's access with the REREG_MR command (through
  *       INVOKE_WRITE): the kernel allocates a second MR object for the call (the driver may make a new MR),
@@ -37,7 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -415,9 +427,116 @@ static int cmd_rereg(int n)
 	return 0;
 }
 
+static int unix_socket(const char *path, struct sockaddr_un *sa)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (s < 0 || strlen(path) >= sizeof(sa->sun_path)) {
+		fprintf(stderr, "kqattack: socket %s: %s\n", path, s < 0 ? strerror(errno) : "path too long");
+		return -1;
+	}
+	strcpy(sa->sun_path, path);
+	return s;
+}
+
+static int cmd_give(const char *path, int n, const char *hold)
+{
+	struct ibv_context *ctx = open_dev();
+	struct sockaddr_un sa;
+	struct stat st;
+	int s, held = 0;
+
+	if (!ctx)
+		return 1;
+	while (held < n && ibv_alloc_pd(ctx))
+		held++;
+	s = unix_socket(path, &sa);
+	if (s < 0)
+		return 1;
+	unlink(path);
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 8)) {
+		fprintf(stderr, "kqattack: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	printf("giving pid=%d fd=%d pd=%d\n", (int)getpid(), ctx->cmd_fd, held);
+	while (!hold || stat(hold, &st)) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, byte = 'f';
+		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		int cl;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		cl = accept(s, NULL, NULL);
+		if (cl < 0)
+			continue;
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &ctx->cmd_fd, sizeof(int));
+		if (sendmsg(cl, &m, 0) != 1)
+			fprintf(stderr, "kqattack: sendmsg: %s\n", strerror(errno));
+		close(cl);
+	}
+	unlink(path);
+	return 0;
+}
+
+static int cmd_take(const char *path, int pid, int tfd, int n)
+{
+	int fd = -1, ok = 0, err = 0, i;
+
+	if (path) {
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, byte;
+		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		struct sockaddr_un sa;
+		struct cmsghdr *c;
+		int s = unix_socket(path, &sa);
+
+		if (s < 0)
+			return 1;
+		if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) || recvmsg(s, &m, 0) != 1) {
+			fprintf(stderr, "kqattack: %s: %s\n", path, strerror(errno));
+			return 1;
+		}
+		c = CMSG_FIRSTHDR(&m);
+		if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+		printf("take fd=%d ctrunc=%d errno=0\n", fd >= 0, !!(m.msg_flags & MSG_CTRUNC));
+	} else {
+		int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+		if (pfd < 0) {
+			fprintf(stderr, "kqattack: pidfd_open %d: %s\n", pid, strerror(errno));
+			return 1;
+		}
+		fd = (int)syscall(SYS_pidfd_getfd, pfd, tfd, 0);
+		printf("take fd=%d ctrunc=0 errno=%d\n", fd >= 0, fd >= 0 ? 0 : errno);
+	}
+	if (fd < 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		int e = padded_alloc_pd(fd, 0);
+
+		if (e) {
+			err = e;
+			break;
+		}
+		ok++;
+	}
+	printf("take pd=%d errno=%d\n", ok, err);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *mode, *hold = NULL, *kind = "pd", *method = NULL, *startfile = NULL;
+	const char *mode, *hold = NULL, *kind = "pd", *method = NULL, *startfile = NULL, *sock = NULL;
+	int tpid = 0, tfd = -1;
 	bool viawrite = false;
 	int opt, children = 20, pad = 16, threads = 2;
 	long rounds = 1000;
@@ -428,7 +547,7 @@ int main(int argc, char **argv)
 		goto usage;
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:c:p:H:W:wa:l:ok:m:t:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:c:p:H:W:wa:l:ok:m:t:r:S:P:f:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'c': children = atoi(optarg); break;
@@ -443,6 +562,9 @@ int main(int argc, char **argv)
 		case 'm': method = optarg; break;
 		case 't': threads = atoi(optarg); break;
 		case 'r': rounds = atol(optarg); break;
+		case 'S': sock = optarg; break;
+		case 'P': tpid = atoi(optarg); break;
+		case 'f': tfd = atoi(optarg); break;
 		default: goto usage;
 		}
 	}
@@ -457,9 +579,13 @@ int main(int argc, char **argv)
 		return cmd_mrioctl(method, length);
 	if (!strcmp(mode, "bound"))
 		return cmd_bound(kind, threads, rounds);
+	if (!strcmp(mode, "give") && sock)
+		return cmd_give(sock, children, hold);
+	if (!strcmp(mode, "take") && (sock || (tpid > 0 && tfd >= 0)))
+		return cmd_take(sock, tpid, tfd, children);
 	if (!strcmp(mode, "rereg"))
 		return cmd_rereg(children);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|rereg [options] (see the source)\n");
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|rereg [options] (see the source)\n");
 	return 2;
 }
