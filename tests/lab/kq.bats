@@ -4,6 +4,7 @@
 # process of the scope, without any preload: statically linked programs, perftest, legacy write() commands.
 
 load ../helper
+load kq
 
 KQV=$BUILD/lab-progs/kqverbs
 KQS=$BUILD/lab-progs/kqverbs-static
@@ -27,16 +28,6 @@ teardown() {
 	sleep 0.2
 	rmdir "$CG" 2>/dev/null || true
 	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
-}
-
-# Run a command inside cgroup $CG.
-in_cg() {
-	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" "$@"
-}
-
-# The kernel's count of one kind for the processes named $1 (RDMA netlink).
-nl_count() {
-	rdma -j res show "$2" | jq --arg c "$1" '[.[] | select(.comm == $c)] | length'
 }
 
 @test "a statically linked program gets exactly the limit of each kind, EDQUOT past it, and keeps running" {

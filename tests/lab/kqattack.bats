@@ -5,6 +5,7 @@
 # usage equals what RDMA netlink lists afterwards.
 
 load ../helper
+load kq
 
 KQS=$BUILD/lab-progs/kqverbs-static
 KQA=$BUILD/lab-progs/kqattack
@@ -41,32 +42,6 @@ teardown() {
 	if [ -n "${KQ_RELOAD:-}" ]; then rm -rf "$PIN"; fi
 	rm -rf "/tmp/kqa-free.$$"
 	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
-}
-
-# Run a command inside cgroup $CG (or the cgroup in $INCG).
-in_cg() {
-	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "${INCG:-$CG}" "$@"
-}
-
-# The kernel's count of one kind ($2) for the processes named $1 (RDMA netlink).
-nl_count() {
-	rdma -j res show "$2" | jq --arg c "$1" '[.[] | select(.comm == $c)] | length'
-}
-
-# The kernel quota's usage of every kind of cgroup $1 equals what RDMA netlink lists for the commands $2...
-assert_usage_is_netlink() {
-	local cg=$1 k want j
-	shift
-	run -0 "$RDMACTL" -j quota show --cgroup "$cg"
-	j=$output
-	for k in ctx pd cq qp mr; do
-		want=$(rdma -j res show "$k" | jq --arg c "$*" '[.[] | select(.comm as $n | $c | split(" ") | index($n))] | length')
-		jq -e --arg k "$k" --argjson w "$want" '(.scopes[0].kinds[$k].kernel_usage // 0) == $w' <<<"$j" >/dev/null ||
-			{ echo "$k: netlink $want, kernel usage:" >&2; jq -c '.scopes[0].kinds' <<<"$j" >&2; return 1; }
-	done
-	want=$(rdma -j res show mr | jq --arg c "$*" '[.[] | select(.comm as $n | $c | split(" ") | index($n)) | .mrlen] | add // 0')
-	jq -e --argjson w "$want" '(.scopes[0].kinds.mr_bytes.kernel_usage // 0) == $w' <<<"$j" >/dev/null ||
-		{ echo "mr_bytes: netlink $want, kernel usage:" >&2; jq -c '.scopes[0].kinds' <<<"$j" >&2; return 1; }
 }
 
 @test "a padded INVOKE_WRITE (WRITE_CMD after unknown attributes) from forked children leaves no PD past the limit" {
@@ -141,6 +116,7 @@ give_from() {
 	GPID=$(sed -n 's/^giving pid=\([0-9]*\) .*/\1/p' "$BATS_TEST_TMPDIR/give.$tag")
 	GFD=$(sed -n 's/^giving .* fd=\([0-9]*\) .*/\1/p' "$BATS_TEST_TMPDIR/give.$tag")
 	grep -q "pd=$n\$" "$BATS_TEST_TMPDIR/give.$tag" || { cat "$BATS_TEST_TMPDIR/give.$tag" >&2; false; }
+	PIDS+=("$GPID") # the program itself ($! is the shell that runs in_cg): teardown ends it whatever happens
 }
 
 @test "a uverbs file does not cross into or out of a limited scope (SCM_RIGHTS, pidfd_getfd); within one it does" {
@@ -189,7 +165,7 @@ give_from() {
 	run -0 jq -e '.scopes[0].kinds.pd.kernel_usage == 2' <<<"$output" || { echo "$output" >&2; false; }
 	run -0 "$RDMACTL" -j quota show --cgroup "$gen"
 	run -0 jq -e '.scopes[0].kinds.pd.kernel_usage == 1' <<<"$output" || { echo "$output" >&2; false; }
-	touch "$BATS_TEST_TMPDIR"/hold.gen "$BATS_TEST_TMPDIR"/hold.free "$BATS_TEST_TMPDIR"/hold.strict
+	touch "$BATS_TEST_TMPDIR"/hold.gen "$BATS_TEST_TMPDIR/hold.${free##*/}" "$BATS_TEST_TMPDIR"/hold.strict
 }
 
 @test "uverbs devices past the 32nd (dynamic major): a limit holds there with EDQUOT, nobody is killed" {

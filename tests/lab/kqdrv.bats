@@ -5,6 +5,7 @@
 # EINVAL right after the LSM hook: EINVAL means the hook let it pass; the hook's refusal is EOPNOTSUPP.
 
 load ../helper
+load kq
 
 KQD=${RDMACTL_TEST_KQDRV:-$BUILD/lab-progs/kqdrv}
 PIN=/sys/fs/bpf/rdmactl/kq
@@ -37,11 +38,6 @@ teardown() {
 	rmdir "$CG" 2>/dev/null || true
 	"$RDMACTL" quota gc >/dev/null 2>&1 || true
 	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
-}
-
-# Run a command inside cgroup $CG (or $CGX when set).
-in_cg() {
-	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "${CGX:-$CG}" "$@"
 }
 
 # Every counted kind limited to $1 on cgroup $2 (contexts excepted: the program opens the file).
@@ -121,13 +117,13 @@ kusage() {
 		mkdir "$CG/$name"
 		# below the limit: passed to the kernel (EINVAL on rxe), nothing counted
 		run -0 "$RDMACTL" quota set "$kind" 1 --cgroup "$CG/$name" --kernel
-		CGX=$CG/$name run -0 in_cg timeout 60 "$KQD" -o 0x1001 -m 0x1000 -c "$op"
+		INCG=$CG/$name run -0 in_cg timeout 60 "$KQD" -o 0x1001 -m 0x1000 -c "$op"
 		assert_output --partial 'errno=EINVAL'
 		run -0 kusage "$kind" "$CG/$name"
 		assert_output '0 0'
 		# at the limit: refused by the hook
 		run -0 "$RDMACTL" quota set "$kind" 0 --cgroup "$CG/$name" --kernel
-		CGX=$CG/$name run -0 in_cg timeout 60 "$KQD" -o 0x1001 -m 0x1000 -c "$op"
+		INCG=$CG/$name run -0 in_cg timeout 60 "$KQD" -o 0x1001 -m 0x1000 -c "$op"
 		assert_output --partial 'errno=EOPNOTSUPP' || { echo "$name" >&2; false; }
 		run -0 kusage "$kind" "$CG/$name"
 		assert_output '0 1'
@@ -135,11 +131,11 @@ kusage() {
 	# a command hidden behind 20 other attributes (the hook reads the first 16) is refused while a limit applies
 	mkdir "$CG/hidden"
 	run -0 "$RDMACTL" quota set qp 5 --cgroup "$CG/hidden" --kernel
-	CGX=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 20 -o 0x1001 -m 0x1000 -c 0x500
+	INCG=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 20 -o 0x1001 -m 0x1000 -c 0x500
 	assert_output --partial 'errno=EOPNOTSUPP'
-	CGX=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 20 -o 0x1002 -m 0x1000 -l 4096
+	INCG=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 20 -o 0x1002 -m 0x1000 -l 4096
 	assert_output --partial 'errno=EOPNOTSUPP'
-	CGX=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 10 -o 0x1001 -m 0x1000 -c 0x500
+	INCG=$CG/hidden run -0 in_cg timeout 60 "$KQD" -P 10 -o 0x1001 -m 0x1000 -c 0x500
 	assert_output --partial 'errno=EINVAL'
 	run -0 timeout 60 "$KQD" -P 20 -o 0x1001 -m 0x1000 -c 0x500
 	assert_output --partial 'errno=EINVAL'

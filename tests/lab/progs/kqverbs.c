@@ -11,6 +11,11 @@
  * everything until FILE exists. Prints "KIND created=K errno=NAME" (NAME "0" when all N were created) and
  * "alive" after it, so that a test sees the process survived a refusal; exit 0 if all N were created, 3
  * if creation stopped early, 1 on a setup failure.
+ *   kqverbs -C ROUNDS [-n N] [-d DEV]
+ * Churn (the chaos test's program): ROUNDS times, open the device, allocate a PD, a CQ and an MR, create up to N
+ * QPs (until one is refused), then destroy a random part of it (one round in four all of it, and close the
+ * device); a SIGKILL can come at any step. Prints "churn rounds=R created=C refused=F other=O" (other: errors
+ * that are not EDQUOT, the last's name after it).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -122,6 +127,99 @@ static int ioctl_create_wq(struct ibv_context *ctx, struct ibv_pd *pd, struct ib
 	return send_ioctl(ctx, &r);
 }
 
+/* One churn round's objects. */
+struct churn {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp[MAXN];
+	int nqp;
+	long created, refused, other;
+	int last;
+};
+
+static void churn_err(struct churn *c, int e)
+{
+	if (e == EDQUOT) {
+		c->refused++;
+	} else {
+		c->other++;
+		c->last = e;
+	}
+}
+
+static int churn(struct ibv_device *dev, int n, long rounds)
+{
+	static struct churn c;
+	static char buf[65536];
+	long r;
+	int i;
+
+	srand((unsigned int)getpid());
+	for (r = 0; r < rounds; r++) {
+		if (!c.ctx && !(c.ctx = ibv_open_device(dev))) {
+			churn_err(&c, errno == ENOENT ? EDQUOT : errno); /* libibverbs: a refused open is ENOENT */
+			continue;
+		}
+		if (!c.pd && !(c.pd = ibv_alloc_pd(c.ctx)))
+			churn_err(&c, errno);
+		if (!c.cq && !(c.cq = ibv_create_cq(c.ctx, 4 * MAXN > 1024 ? 1024 : 4 * MAXN, NULL, NULL, 0)))
+			churn_err(&c, errno);
+		if (c.pd && !c.mr && !(c.mr = ibv_reg_mr(c.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)))
+			churn_err(&c, errno);
+		while (c.pd && c.cq && c.nqp < n) {
+			struct ibv_qp_init_attr qa = { .send_cq = c.cq, .recv_cq = c.cq, .qp_type = IBV_QPT_RC,
+						       .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+								.max_recv_sge = 1 } };
+			struct ibv_qp *qp = ibv_create_qp(c.pd, &qa);
+
+			if (!qp) {
+				churn_err(&c, errno);
+				break;
+			}
+			c.qp[c.nqp++] = qp;
+			c.created++;
+		}
+		/* at the limit: a pause (up to 5 ms) before the next round, so that the others' work goes on */
+		if (c.refused && c.nqp < n)
+			usleep((useconds_t)(rand() % 5000));
+		/* give back a random part: some QPs, sometimes the MR, and one round in four the whole device */
+		for (i = rand() % (c.nqp + 1); i > 0 && c.nqp > 0; i--)
+			if (ibv_destroy_qp(c.qp[--c.nqp]))
+				churn_err(&c, errno);
+		if (c.mr && rand() % 2 == 0) {
+			if (ibv_dereg_mr(c.mr))
+				churn_err(&c, errno);
+			c.mr = NULL;
+		}
+		if (rand() % 4 == 0) {
+			/*
+			 * all of it, then the device (a dirty release is what the test's SIGKILLs make: a close
+			 * with objects left would leak the provider's mappings of their queues, round after round)
+			 */
+			while (c.nqp > 0)
+				if (ibv_destroy_qp(c.qp[--c.nqp]))
+					churn_err(&c, errno);
+			if (c.mr && ibv_dereg_mr(c.mr))
+				churn_err(&c, errno);
+			if (c.cq && ibv_destroy_cq(c.cq))
+				churn_err(&c, errno);
+			if (c.pd && ibv_dealloc_pd(c.pd))
+				churn_err(&c, errno);
+			ibv_close_device(c.ctx);
+			c.ctx = NULL;
+			c.pd = NULL;
+			c.cq = NULL;
+			c.mr = NULL;
+			c.nqp = 0;
+		}
+	}
+	printf("churn rounds=%ld created=%ld refused=%ld other=%ld%s%s\n", rounds, c.created, c.refused, c.other,
+	       c.other ? " " : "", c.other ? ename(c.last) : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "rxe0", *kind = NULL, *hold = NULL;
@@ -134,8 +232,9 @@ int main(int argc, char **argv)
 	int i, n = 16, opt, got = 0, err = 0, num;
 	unsigned int wr = 1;
 	void *buf;
+	long rounds = 0;
 
-	while ((opt = getopt(argc, argv, "k:n:s:q:d:wH:")) != -1) {
+	while ((opt = getopt(argc, argv, "k:n:s:q:d:wH:C:")) != -1) {
 		switch (opt) {
 		case 'k': kind = optarg; break;
 		case 'n': n = atoi(optarg); break;
@@ -144,12 +243,14 @@ int main(int argc, char **argv)
 		case 'd': dev = optarg; break;
 		case 'w': viawrite = true; break;
 		case 'H': hold = optarg; break;
+		case 'C': rounds = atol(optarg); break;
 		default:
-			fprintf(stderr, "usage: kqverbs -k KIND [-n N] [-s SIZE] [-q WR] [-d DEV] [-w] [-H FILE]\n");
+			fprintf(stderr, "usage: kqverbs -k KIND [-n N] [-s SIZE] [-q WR] [-d DEV] [-w] [-H FILE]\n"
+					"       kqverbs -C ROUNDS [-n N] [-d DEV]\n");
 			return 2;
 		}
 	}
-	if (!kind || n < 0 || n > MAXN || !size) {
+	if ((!kind && rounds <= 0) || n < 0 || n > MAXN || !size) {
 		fprintf(stderr, "kqverbs: -k KIND and 0 <= N <= %d\n", MAXN);
 		return 2;
 	}
@@ -162,6 +263,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kqverbs: no device %s\n", dev);
 		return 1;
 	}
+	if (rounds > 0)
+		return churn(list[i], n, rounds);
 	if (!strcmp(kind, "ctx")) {
 		for (got = 0; got < n; got++)
 			if (!ibv_open_device(list[i])) {
