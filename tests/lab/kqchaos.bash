@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The chaos suites' setup and rounds (kqchaos.bats, kqchaos-attach.bats): statically linked churners create and
+# destroy QPs, MRs, CQs, PDs and contexts in a limited cgroup and are SIGKILLed at random, while the cgroup's
+# limits are lifted and set again. Afterwards the kernel's usage must equal what RDMA netlink lists (nothing),
+# and a fresh program must get its whole limit: a charge left behind would refuse it below its limit, one
+# given back twice would let it past.
+
+KQS=$BUILD/lab-progs/kqverbs-static
+
+setup() {
+	require_lab
+	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; return 1; }
+	export RDMACTL_LEDGER=/dev/shm/rdmactl-kqc-lab.$$
+	run -0 "$RDMACTL" quota init
+	"$RDMACTL" quota gc >/dev/null 2>&1 || true
+	CG=/sys/fs/cgroup/rdmactl-kqc.$$.$BATS_TEST_NUMBER
+	mkdir "$CG"
+	CHURN=()
+}
+
+teardown() {
+	local p
+	[ -z "${MON:-}" ] || kill "$MON" 2>/dev/null || true
+	for p in "${CHURN[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${CHURN[@]}"; do wait "$p" 2>/dev/null || true; done
+	"$RDMACTL" quota unset qp --global --kernel 2>/dev/null || true
+	sleep 0.2
+	rmdir "$CG" 2>/dev/null || true
+	"$RDMACTL" quota gc >/dev/null 2>&1 || true
+	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
+}
+
+# Start churner $1 (slot) in $CG: $! is the program itself (the shell execs it), what a SIGKILL must hit.
+churner() {
+	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" "$KQS" -C 1000000 -n 6 \
+		>"$BATS_TEST_TMPDIR/churn.$1" 2>&1 3>&- &
+	CHURN[$1]=$!
+}
+
+# SIGKILL churner $1; one that ended by itself has failed (its output and the kernel's kills say why).
+kill_churner() {
+	kill -9 "${CHURN[$1]}" 2>/dev/null || {
+		local st=0
+		wait "${CHURN[$1]}" || st=$?
+		echo "churner $1 ended by itself, status $st:" >&2
+		cat "$BATS_TEST_TMPDIR/churn.$1" >&2
+		grep -v '"create"\|"destroy"' "$BATS_TEST_TMPDIR/mon" | tail -5 >&2
+		dmesg | tail -20 >&2
+		false
+	}
+	wait "${CHURN[$1]}" 2>/dev/null || true
+}
+
+# The cgroup's kernel counters of qp so far: no honest churner was ever killed; add its refusals to REFUSED.
+counters() {
+	local j
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	j=$output
+	run -0 jq -e '.scopes[0].kinds.qp | (.kernel_killed // 0) == 0' <<<"$j" || { echo "$j" >&2; false; }
+	REFUSED=$((REFUSED + $(jq '.scopes[0].kinds.qp.kernel_refused // 0' <<<"$j")))
+}
+
+# The limits of round $1: qp 20 on the cgroup; round 2 keeps a pd limit on it (the scope stays when qp is
+# lifted), round 3 a global limit (the programs stay attached when the cgroup's scope goes).
+limits() {
+	run -0 "$RDMACTL" quota set qp 20 --cgroup "$CG" --kernel
+	[ "$1" != 2 ] || run -0 "$RDMACTL" quota set pd 1000 --cgroup "$CG" --kernel
+	[ "$1" != 3 ] || run -0 "$RDMACTL" quota set qp 100000 --global --kernel
+}
+
+# The chaos, in the rounds given (see limits): 12 times, a churner SIGKILLed and started again; every third
+# time the cgroup's qp limit lifted and set again. Then nothing may be left: kernel usage = RDMA netlink = 0,
+# a fresh program gets exactly 20, and the kernel never killed a churner.
+chaos() {
+	local round i s kills=0 sets=0 held most=0
+	REFUSED=0
+	"$RDMACTL" monitor -j >"$BATS_TEST_TMPDIR/mon" 2>&1 3>&- &
+	MON=$!
+	for round in "$@"; do
+		limits "$round"
+		for s in 0 1 2 3 4 5 6 7; do churner "$s"; done
+		for i in $(seq 1 12); do
+			sleep "0.$((RANDOM % 6 + 1))"
+			# a SIGKILL at whatever step the churner is in, and a fresh one in its place
+			s=$((RANDOM % 8))
+			kill_churner "$s"
+			churner "$s"
+			kills=$((kills + 1))
+			held=$(nl_count kqverbs-static qp)
+			((held <= most)) || most=$held
+			# the qp limit lifted and set again while they churn (every set counts what they hold)
+			if ((i % 3 == 0)); then
+				counters
+				run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+				sleep "0.$((RANDOM % 4 + 1))"
+				run -0 "$RDMACTL" quota set qp 20 --cgroup "$CG" --kernel
+				sets=$((sets + 1))
+			fi
+		done
+		counters
+		for s in 0 1 2 3 4 5 6 7; do kill_churner "$s"; done
+		CHURN=()
+		# nothing is left: the kernel's usage is RDMA netlink's count, zero
+		[ "$(nl_count kqverbs-static qp)" = 0 ]
+		assert_usage_is_netlink "$CG" kqverbs-static
+		# and a fresh program gets exactly 20 QPs
+		run -3 in_cg timeout 60 "$KQS" -k qp -n 21
+		assert_line "qp created=20 errno=EDQUOT"
+		assert_usage_is_netlink "$CG" kqverbs-static
+		counters
+		run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+		[ "$round" != 2 ] || run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
+		[ "$round" != 3 ] || run -0 "$RDMACTL" quota unset qp --global --kernel
+	done
+	# the kernel never killed one (monitor: no kill event)
+	kill "$MON"
+	! grep '"killed"' "$BATS_TEST_TMPDIR/mon" || false
+	# the churners worked, and met the limit: refused (EDQUOT), never killed
+	echo "# $kills kills, $sets limits lifted and set again, $REFUSED refusals, at most $most QPs held" >&3
+	((REFUSED > 0 && most > 0))
+}
