@@ -139,6 +139,24 @@ struct {
 	__type(value, struct kq_obj);
 } kq_resv SEC(".maps");
 
+/*
+ * What each thread last found on its path (bpf/kqcharge.bpf.h, unscoped): no scope in kq_limits, as of
+ * kq_state.gen and its cgroup then. A thread without scopes (most of a host) pays one lookup here instead of
+ * a walk of its scopes at each hook of a creation.
+ */
+struct kq_task {
+	__u32 gen;
+	__u32 unscoped;
+	__u64 cgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kq_task);
+} kq_task SEC(".maps");
+
 /* The scope types that have limits (a KQ_TYPE_* mask), 0 while no limit exists. */
 static __always_inline __u32 limited_types(void)
 {
@@ -288,6 +306,8 @@ static __noinline bool limited_task(__u32 types) /* a call: its stack apart */
 	struct kq_scope sc;
 	int i, k;
 
+	if (unscoped(types))
+		return false;
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 
@@ -388,8 +408,8 @@ static __noinline int late_ctx(struct file *file, __u32 types) /* a call: its st
 	int err;
 	int i;
 
-	if (!key)
-		return 0;
+	if (!key || unscoped(types))
+		return 0; /* nothing to charge it to */
 
 	/*
 	 * recorded first (one there already: nothing to do), then charged in place: no charge without a record;

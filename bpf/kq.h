@@ -116,6 +116,11 @@ struct kq_state {
 	__u32 pop_want;   /* during a population: the scope type whose tasks' objects it records (kq_want) */
 	__u32 pop_full;   /* during it: records it could not insert (kq_objs full): the count is not whole */
 	/*
+	 * Scopes made so far: rdmactl adds 1 after each new scope's entry is in kq_limits (never before), so
+	 * that a task's cached "no scope applies to me" (bpf/kqcharge.bpf.h, unscoped) is looked at again.
+	 */
+	__u32 gen;
+	/*
 	 * Records in kq_objs: +1 at each insert, -1 at each delete, from both sides (atomic adds; rdmactl
 	 * stores 0 where it empties the map with nothing attached). On a cache line of its own: every
 	 * charged create and destroy writes it, and every hook reads the fields above.

@@ -41,6 +41,50 @@ static __always_inline bool scope_at(__u32 types, int i, struct kq_scope *sc)
 	return true;
 }
 
+/* Is any scope of the current task in kq_limits (a limit, or one lifted while the scope still counts)? */
+static __noinline bool scoped_walk(__u32 types) /* a call: its stack apart */
+{
+	struct kq_scope sc;
+	int i;
+
+	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+		if (!scope_at(types, i, &sc))
+			break;
+		if (sc.type && bpf_map_lookup_elem(&kq_limits, &sc))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Does no scope apply to the current thread? Cached in its task storage (kq_task) with kq_state.gen, which
+ * rdmactl bumps after each new scope's entry is in place, and the thread's cgroup: while neither changed, no
+ * scope can have come onto its path (a scope that goes only makes a cached "scoped" stale, and that is
+ * walked again). gen is read before the walk, so a scope made during it makes the next call walk again.
+ * false when it cannot tell (no storage: the walk decides).
+ */
+static __always_inline bool unscoped(__u32 types)
+{
+	struct kq_state *st = state();
+	struct kq_task *t;
+	__u64 cg;
+	__u32 gen;
+
+	if (!st)
+		return false;
+	gen = *(volatile __u32 *)&st->gen; /* before the walk (x86 keeps loads in order) */
+	cg = bpf_get_current_cgroup_id();
+	t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return false;
+	if (t->gen == gen && t->cgid == cg && t->cgid)
+		return t->unscoped;
+	t->unscoped = !scoped_walk(types);
+	t->gen = gen;
+	t->cgid = cg;
+	return t->unscoped;
+}
+
 /*
  * A creation through a uverbs file counts against the file's scopes: those its context was charged to (its
  * opener's, and the ones set on the opener since: the rescan adds them), whoever sends the request, so that
@@ -113,7 +157,7 @@ static __noinline int check(__u32 types, __u32 kind, __u64 amount) /* a call: it
 	struct kq_scope sc;
 	int i;
 
-	if (kind >= KQ_NK)
+	if (kind >= KQ_NK || unscoped(types))
 		return 0;
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
@@ -166,7 +210,7 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, _
 	__u32 idx, epoch;
 	int i;
 
-	if (!o || kind >= KQ_NK)
+	if (!o || kind >= KQ_NK || (!f && unscoped(types)))
 		return 0;
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
@@ -299,6 +343,9 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 		return 0;
 	f = file_scopes(ufile);
 	unreserve(tid); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
+	/* nothing to reserve in: no map update (most creations on a host with limits somewhere) */
+	if (!f && unscoped(types))
+		return 0;
 	/* no room to keep it: refused, cleanly */
 	if (bpf_map_update_elem(&kq_resv, &tid, &kq_obj_none, BPF_ANY))
 		return -EDQUOT;

@@ -377,6 +377,8 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 		bpf_map_delete_elem(q->fd[M_USAGE], &ukey);
 		goto out;
 	}
+	/* after the entry, never before: a task that cached "no scope" since looks again, and finds it */
+	__atomic_add_fetch(&q->st->gen, 1, __ATOMIC_SEQ_CST);
 	err = kq_count_limits_locked(q);
 	if (!err)
 		err = count_new_scope(q, sc, dir, &lim);
