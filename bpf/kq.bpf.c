@@ -311,11 +311,8 @@ static __noinline bool limited_task(__u32 types) /* a call: its stack apart */
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 
-		if (!scope_at(types, i, &sc))
+		if (!scope_limit(types, i, &sc, &lim))
 			break;
-		if (!sc.type)
-			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim)
 			continue;
 		/* a scope whose limits were all lifted stays (it keeps counting) but limits nothing */
@@ -434,11 +431,8 @@ static __noinline int late_ctx(struct file *file, __u32 types) /* a call: its st
 		struct kq_usage *use;
 		__u32 idx = o->n;
 
-		if (!scope_at(types, i, &sc))
+		if (!scope_limit(types, i, &sc, &lim))
 			break;
-		if (!sc.type)
-			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim)
 			continue;
 		sc.epoch = lim->epoch;
@@ -620,11 +614,8 @@ static __noinline int crossing(__u64 ufile, __u32 types) /* a call: its stack ap
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 
-		if (!scope_at(types, i, &sc))
+		if (!scope_limit(types, i, &sc, &lim))
 			break;
-		if (!sc.type)
-			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim)
 			continue;
 		sc.epoch = lim->epoch;

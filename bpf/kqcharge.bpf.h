@@ -41,18 +41,30 @@ static __always_inline bool scope_at(__u32 types, int i, struct kq_scope *sc)
 	return true;
 }
 
+/*
+ * The i-th scope of the task (scope_at) and its limit: false past the last; *lim NULL when no limit names it
+ * (a scope type without limits anywhere, a scope without one).
+ */
+static __always_inline bool scope_limit(__u32 types, int i, struct kq_scope *sc, struct kq_limit **lim)
+{
+	*lim = NULL;
+	if (!scope_at(types, i, sc))
+		return false;
+	if (sc->type)
+		*lim = bpf_map_lookup_elem(&kq_limits, sc);
+	return true;
+}
+
 /* Is any scope of the current task in kq_limits (a limit, or one lifted while the scope still counts)? */
 static __noinline bool scoped_walk(__u32 types) /* a call: its stack apart */
 {
+	struct kq_limit *lim;
 	struct kq_scope sc;
 	int i;
 
-	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
-		if (!scope_at(types, i, &sc))
-			break;
-		if (sc.type && bpf_map_lookup_elem(&kq_limits, &sc))
+	for (i = 0; i < 2 + KQ_MAXLVL && scope_limit(types, i, &sc, &lim); i++)
+		if (lim)
 			return true;
-	}
 	return false;
 }
 
@@ -164,11 +176,8 @@ static __noinline int check(__u32 types, __u32 kind, __u64 amount) /* a call: it
 		struct kq_usage *use;
 		__s64 u;
 
-		if (!scope_at(types, i, &sc))
+		if (!scope_limit(types, i, &sc, &lim))
 			break;
-		if (!sc.type)
-			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim || lim->max[kind] == KQ_UNLIMITED)
 			continue;
 		sc.epoch = lim->epoch;

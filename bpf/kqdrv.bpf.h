@@ -94,11 +94,8 @@ static __always_inline void kq_drv_limited_scope(__u32 types, struct kq_scope *o
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 
-		if (!scope_at(types, i, &sc))
+		if (!scope_limit(types, i, &sc, &lim))
 			break;
-		if (!sc.type)
-			continue;
-		lim = bpf_map_lookup_elem(&kq_limits, &sc);
 		if (!lim)
 			continue;
 		for (k = 0; k < KQ_NK; k++)

@@ -168,6 +168,45 @@ give_from() {
 	touch "$BATS_TEST_TMPDIR"/hold.gen "$BATS_TEST_TMPDIR/hold.${free##*/}" "$BATS_TEST_TMPDIR"/hold.strict
 }
 
+# Start kqattack steps (its output $BATS_TEST_TMPDIR/$1) in cgroup $2; sets SPID once it is warm.
+steps_in() {
+	INCG=$2 in_cg "$KQA" steps -S "$BATS_TEST_TMPDIR/$1" -c 2 >"$BATS_TEST_TMPDIR/$1" 2>&1 3>&- &
+	wait_for 60 grep -q warm "$BATS_TEST_TMPDIR/$1" || { cat "$BATS_TEST_TMPDIR/$1" >&2; false; }
+	SPID=$(sed -n 's/^warm pid=//p' "$BATS_TEST_TMPDIR/$1")
+	PIDS+=("$SPID")
+}
+
+# Let steps program $1 take step $2; its line for that step must be $3.
+step() {
+	touch "$BATS_TEST_TMPDIR/$1.$2"
+	wait_for 60 grep -q "^step $2 " "$BATS_TEST_TMPDIR/$1" || { cat "$BATS_TEST_TMPDIR/$1" >&2; false; }
+	grep -qx "$3" "$BATS_TEST_TMPDIR/$1" || { cat "$BATS_TEST_TMPDIR/$1" >&2; echo "expected: $3" >&2; false; }
+}
+
+@test "a thread the programs know without a scope is limited at once when one comes: a limit on its cgroup, a move into a limited cgroup, a --pid limit" {
+	local free=$CG/free
+	mkdir "$free" "$CG/tight" "$CG/other"
+	# the programs attached by a limit elsewhere; each program below creates a PD while nothing limits it
+	run -0 "$RDMACTL" quota set pd 100 --cgroup "$CG/other" --kernel
+	# a limit on its own cgroup (3: it holds 1)
+	mkdir "$free/c"
+	steps_in c "$free/c"
+	run -0 "$RDMACTL" quota set pd 3 --cgroup "$free/c" --kernel
+	step c 1 "step 1 pd=2 errno=122"
+	# moved into a limited cgroup (a file opened without limits: its creations count against the creator's)
+	steps_in m "$free"
+	run -0 "$RDMACTL" quota set pd 1 --cgroup "$CG/tight" --kernel
+	echo "$SPID" >"$CG/tight/cgroup.procs"
+	step m 1 "step 1 pd=1 errno=122"
+	# a --pid limit (2: it holds 1)
+	steps_in p "$free"
+	run -0 "$RDMACTL" quota set pd 2 --pid "$SPID" --kernel
+	step p 1 "step 1 pd=1 errno=122"
+	run -0 "$RDMACTL" quota unset pd --pid "$SPID" --kernel
+	# and the other way: its limit lifted, it creates freely again
+	step p 2 "step 2 pd=64 errno=0"
+}
+
 @test "uverbs devices past the 32nd (dynamic major): a limit holds there with EDQUOT, nobody is killed" {
 	local i d ibdev=
 	for i in $(seq 1 33); do

@@ -6,6 +6,8 @@
 # given back twice would let it past.
 
 KQS=$BUILD/lab-progs/kqverbs-static
+NCHURN=${KQCHAOS_CHURNERS:-6}
+ITER=${KQCHAOS_ITER:-4}
 
 setup() {
 	require_lab
@@ -68,28 +70,28 @@ limits() {
 	[ "$1" != 3 ] || run -0 "$RDMACTL" quota set qp 100000 --global --kernel
 }
 
-# The chaos, in the rounds given (see limits): 12 times, a churner SIGKILLed and started again; every third
-# time the cgroup's qp limit lifted and set again. Then nothing may be left: kernel usage = RDMA netlink = 0,
-# a fresh program gets exactly 20, and the kernel never killed a churner.
+# The chaos, in the rounds given (see limits; KQCHAOS_ROUNDS="2 3 1 ..." instead, to run it many times by
+# hand): ITER times a churner SIGKILLed and started again, every second time the cgroup's qp limit lifted
+# and set again, while NCHURN churners run. Beside them every command of the test takes 1.5-2 s under the
+# emulator (0.2 s alone), so CI runs few short rounds (about two minutes each). Then nothing may be left:
+# kernel usage = RDMA netlink = 0, a fresh program gets exactly 20, and the kernel never killed a churner.
 chaos() {
-	local round i s kills=0 sets=0 held most=0
+	local round i s kills=0 sets=0
 	REFUSED=0
 	"$RDMACTL" monitor -j >"$BATS_TEST_TMPDIR/mon" 2>&1 3>&- &
 	MON=$!
-	for round in "$@"; do
+	for round in ${KQCHAOS_ROUNDS:-$@}; do
 		limits "$round"
-		for s in 0 1 2 3 4 5 6 7; do churner "$s"; done
-		for i in $(seq 1 12); do
+		for s in $(seq 0 $((NCHURN - 1))); do churner "$s"; done
+		for i in $(seq 1 "$ITER"); do
 			sleep "0.$((RANDOM % 6 + 1))"
 			# a SIGKILL at whatever step the churner is in, and a fresh one in its place
-			s=$((RANDOM % 8))
+			s=$((RANDOM % NCHURN))
 			kill_churner "$s"
 			churner "$s"
 			kills=$((kills + 1))
-			held=$(nl_count kqverbs-static qp)
-			((held <= most)) || most=$held
 			# the qp limit lifted and set again while they churn (every set counts what they hold)
-			if ((i % 3 == 0)); then
+			if ((i % 2 == 0)); then
 				counters
 				run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
 				sleep "0.$((RANDOM % 4 + 1))"
@@ -98,7 +100,7 @@ chaos() {
 			fi
 		done
 		counters
-		for s in 0 1 2 3 4 5 6 7; do kill_churner "$s"; done
+		for s in $(seq 0 $((NCHURN - 1))); do kill_churner "$s"; done
 		CHURN=()
 		# nothing is left: the kernel's usage is RDMA netlink's count, zero
 		[ "$(nl_count kqverbs-static qp)" = 0 ]
@@ -116,6 +118,6 @@ chaos() {
 	kill "$MON"
 	! grep '"killed"' "$BATS_TEST_TMPDIR/mon" || false
 	# the churners worked, and met the limit: refused (EDQUOT), never killed
-	echo "# $kills kills, $sets limits lifted and set again, $REFUSED refusals, at most $most QPs held" >&3
-	((REFUSED > 0 && most > 0))
+	echo "# $kills kills, $sets limits lifted and set again, $REFUSED refusals" >&3
+	((REFUSED > 0))
 }

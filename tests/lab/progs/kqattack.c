@@ -31,6 +31,10 @@
  *       sends N ALLOC_PD requests through it. Prints "take fd=1|0 ctrunc=1|0 errno=E" (what the receive gave:
  *       the kernel drops an fd an LSM refuses and flags the message MSG_CTRUNC; pidfd_getfd fails with E),
  *       then, with a file, "take pd=OK errno=E" (E: the first refusal).
+ *   kqattack steps -S PREFIX [-c K] [-d DEV]
+ *       Opens the device and allocates one PD (the programs now know the thread: "warm pid=P"), then K times
+ *       prints "ready k", waits for the file PREFIX.k and allocates PDs until one is refused (at most 64):
+ *       "step k pd=N errno=E". A test changes the thread's scopes between the steps.
  *   kqattack rereg [-d DEV] [-c N]
  *       Registers N MRs of 64 KiB, then changes the first one's access with the REREG_MR command (through
  *       INVOKE_WRITE): the kernel allocates a second MR object for the call (the driver may make a new MR),
@@ -427,6 +431,26 @@ static int cmd_rereg(int n)
 	return 0;
 }
 
+static int cmd_steps(const char *prefix, int k)
+{
+	struct ibv_context *ctx = open_dev();
+	char file[4096], what[32];
+	int i, n;
+
+	if (!ctx || !ibv_alloc_pd(ctx))
+		return 1;
+	printf("warm pid=%d\n", (int)getpid());
+	for (i = 1; i <= k; i++) {
+		snprintf(file, sizeof(file), "%s.%d", prefix, i);
+		snprintf(what, sizeof(what), "ready %d", i);
+		wait_file(file, what);
+		for (n = 0; n < 64 && ibv_alloc_pd(ctx); n++)
+			;
+		printf("step %d pd=%d errno=%d\n", i, n, n < 64 ? errno : 0);
+	}
+	return 0;
+}
+
 static int unix_socket(const char *path, struct sockaddr_un *sa)
 {
 	int s = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -583,9 +607,11 @@ int main(int argc, char **argv)
 		return cmd_give(sock, children, hold);
 	if (!strcmp(mode, "take") && (sock || (tpid > 0 && tfd >= 0)))
 		return cmd_take(sock, tpid, tfd, children);
+	if (!strcmp(mode, "steps") && sock && strlen(sock) < 4000)
+		return cmd_steps(sock, children);
 	if (!strcmp(mode, "rereg"))
 		return cmd_rereg(children);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|rereg [options] (see the source)\n");
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|rereg [options] (see the source)\n");
 	return 2;
 }

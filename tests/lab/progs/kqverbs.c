@@ -181,9 +181,11 @@ static int churn(struct ibv_device *dev, int n, long rounds)
 			c.qp[c.nqp++] = qp;
 			c.created++;
 		}
-		/* at the limit: a pause (up to 5 ms) before the next round, so that the others' work goes on */
-		if (c.refused && c.nqp < n)
-			usleep((useconds_t)(rand() % 5000));
+		/*
+		 * a pause of up to 10 ms a round (20 at the limit): churners that never sleep keep the lab's emulated
+		 * CPUs so busy that each command of the test beside them takes seconds
+		 */
+		usleep((useconds_t)(rand() % (c.nqp < n ? 20000 : 10000)));
 		/* give back a random part: some QPs, sometimes the MR, and one round in four the whole device */
 		for (i = rand() % (c.nqp + 1); i > 0 && c.nqp > 0; i--)
 			if (ibv_destroy_qp(c.qp[--c.nqp]))
