@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# The chaos suites' setup and rounds (kqchaos.bats, kqchaos-attach.bats): statically linked churners create and
+# The chaos suites' setup and rounds (kqchaos.bats, stress/kqchaos-attach.bats): statically linked churners create and
 # destroy QPs, MRs, CQs, PDs and contexts in a limited cgroup and are SIGKILLed at random, while the cgroup's
 # limits are lifted and set again. Afterwards the kernel's usage must equal what RDMA netlink lists (nothing),
 # and a fresh program must get its whole limit: a charge left behind would refuse it below its limit, one
