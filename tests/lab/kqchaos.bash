@@ -7,7 +7,7 @@
 
 KQS=$BUILD/lab-progs/kqverbs-static
 NCHURN=${KQCHAOS_CHURNERS:-6}
-ITER=${KQCHAOS_ITER:-4}
+ITER=${KQCHAOS_ITER:-2}
 
 setup() {
 	require_lab
