@@ -585,13 +585,19 @@ int BPF_PROG(kq_open, struct file *file)
 	return types ? reserve(types, KQ_CTX, 0, 0) : 0;
 }
 
+/* The same scope in the same epoch? */
+static __always_inline bool scope_eq(const struct kq_scope *a, const struct kq_scope *b)
+{
+	return a->type == b->type && a->id == b->id && a->epoch == b->epoch;
+}
+
 /* Is s one of the scopes the file's context was charged to, in the same epoch? */
 static __always_inline bool file_has(const struct kq_obj *f, const struct kq_scope *s)
 {
 	int j;
 
 	for (j = 0; f && j < KQ_MAXCHG && j < f->n; j++)
-		if (f->sc[j].type == s->type && f->sc[j].id == s->id && f->sc[j].epoch == s->epoch)
+		if (scope_eq(&f->sc[j], s))
 			return true;
 	return false;
 }
@@ -636,7 +642,7 @@ static __noinline int crossing(__u64 ufile, __u32 types) /* a call: its stack ap
 			continue; /* lifted since: limits nothing */
 		sc.epoch = lim->epoch;
 		for (i = 0; i < KQ_MAXCHG && i < n; i++)
-			if (rs[i].type == sc.type && rs[i].id == sc.id && rs[i].epoch == sc.epoch)
+			if (scope_eq(&rs[i], &sc))
 				mine = true;
 		if (!mine)
 			miss = sc;
