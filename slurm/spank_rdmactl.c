@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ static struct {
 	char job[LEDGER_NAME_MAX];
 	uint64_t limit[LEDGER_NKINDS];
 	bool kernel_tried;
+	bool kernel_failed; /* the step must not run: its tasks are stopped before they exec */
 	char cgdir[PATH_MAX];
 	uint64_t klimit[LEDGER_NKINDS]; /* what is on cgdir */
 	char ledger_path[PATH_MAX];
@@ -339,40 +341,75 @@ static int step_cgroup(pid_t pid, char *out, size_t len)
 }
 
 /*
- * slurmstepd, root, after the first task was forked and put in the step's cgroup, before any task execs: the
- * kernel limits on the step's cgroup, through 'rdmactl quota set --kernel'.
+ * A task of a step that must not run, stopped before it execs. Returning an error from task_post_fork would
+ * do that too, but srun then reports a launch failure and exits 0 (Slurm 22.05, seen in the lab), so a job
+ * script would go on as if the step had run: the task is killed instead, and srun fails with it.
+ */
+static int stop_task(pid_t pid)
+{
+	if (kill(pid, SIGKILL) && errno != ESRCH) {
+		slurm_error(P "step %s: cannot stop task %d: %s", sp.job, (int)pid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * slurmstepd, root, after each task was forked and put in the step's cgroup, before it execs: for the first,
+ * the kernel limits on the step's cgroup, through 'rdmactl quota set --kernel'. With kernel=yes, and
+ * kernel=auto on a host where BPF LSM is active, no task of a step whose kernel limits cannot be applied
+ * execs: a step that was to be kernel-limited does not run on the interceptor alone. kernel=auto without BPF
+ * LSM tries the rdma cgroup's rdma.max (what quota set --kernel falls back to), and runs the step under the
+ * interceptor when that cannot hold the limits.
  */
 int slurm_spank_task_post_fork(spank_t s, int ac, char **av)
 {
-	char err[2048];
+	char err[2048], lsm[640], why[768];
+	bool must;
 	pid_t pid;
 	int k, ret;
 
 	(void)ac;
 	(void)av;
-	if (!sp.l || sp.kernel == KERNEL_NO || sp.kernel_tried)
+	if (!sp.l || sp.kernel == KERNEL_NO)
 		return 0;
+	if (spank_get_item(s, S_TASK_PID, &pid) != ESPANK_SUCCESS) {
+		slurm_error(P "step %s: no pid for a task%s", sp.job,
+			    sp.kernel_tried ? "" : ", so no kernel limits: the step does not run");
+		return -1;
+	}
+	if (sp.kernel_tried)
+		return sp.kernel_failed ? stop_task(pid) : 0;
 	sp.kernel_tried = true;
-	if (spank_get_item(s, S_TASK_PID, &pid) != ESPANK_SUCCESS)
-		return sp.kernel == KERNEL_YES ? -1 : 0;
+	must = lsm_active("bpf", lsm, sizeof(lsm)) ? sp.kernel == KERNEL_AUTO || sp.kernel == KERNEL_YES
+						    : sp.kernel == KERNEL_YES;
+	if (sp.kernel == KERNEL_YES)
+		snprintf(why, sizeof(why), "the step does not run: kernel=yes");
+	else if (must)
+		snprintf(why, sizeof(why), "the step does not run: kernel=auto, and BPF LSM is active");
+	else
+		snprintf(why, sizeof(why), "the interceptor alone enforces this step's limits (kernel=auto: %s)", lsm);
 	ret = step_cgroup(pid, sp.cgdir, sizeof(sp.cgdir));
 	if (ret) {
 		sp.cgdir[0] = '\0';
-		if (sp.kernel == KERNEL_YES) {
-			slurm_error(P "step %s: no cgroup of its own (%s): kernel=yes needs Slurm's cgroup v2 plugin "
-				    "(ProctrackType=proctrack/cgroup)", sp.job, strerror(-ret));
-			return -1;
+		if (!must) {
+			slurm_verbose(P "step %s: no cgroup of its own: %s", sp.job, why);
+			return 0;
 		}
-		slurm_verbose(P "step %s: no cgroup of its own: the interceptor alone enforces its limits", sp.job);
-		return 0;
+		slurm_error(P "step %s: no cgroup of its own (%s), so no kernel limits; %s (they need Slurm's cgroup "
+			    "v2 plugin, ProctrackType=proctrack/cgroup; kernel=no in plugstack.conf runs steps on the "
+			    "interceptor alone)", sp.job, strerror(-ret), why);
+		sp.kernel_failed = true;
+		return stop_task(pid);
 	}
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		sp.klimit[k] = k == LEDGER_WR ? LEDGER_UNLIMITED : sp.limit[k]; /* the job has the wr cap */
 	if (cgquota_apply(sp.rdmactl, sp.ledger_path, sp.cgdir, sp.klimit, err, sizeof(err))) {
-		slurm_error(P "step %s: kernel limits on %s not applied: %s%s", sp.job, sp.cgdir, err,
-			    sp.kernel == KERNEL_YES ? "" : "; the interceptor alone enforces this step's limits");
+		slurm_error(P "step %s: kernel limits on %s not applied: %s; %s%s", sp.job, sp.cgdir, err, why,
+			    must ? " (kernel=no in plugstack.conf runs steps on the interceptor alone)" : "");
 		sp.cgdir[0] = '\0';
-		return sp.kernel == KERNEL_YES ? -1 : 0;
+		sp.kernel_failed = must;
+		return must ? stop_task(pid) : 0;
 	}
 	slurm_verbose(P "step %s: kernel limits on %s", sp.job, sp.cgdir);
 	return 0;

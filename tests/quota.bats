@@ -210,7 +210,8 @@ showq() {
 	run --separate-stderr -1 "$RDMACTL" -j quota show --job train
 	assert_output ""
 	assert_equal "$stderr" "rdmactl quota: no ledger entry for job train (no limits, no managed process)"
-	[ ! -e "$RDMACTL_LEDGER" ] && [ ! -e "$RDMACTL_LEDGER.usage" ]
+	[ ! -e "$RDMACTL_LEDGER" ]
+	[ ! -e "$RDMACTL_LEDGER.usage" ]
 	run -0 "$RDMACTL" quota init
 	assert_equal "$("$RDMACTL" -j quota show)" "$doc"
 	assert_equal "$("$RDMACTL" -j -p quota show --pid $$)" "$pdoc"

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 void proc_comm(pid_t pid, char *buf, size_t len)
@@ -98,4 +99,30 @@ ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len)
 		return -errno;
 	buf[n] = '\0';
 	return n;
+}
+
+bool lsm_active(const char *lsm, char *why, size_t len)
+{
+	const char *path = "/sys/kernel/security/lsm";
+	char buf[512] = "", *tok, *save = NULL;
+	FILE *f = fopen(path, "re");
+
+	if (!f && errno == ENOENT) {
+		/* securityfs not mounted yet (a minimal system): mount it where it belongs */
+		mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL);
+		f = fopen(path, "re");
+	}
+	if (!f) {
+		snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
+		return false;
+	}
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(why, len, "%s reads '%s', without %s", path, buf, lsm);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, lsm))
+			return true;
+	return false;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Readers of /proc: a process's comm, its cgroup v2 path, its start time. */
+/* Readers of /proc: a process's comm, its cgroup v2 path, its start time; the active LSMs. */
 #ifndef RDMACTL_PROC_H
 #define RDMACTL_PROC_H
 
@@ -19,5 +19,8 @@ int proc_cgroup(pid_t pid, char *buf, size_t len);
 int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie);
 /* /proc/PID/FILE read whole (up to len - 1 bytes) into buf, terminated: its length, or -errno. */
 ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len);
+/* Is the LSM named lsm active (in /sys/kernel/security/lsm, securityfs mounted if it was not)? If not, why
+ * says what was found. */
+bool lsm_active(const char *lsm, char *why, size_t len);
 
 #endif

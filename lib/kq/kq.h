@@ -12,11 +12,15 @@
 #include <linux/types.h>
 
 #include "../../bpf/kq.h"
+#include "core/proc.h"
 
 struct kq;
 
 /* Is BPF LSM active (bpf in /sys/kernel/security/lsm)? If not, why says what was found. */
-bool kq_lsm_active(char *why, size_t len);
+static inline bool kq_lsm_active(char *why, size_t len)
+{
+	return lsm_active("bpf", why, len);
+}
 
 /*
  * Open the pinned programs' maps. create: load, attach and pin them first when they are not there.

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -52,33 +51,6 @@ const char *kq_error(void)
 {
 	return kq_errbuf;
 }
-
-bool kq_lsm_active(char *why, size_t len)
-{
-	const char *path = "/sys/kernel/security/lsm";
-	char buf[512] = "", *tok, *save = NULL;
-	FILE *f = fopen(path, "re");
-
-	if (!f && errno == ENOENT) {
-		/* securityfs not mounted yet (a minimal system): mount it where it belongs */
-		mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL);
-		f = fopen(path, "re");
-	}
-	if (!f) {
-		snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
-		return false;
-	}
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(why, len, "%s reads '%s', without bpf", path, buf);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (!strcmp(tok, "bpf"))
-			return true;
-	return false;
-}
-
 
 /*
  * A pin directory rdmactl trusts: a directory (not a link to one) on a BPF file system, root's and writable by

@@ -272,7 +272,8 @@ assert_kq_detached() {
 
 @test "the programs stay pinned without a daemon; an unprivileged user can neither change limits nor remove them" {
 	run -0 "$RDMACTL" quota set qp 2 --cgroup "$CG" --kernel
-	[ -e "$PIN/link_kq_ioctl" ] && [ -e "$PIN/kq_limits" ]
+	[ -e "$PIN/link_kq_ioctl" ]
+	[ -e "$PIN/kq_limits" ]
 	run -0 bpftool -j link show
 	run -0 jq -e '[.[] | select(.prog_type == "lsm")] | length >= 3' <<<"$output"
 	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)

@@ -325,7 +325,9 @@ charges() {
 	wait_for 60 grep -q "^holding" "$out" || { cat "$out"; false; }
 	child=$(sed -n 's/^child pid=\([0-9]*\) .*/\1/p' "$out")
 	pid=$(awk '{ print $4 }' "/proc/$child/stat")
-	[ -n "$pid" ] && [ -n "$child" ] && [ "$pid" != "$child" ]
+	[ -n "$pid" ]
+	[ -n "$child" ]
+	[ "$pid" != "$child" ]
 	grep -qx "child pid=$child qp created=3" "$out"
 	check_same_as_kernel "$pid"
 	check_same_as_kernel "$child"

@@ -91,7 +91,8 @@ assert_nothing_left() {
 		echo "$output" >"$BATS_TEST_TMPDIR/cli.$q"
 		if [ $q = 2 ]; then
 			# refused at the third QP, with rdmactl's line naming the step's job; a clean exit, not a signal
-			[ "$status" -ne 0 ] && [ "$status" -lt 124 ]
+			[ "$status" -ne 0 ]
+			[ "$status" -lt 124 ]
 			assert_output --regexp 'refused qp for pid [0-9]+ \(job slurm-[0-9]+\.0\): 2/2 in use'
 		else
 			assert_success
@@ -108,6 +109,42 @@ assert_nothing_left() {
 	run timeout 120 srun --rdma-max-qp=2 "$KQS" -k qp -n 4
 	assert_output --partial 'qp created=2 errno=EDQUOT'
 	assert_output --partial 'alive'
+	wait_for 30 assert_nothing_left
+}
+
+@test "kernel=auto where BPF LSM is active: a step whose kernel limits cannot be applied never runs; kernel=no runs it" {
+	local m=$BATS_TEST_TMPDIR/ran pin=/sys/fs/bpf/rdmactl mode conf=$SL/plugstack.conf
+	run -0 cat /sys/kernel/security/lsm
+	assert_output --regexp '(^|,)bpf(,|$)'
+	# a pin directory rdmactl does not trust (writable by all): quota set --kernel refuses, and so the step
+	mkdir -p "$pin"
+	mode=$(stat -c %a "$pin")
+	chmod 0777 "$pin"
+	run timeout 120 srun --rdma-max-qp=2 touch "$m"
+	local st=$status
+	chmod "$mode" "$pin"
+	echo "srun exit $st"
+	# srun fails (its task killed before it execed), not by timeout (124), and nothing ran
+	[ "$st" -ne 0 ]
+	[ "$st" -ne 124 ]
+	[ ! -e "$m" ]
+	assert_output --partial 'task 0: Killed'
+	# srun's error names the cause and the way out; so does slurmd's log
+	assert_output --partial "mode 0777, not to root with mode 0700"
+	assert_output --partial "the step does not run: kernel=auto, and BPF LSM is active"
+	assert_output --partial "kernel=no in plugstack.conf runs steps on the interceptor alone"
+	run -0 grep -h "rdmactl: step slurm-.*kernel limits on .* not applied: .*the step does not run" "$SL/slurmd.log"
+	wait_for 30 assert_nothing_left
+	# what the error names: kernel=no runs the step on the interceptor alone (its limit still holds there)
+	cp "$conf" "$conf.auto"
+	sed -i 's|$| kernel=no|' "$conf"
+	chmod 0777 "$pin"
+	run timeout 120 srun --rdma-max-qp=2 "$KQ" -k qp -n 4
+	chmod "$mode" "$pin"
+	mv "$conf.auto" "$conf"
+	# the interceptor's refusal (ENOMEM, its default errno), not the kernel's EDQUOT
+	assert_output --partial 'qp created=2 errno=ENOMEM'
+	assert_output --regexp 'refused qp for pid [0-9]+ \(job slurm-[0-9]+\.0\): 2/2 in use'
 	wait_for 30 assert_nothing_left
 }
 
@@ -164,7 +201,8 @@ assert_nothing_left() {
 	local tasks stepd
 	tasks=$(scontrol listpids "$id" | awk '$1 ~ /^[0-9]+$/ {print $1}')
 	stepd=$(pgrep -f "^slurmstepd: \[$id\.0\]")
-	[ -n "$tasks" ] && [ -n "$stepd" ]
+	[ -n "$tasks" ]
+	[ -n "$stepd" ]
 	kill -KILL $stepd $tasks
 	# gone, or a zombie nobody reaps (the lab's init does not): dead either way
 	wait_for 30 bash -c 'for p; do [ ! -e /proc/$p ] || [ "$(awk "{print \$3}" /proc/$p/stat)" = Z ] || exit 1; done' \
