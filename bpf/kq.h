@@ -20,12 +20,26 @@ enum kq_kind {
 
 enum kq_scope_type { KQ_SCOPE_GLOBAL = 1, KQ_SCOPE_PID = 2, KQ_SCOPE_CGROUP = 3 };
 
-/* A scope: the global one (id 0), a process (its tgid) or a cgroup (its cgroup id, the directory's inode). */
+/*
+ * A scope: the global one (id 0), a process (KQ_PID_ID: its tgid and its start time, so that a limit never
+ * passes to a later process given the same number) or a cgroup (its cgroup id, the directory's inode).
+ */
 struct kq_scope {
 	__u32 type;
 	__u32 epoch; /* 0 in kq_limits' keys; the limit's epoch in kq_usage's keys and in an object's charges */
 	__u64 id;
 };
+
+/*
+ * A process scope's id: the tgid (in the initial pid namespace, below 2^22 = PID_MAX_LIMIT) in the low 22 bits,
+ * the start time above them in clock ticks since boot (/proc/PID/stat field 22: the group leader's
+ * start_boottime in ns / (1e9 / USER_HZ), USER_HZ 100), 42 bits: 1,390 years of uptime.
+ */
+#define KQ_PID_BITS 22
+#define KQ_PID_NS_PER_TICK 10000000ULL
+#define KQ_PID_ID(tgid, ticks) (((__u64)(ticks) << KQ_PID_BITS) | ((__u64)(tgid) & ((1u << KQ_PID_BITS) - 1)))
+#define KQ_PID_TGID(id) ((__u32)((id) & ((1u << KQ_PID_BITS) - 1)))
+#define KQ_PID_START(id) ((__u64)(id) >> KQ_PID_BITS)
 
 #define KQ_UNLIMITED (~0ULL)
 

@@ -26,8 +26,11 @@ static __always_inline bool scope_at(__u32 types, int i, struct kq_scope *sc)
 	}
 	if (i == 1) {
 		if (types & KQ_TYPE_PID) {
+			struct task_struct *t = bpf_get_current_task_btf();
+
 			sc->type = KQ_SCOPE_PID;
-			sc->id = bpf_get_current_pid_tgid() >> 32;
+			sc->id = KQ_PID_ID(bpf_get_current_pid_tgid() >> 32,
+					   t->group_leader->start_boottime / KQ_PID_NS_PER_TICK);
 		}
 		return true;
 	}

@@ -133,7 +133,7 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 			snprintf(cg, sizeof(cg), "id %llu", (unsigned long long)ev->scope.id);
 		snprintf(scope, sizeof(scope), "cgroup %s", cg);
 	} else if (ev->scope.type == KQ_SCOPE_PID) {
-		snprintf(scope, sizeof(scope), "pid %llu", (unsigned long long)ev->scope.id);
+		snprintf(scope, sizeof(scope), "pid %u", KQ_PID_TGID(ev->scope.id));
 	} else {
 		snprintf(scope, sizeof(scope), "global");
 	}

@@ -372,9 +372,7 @@ static int kq_scope_of(struct kq_scope *sc)
 	case LEDGER_SCOPE_CGROUP:
 		return kq_scope_cgroup(qopt.cgdir, sc);
 	case LEDGER_SCOPE_PROCESS:
-		sc->type = KQ_SCOPE_PID;
-		sc->id = (uint64_t)qopt.scope.pid;
-		return 0;
+		return kq_scope_pid(qopt.scope.pid, qopt.scope.start_time, sc);
 	case LEDGER_SCOPE_GLOBAL:
 		sc->type = KQ_SCOPE_GLOBAL;
 		return 0;

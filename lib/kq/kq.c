@@ -179,7 +179,7 @@ static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const st
 		prev = &key;
 		if (bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o))
 			continue;
-		if (sc->type == KQ_SCOPE_PID && o.tgid != sc->id)
+		if (sc->type == KQ_SCOPE_PID && o.tgid != KQ_PID_TGID(sc->id))
 			continue;
 		if (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o.cgid))
 			continue;
@@ -206,7 +206,7 @@ static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const st
 static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *dir, struct kq_limit *lim)
 {
 	struct idset cg = {};
-	uint64_t one = sc->id;
+	uint64_t one = sc->type == KQ_SCOPE_PID ? KQ_PID_TGID(sc->id) : sc->id; /* the population knows tgids */
 	int err = 0;
 
 	if (sc->type == KQ_SCOPE_CGROUP) {
@@ -495,7 +495,6 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 {
 	struct gc_arg g = {};
 	struct idset cg = {};
-	char path[64];
 	size_t i;
 	int err;
 
@@ -508,8 +507,11 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 		bool dead = false;
 
 		if (sc->type == KQ_SCOPE_PID) {
-			snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)sc->id);
-			dead = access(path, F_OK) && errno == ENOENT;
+			uint64_t start = 0;
+			int r = proc_stat_start((pid_t)KQ_PID_TGID(sc->id), &start, NULL);
+
+			/* gone, or its number now another process's (a zombie still holds both) */
+			dead = r == -ESRCH || (!r && start != KQ_PID_START(sc->id));
 		} else if (sc->type == KQ_SCOPE_CGROUP) {
 			dead = !idset_has(&cg, sc->id);
 		}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include <sys/types.h>
 
 #include "../../bpf/kq.h"
 #include "core/proc.h"
@@ -36,6 +37,12 @@ const char *kq_error(void);
 /* A cgroup directory's scope (its cgroup id is the directory's inode number). */
 int kq_scope_cgroup(const char *dir, struct kq_scope *out);
 
+/*
+ * A process's scope: its pid and start time (/proc/PID/stat field 22; 0: read it now). -ESRCH when it is
+ * gone, -EINVAL for a pid no kernel gives, -EXDEV when rdmactl is not in the initial pid namespace (where the
+ * programs take their pids); kq_error() says which.
+ */
+int kq_scope_pid(pid_t pid, uint64_t start, struct kq_scope *out);
 /* The kernel scope of a ledger scope (cgroot: the cgroup2 mount, which ledger cgroup names are under).
  * -ENOENT: a job (no kernel scope of its own), or a cgroup that is gone. */
 struct ledger_scope;

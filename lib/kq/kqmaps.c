@@ -271,6 +271,45 @@ const char *kq_scope_name(unsigned int type)
 	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
 }
 
+/* Does rdmactl run in the initial pid namespace (where the kernel's programs take their pids)? why: if not. */
+static bool pidns_initial(char *why, size_t len)
+{
+	char link[64] = "";
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+
+	if (n < 0) {
+		snprintf(why, len, "cannot read /proc/self/ns/pid: %s", strerror(errno));
+		return false;
+	}
+	link[n] = '\0';
+	/* the initial pid namespace's inode number is fixed (PROC_PID_INIT_INO) */
+	snprintf(why, len, "rdmactl runs in the pid namespace %s, not the host's (pid:[4026531836]): the kernel's "
+		 "programs know pids of the host's namespace only, and a number given here would name another process "
+		 "there; set the limit from the host's pid namespace (nsenter -t 1 -p rdmactl ...) or on the "
+		 "process's cgroup", link);
+	return !strcmp(link, "pid:[4026531836]");
+}
+
+int kq_scope_pid(pid_t pid, uint64_t start, struct kq_scope *out)
+{
+	char why[512];
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!pidns_initial(why, sizeof(why)))
+		return kq_fail(-EXDEV, "%s", why);
+	if (pid <= 0 || (uint64_t)pid >= 1u << KQ_PID_BITS)
+		return kq_fail(-EINVAL, "pid %d is not one the kernel gives", (int)pid);
+	if (!start)
+		err = proc_stat_start(pid, &start, NULL);
+	if (err)
+		return kq_fail(err, "pid %d: %s", (int)pid, err == -ESRCH ? "no such process" : strerror(-err));
+	out->type = KQ_SCOPE_PID;
+	out->id = KQ_PID_ID(pid, start);
+	return 0;
+}
+
+
 int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out)
 {
 	char dir[PATH_MAX * 2];
@@ -281,9 +320,7 @@ int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct
 		snprintf(dir, sizeof(dir), "%s%s", cgroot, ls->name);
 		return kq_scope_cgroup(dir, out);
 	case LEDGER_SCOPE_PROCESS:
-		out->type = KQ_SCOPE_PID;
-		out->id = (uint64_t)ls->pid;
-		return 0;
+		return kq_scope_pid(ls->pid, ls->start_time, out);
 	case LEDGER_SCOPE_GLOBAL:
 		out->type = KQ_SCOPE_GLOBAL;
 		return 0;

@@ -183,6 +183,54 @@ step() {
 	grep -qx "$3" "$BATS_TEST_TMPDIR/$1" || { cat "$BATS_TEST_TMPDIR/$1" >&2; echo "expected: $3" >&2; false; }
 }
 
+# Run "$@" in the background as pid $1 (the kernel's next pid set through ns_last_pid; tried a few times, as
+# another process may fork in between); its output in $BATS_TEST_TMPDIR/reuse. Fails when it never got $1.
+run_as_pid() {
+	local want=$1 got i
+	shift
+	for i in 1 2 3 4 5 6 7 8; do
+		got=$(OUT=$BATS_TEST_TMPDIR/reuse bash -c \
+			'echo $(($1 - 1)) >/proc/sys/kernel/ns_last_pid; shift; "$@" >"$OUT" 2>&1 & echo $!; wait $! || true' _ "$want" "$@")
+		[ "$got" = "$want" ] && return 0
+	done
+	echo "never got pid $want (last $got)" >&2
+	return 1
+}
+
+@test "a --pid limit stays with its process: a later process given the same number is not limited by it, and gc drops it" {
+	local hold=$BATS_TEST_TMPDIR/hold out=$BATS_TEST_TMPDIR/first p
+	"$KQS" -k qp -n 1 -H "$hold" >"$out" 2>&1 3>&- &
+	p=$!
+	PIDS+=($p)
+	wait_for 60 grep -q holding "$out" || { cat "$out" >&2; false; }
+	run -0 "$RDMACTL" quota set qp 1 --pid "$p" --kernel
+	touch "$hold"
+	wait "$p" || true
+	# the same number, another process: the limit is not its own
+	run_as_pid "$p" "$KQS" -k qp -n 3
+	run -0 cat "$BATS_TEST_TMPDIR/reuse"
+	assert_line "qp created=3 errno=0"
+	# gc knows the number is someone else's now: the kernel's limit goes (the ledger's too)
+	run -0 "$RDMACTL" -j quota gc
+	run -0 jq -e '.kernel_scopes_removed >= 1' <<<"$output"
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	run -0 jq -e --argjson p "$p" '[.[] | select(.formatted.key.type == 2 and .formatted.key.id % 4194304 == $p)] | length == 0' <<<"$output"
+	# a process that lives keeps its limit through gc (the programs' start time is /proc's): it holds 1 PD
+	steps_in s "$CG"
+	run -0 "$RDMACTL" quota set pd 2 --pid "$SPID" --kernel
+	run -0 "$RDMACTL" -j quota gc
+	step s 1 "step 1 pd=1 errno=122"
+}
+
+@test "a --pid kernel limit asked from inside a pid namespace is refused: its number is not the host's" {
+	run -1 unshare -p -f --mount-proc "$RDMACTL" quota set qp 1 --pid 1 --kernel
+	assert_output --partial "not the host's (pid:[4026531836])"
+	assert_output --partial "nsenter -t 1 -p"
+	# nothing was set, in the ledger or the kernel
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	run -0 jq -e '[.[] | select(.formatted.key.type == 2 and .formatted.key.id % 4194304 == 1)] | length == 0' <<<"$output"
+}
+
 @test "a thread the programs know without a scope is limited at once when one comes: a limit on its cgroup, a move into a limited cgroup, a --pid limit" {
 	local free=$CG/free
 	mkdir "$free" "$CG/tight" "$CG/other"
