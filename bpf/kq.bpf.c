@@ -474,7 +474,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		nattr = r.h.num_attrs;
 	/* A driver's own object or method (mlx5 DEVX, UARs...): by the driver's table (bpf/kqdrv.bpf.h). */
 	if ((r.h.object_id | r.h.method_id) & UVERBS_ID_NS_MASK)
-		return kq_drv_ioctl(arg, &r.h, types);
+		return kq_drv_ioctl(arg, &r.h, types, ufile_of(file));
 	switch (r.h.object_id) {
 	case UVERBS_OBJECT_CQ:
 		if (r.h.method_id == UVERBS_METHOD_CQ_CREATE)

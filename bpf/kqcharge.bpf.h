@@ -351,7 +351,8 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 	struct kq_scope sc;
 	int i, err = 0;
 
-	if (kind >= KQ_NK)
+	/* kind KQ_NK with bytes: a reservation of mr_bytes alone (a DEVX UMEM) */
+	if (kind > KQ_NK || (kind == KQ_NK && !bytes))
 		return 0;
 	f = file_scopes(ufile);
 	unreserve(tid); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
@@ -386,25 +387,33 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 			err = -EDQUOT; /* more limited scopes than a record holds (quota set refuses that) */
 			break;
 		}
-		u = __sync_fetch_and_add(&use->use[kind], 1) + 1 + lim->base[kind];
-		if (past(u, lim->max[kind])) {
-			__sync_fetch_and_add(&use->use[kind], -1);
-			__sync_fetch_and_add(&use->refused[kind], 1);
-			emit(KQ_EV_REFUSE, kind, &sc, 1, u - 1, lim->max[kind]);
-			err = -EDQUOT;
-			break;
+		barrier_var(kind); /* checked again in the register used below (the verifier sees the bound) */
+		if (kind < KQ_NK) {
+			u = __sync_fetch_and_add(&use->use[kind], 1) + 1 + lim->base[kind];
+			if (past(u, lim->max[kind])) {
+				__sync_fetch_and_add(&use->use[kind], -1);
+				__sync_fetch_and_add(&use->refused[kind], 1);
+				emit(KQ_EV_REFUSE, kind, &sc, 1, u - 1, lim->max[kind]);
+				err = -EDQUOT;
+				break;
+			}
 		}
 		if (bytes) {
 			u = __sync_fetch_and_add(&use->use[KQ_MR_BYTES], bytes) + bytes + lim->base[KQ_MR_BYTES];
 			if (past(u, lim->max[KQ_MR_BYTES])) {
 				__sync_fetch_and_add(&use->use[KQ_MR_BYTES], -(__s64)bytes);
-				__sync_fetch_and_add(&use->use[kind], -1);
+				barrier_var(kind);
+				if (kind < KQ_NK)
+					__sync_fetch_and_add(&use->use[kind], -1);
 				__sync_fetch_and_add(&use->refused[KQ_MR_BYTES], 1);
 				emit(KQ_EV_REFUSE, KQ_MR_BYTES, &sc, bytes, u - bytes, lim->max[KQ_MR_BYTES]);
 				err = -EDQUOT;
 				break;
 			}
 		}
+		barrier_var(idx); /* checked again in the register used below (6.1's verifier lost the bound) */
+		if (idx >= KQ_MAXCHG)
+			break;
 		r->sc[idx] = sc;
 		r->n = idx + 1;
 		r->bytes = bytes;

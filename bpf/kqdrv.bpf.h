@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Kernel quotas: the drivers' own uverbs methods (bpf/kqdrv.h has the table). Included by bpf/kq.bpf.c after
- * its helpers (check, charge, emit, scope_at); not a program of its own.
+ * its helpers (reserve, charge, emit, scope_at); not a program of its own.
  *
  *   kq_drv_ioctl   the check in lsm.s/file_ioctl: a method that creates no counted kind passes; an mlx5 DEVX
- *                  create is checked as the kind its PRM opcode makes, a DEVX UMEM as its length of mr_bytes;
- *                  past a limit, or not in the table, KQ_DRV_ERRNO (EOPNOTSUPP, see kqdrv.h) to a limited task.
+ *                  create is reserved as the kind its PRM opcode makes, a DEVX UMEM as its length of mr_bytes,
+ *                  as core creations are (reserve); past a limit, or not in the table, KQ_DRV_ERRNO
+ *                  (EOPNOTSUPP, see kqdrv.h) to a limited task.
  *   kq_drv_begin   the charge in fexit/rdma_alloc_begin_uobject: the kernel's uobject of the driver's type
- *                  takes the kind and bytes the check passed (kq_drvpend, the thread's last checked request),
- *                  so that its destroy gives them back (kq_destroy, as for every object).
+ *                  takes the thread's reservation (kq_drvpend says which object type the check passed), so
+ *                  that its destroy gives it back (kq_destroy, as for every object); one the kernel never
+ *                  allocated goes back when the ioctl returns (kq_ioctl_done). Only a creation without a
+ *                  reservation is charged here, and killed past a limit.
  * The driver id of the request is the one the kernel holds to: it refuses (EINVAL) a request whose
  * hdr.driver_id is not the device's, right after this hook.
  */
@@ -137,7 +140,7 @@ static __always_inline int kq_drv_unknown(const struct uhdr *h, __u32 types)
 }
 
 /* The check of a driver-namespace request (its object or its method is the driver's). */
-static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h, __u32 types)
+static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h, __u32 types, __u64 ufile)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), act;
 	struct kq_drvpend p = { .kind = KQ_NK };
@@ -162,7 +165,8 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 		p.kind = kq_devx_kind((__u32)op[0] << 8 | op[1]);
 		if (p.kind >= KQ_NK)
 			return 0; /* a create of no counted kind */
-		if (check(types, p.kind, 1))
+		/* reserved as a core creation is: two creators at the limit cannot both pass and one be killed */
+		if (reserve(types, p.kind, 0, ufile))
 			return -KQ_DRV_ERRNO;
 		break;
 	case KQ_DRV_UMEM_REG:
@@ -172,7 +176,7 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 		if (err || a.len != sizeof(__u64))
 			return 0; /* the kernel takes exactly a u64 */
 		p.bytes = a.data;
-		if (p.bytes && check(types, KQ_MR_BYTES, p.bytes))
+		if (p.bytes && reserve(types, KQ_NK, p.bytes, ufile))
 			return -KQ_DRV_ERRNO;
 		break;
 	default:
@@ -204,7 +208,9 @@ static __always_inline void kq_drv_begin(__u32 object, __u64 key)
 	o.kind = kind;
 	o.bytes = p.bytes;
 	types = limited_types();
-	if (types) {
+	/* the reservation its request made is its charge (kind KQ_NK: a UMEM's bytes alone) */
+	if (types && !take_reservation(kind < KQ_NK ? kind : KQ_NK, &o)) {
+		/* none: the programs were attached between its check and now */
 		if (kind < KQ_NK) {
 			over = charge(types, &o, kind, 1, 0);
 			if (p.bytes)
@@ -214,7 +220,7 @@ static __always_inline void kq_drv_begin(__u32 object, __u64 key)
 		}
 	}
 	if (over)
-		bpf_send_signal(SIGKILL); /* a race with another creation of the same scope past the limit */
+		bpf_send_signal(SIGKILL); /* past a limit without a reservation */
 	record(&key, &o);
 }
 
