@@ -78,8 +78,8 @@ struct kq_obj {
 	__u8 kind;
 	__u8 n;        /* scopes in sc[] */
 	__u16 pad;
-	__u32 tgid;    /* the creating process */
-	__u64 cgid;    /* its cgroup */
+	__u32 tgid;    /* its owner: the opener of its uverbs file when that has a record, else its creator */
+	__u64 cgid;    /* the owner's cgroup */
 	__u64 bytes;   /* MRs: the registered length charged as mr_bytes */
 	struct kq_scope sc[KQ_MAXCHG];
 };

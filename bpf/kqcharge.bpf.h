@@ -224,6 +224,10 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, _
 
 	if (!o || kind >= KQ_NK || (!f && unscoped(types)))
 		return 0;
+	if (f) { /* its record names the file's opener, as the file's scopes are charged */
+		o->tgid = f->tgid;
+		o->cgid = f->cgid;
+	}
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 		struct kq_usage *use;
@@ -366,6 +370,10 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 	if (!r)
 		return -EDQUOT;
 	r->kind = kind;
+	if (f) { /* its record names the file's opener, as the file's scopes are charged */
+		r->tgid = f->tgid;
+		r->cgid = f->cgid;
+	}
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
 		struct kq_usage *use;
@@ -474,7 +482,8 @@ static __always_inline void lost(long err)
 
 /*
  * Record o under *keyp (a kernel address: passed through memory, as a global function takes no pointer as a
- * number). Only what was charged is recorded (and rereg's second MR, charged at its commit): an object of a
+ * number), with its owner: the opener of the file it was created through when that file has a record (the
+ * charge copied it), else its creator; a new scope's rescan counts records by owner (lib/kq/kq.c). Only what was charged is recorded (and rereg's second MR, charged at its commit): an object of a
  * task without limits has nothing to give back at its destroy, and a scope set later counts it from the
  * kernel's lists (lib/kq/kq.c). So nobody without limits can fill kq_objs.
  */
@@ -487,8 +496,11 @@ __noinline int record(const __u64 *keyp, struct kq_obj *o)
 	if (!keyp || !o || (!o->n && o->pad != KQ_OBJ_REREG))
 		return 0;
 	key = *keyp;
-	o->tgid = pidtgid >> 32;
-	o->cgid = bpf_get_current_cgroup_id();
+	/* the creator, unless the charge named its file's opener (a scope set later on the opener counts it) */
+	if (!o->tgid) {
+		o->tgid = pidtgid >> 32;
+		o->cgid = bpf_get_current_cgroup_id();
+	}
 	v = *o; /* a map value on the stack */
 	err = map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_NOEXIST));
 	if (!err) {

@@ -168,6 +168,27 @@ give_from() {
 	touch "$BATS_TEST_TMPDIR"/hold.gen "$BATS_TEST_TMPDIR/hold.${free##*/}" "$BATS_TEST_TMPDIR"/hold.strict
 }
 
+@test "a limit set later on a file's opener counts what another process created through the file" {
+	local a=$CG/a
+	mkdir "$a"
+	run -0 "$RDMACTL" quota set qp 100 --cgroup "$a" --kernel
+	# the opener holds 2 PDs; a process of the same cgroup takes its file and creates 3 more through it
+	give_from "$a" 2
+	INCG="$a" run -0 in_cg "$KQA" take -S "$BATS_TEST_TMPDIR/sock.a" -c 3
+	assert_line "take fd=1 ctrunc=0 errno=0"
+	assert_line "take pd=3 errno=0"
+	# a --pid limit on the opener now: its file's 5 PDs are its own (they count against its file's scopes)
+	run -0 "$RDMACTL" quota set pd 6 --pid "$GPID" --kernel
+	run -0 "$RDMACTL" -j quota show --pid "$GPID"
+	run -0 jq -e '.scopes[0].kinds.pd.kernel_usage == 5' <<<"$output" || { echo "$output" >&2; false; }
+	[ "$(rdma -j res show pd | jq '[.[] | select(.comm == "kqattack" or .comm == null)] | length')" = 5 ] ||
+		{ rdma res show pd >&2; false; }
+	# the file now carries the opener's --pid limit: it passes to no other process
+	INCG="$a" run -0 in_cg "$KQA" take -S "$BATS_TEST_TMPDIR/sock.a" -c 3
+	assert_output "take fd=0 ctrunc=1 errno=0"
+	touch "$BATS_TEST_TMPDIR/hold.a"
+}
+
 # Start kqattack steps (its output $BATS_TEST_TMPDIR/$1) in cgroup $2; sets SPID once it is warm.
 steps_in() {
 	INCG=$2 in_cg "$KQA" steps -S "$BATS_TEST_TMPDIR/$1" -c 2 >"$BATS_TEST_TMPDIR/$1" 2>&1 3>&- &
