@@ -16,9 +16,11 @@
  *   none    no limit anywhere: what lib/kq/kq.c leaves attached then (nothing)
  *   other   a limit on another scope: every create looks up this process's scopes and finds no limit
  *   self    a limit on every kind on this process's own scope: checked, charged and credited
+ *   self+N, other+N (-s SCOPES, N = SCOPES - 1): the same with N more limited scopes, cgroups of their own
+ *           that this process is not in: what a pair costs must not grow with the number of scopes
  * Per configuration and kind it prints the 10th percentile of a pair's instructions detached and attached,
  * the difference and its share of the detached pair.
- *   kqprobe [-d DEV] [-n PAIRS] [-r ROUNDS] [-k KIND[,KIND...]] [-p PROGRAM]
+ *   kqprobe [-d DEV] [-n PAIRS] [-r ROUNDS] [-k KIND[,KIND...]] [-p PROGRAM] [-s SCOPES]
  * -p attaches only the programs whose pinned link's name contains PROGRAM (one program's share).
  * PAIRS pairs of every kind per window, ROUNDS pairs of windows (on-off, then off-on, ...). Kinds: ctx pd cq
  * qp srq mr ah mw, and verbs that create nothing: query_port (a write command through the ioctl path),
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -345,6 +348,35 @@ static void empty(struct verb *kinds, int nk, int pairs, int rounds)
 	kqempty_bpf__destroy(e);
 }
 
+/*
+ * n cgroups of their own (/sys/fs/cgroup/kqprobe.I), each with a qp limit: more scopes in the programs' maps,
+ * none on this process's path. n = 0: their limits lifted and the cgroups removed.
+ */
+static void many_scopes(struct kq *q, int n)
+{
+	static int made;
+	char dir[64];
+	int i, err;
+
+	for (i = 0; i < (n ? n : made); i++) {
+		struct kq_scope sc;
+
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/kqprobe.%d", i);
+		if (n && mkdir(dir, 0755) && errno != EEXIST)
+			die(dir, errno);
+		err = kq_scope_cgroup(dir, &sc);
+		if (!err)
+			err = n ? kq_set(q, &sc, dir, KQ_QP, 1000) : kq_remove(q, &sc);
+		if (err && n)
+			die(kq_error(), -err);
+		if (!n)
+			rmdir(dir);
+	}
+	made = n;
+	if (n)
+		unpin_links(); /* the programs lib/kq/kq.c may have attached and pinned again */
+}
+
 static void set_limits(struct kq *q, const struct kq_scope *sc, uint64_t max)
 {
 	for (unsigned int k = 0; k < KQ_NK; k++) {
@@ -362,19 +394,25 @@ int main(int argc, char **argv)
 	struct verb kinds[MAXKINDS];
 	struct ibv_device **devs;
 	struct kq *q;
-	int pairs = 30, rounds = 10, nk = 0, opt, err;
+	int pairs = 30, rounds = 10, nk = 0, nscopes = 1, opt, err;
 
-	while ((opt = getopt(argc, argv, "d:n:r:k:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:r:k:p:s:")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'n': pairs = atoi(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'k': snprintf(list, sizeof(list), "%s", optarg); break;
 		case 'p': only = optarg; break;
+		case 's': nscopes = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: kqprobe [-d DEV] [-n PAIRS] [-r ROUNDS] [-k KIND[,KIND...]] [-p PROGRAM]\n");
+			fprintf(stderr, "usage: kqprobe [-d DEV] [-n PAIRS] [-r ROUNDS] [-k KIND[,KIND...]] [-p PROGRAM] "
+				"[-s SCOPES]\n");
 			return 2;
 		}
+	}
+	if (nscopes < 1 || nscopes > 2000) {
+		fprintf(stderr, "kqprobe: -s takes 1 to 2000 scopes\n");
+		return 2;
 	}
 	if (pairs < 1 || rounds < 1 || pairs * rounds < 10) {
 		fprintf(stderr, "kqprobe: -n and -r must give at least 10 pairs per side\n");
@@ -424,8 +462,11 @@ int main(int argc, char **argv)
 	printf("instructions per pair (10th percentiles): detached, attached, added and its share\n");
 	printf("%-8s %-13s %10s %10s %8s %9s\n", "config", "verb", "detached", "attached", "added", "share");
 
-	struct kq_scope self = { .type = KQ_SCOPE_PID, .id = (uint64_t)getpid() };
-	struct kq_scope other = { .type = KQ_SCOPE_PID, .id = 1 };
+	struct kq_scope self, other;
+
+	/* process scopes are a pid and its start time */
+	if (kq_scope_pid(getpid(), 0, &self) || kq_scope_pid(1, 0, &other))
+		die(kq_error(), ESRCH);
 
 	measure(kinds, nk, pairs, rounds, false);
 	report("control", kinds, nk);
@@ -436,6 +477,21 @@ int main(int argc, char **argv)
 	unpin_links(); /* every program, attached by the first limit */
 	measure(kinds, nk, pairs, rounds, true);
 	report("other", kinds, nk);
+	if (nscopes > 1) {
+		char name[32];
+
+		/* as many scopes again, on cgroups of their own that this process is not in: a pair costs the same */
+		many_scopes(q, nscopes - 1);
+		snprintf(name, sizeof(name), "other+%d", nscopes - 1);
+		measure(kinds, nk, pairs, rounds, true);
+		report(name, kinds, nk);
+		set_limits(q, &self, 1ull << 40);
+		unpin_links();
+		snprintf(name, sizeof(name), "self+%d", nscopes - 1);
+		measure(kinds, nk, pairs, rounds, true);
+		report(name, kinds, nk);
+		many_scopes(q, 0);
+	}
 	set_limits(q, &self, 1ull << 40);
 	unpin_links();
 	measure(kinds, nk, pairs, rounds, true);

@@ -4,8 +4,9 @@
 # that create nothing, attached and detached in alternating windows in one process (bench/kqprobe.c), inside
 # the lab (boots it when run outside). Goal (issue 15): at most 2 % of a create+destroy pair; the figures, what
 # each cost buys and where the goal is not met: doc/kq-cost.md.
-#   bench/kqprobe.sh [PAIRS [ROUNDS [KINDS [PROGRAM]]]]    (build first: make bench)
-# PROGRAM: attach only the programs whose name contains it (one program's share, e.g. kq_ioctl).
+#   bench/kqprobe.sh [PAIRS [ROUNDS [KINDS [PROGRAM [SCOPES]]]]]    (build first: make bench)
+# PROGRAM: attach only the programs whose name contains it (one program's share, e.g. kq_ioctl; "" for all).
+# SCOPES (default 1): with more, self and other are measured again with SCOPES - 1 more limited cgroups.
 # Configurations: control (nothing attached on either side), empty (programs that return at once at the hooks
 # a pair passes while a limit exists: the trampolines alone), none (no kernel limit: nothing is attached),
 # other (a limit on another process), self (a limit on every kind of the benchmark's own process).
@@ -18,9 +19,10 @@ pairs=${1:-30}
 rounds=${2:-10}
 kinds=${3:-ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device,open_close,other_ioctl}
 prog=${4:-}
+scopes=${5:-1}
 if [ -z "${LAB_GUEST:-}" ]; then
 	export BUILD LAB_ICOUNT=${LAB_ICOUNT-0}
-	exec tests/lab/run --timeout 3000 -- bench/kqprobe.sh "$pairs" "$rounds" "$kinds" "$prog"
+	exec tests/lab/run --timeout 3000 -- bench/kqprobe.sh "$pairs" "$rounds" "$kinds" "$prog" "$scopes"
 fi
 [ -x "$BUILD/bench/kqprobe" ] || { echo "bench/kqprobe.sh: $BUILD/bench/kqprobe missing (make bench)" >&2; exit 1; }
 grep -qw bpf /sys/kernel/security/lsm || { echo "bench/kqprobe.sh: BPF LSM is not active in the lab" >&2; exit 1; }
@@ -30,4 +32,4 @@ if [ -n "${LAB_ICOUNT:-}" ]; then
 else
 	echo "clock: emulated time (qemu TCG on this host's load), $(nproc) vCPUs, kernel $(uname -r)"
 fi
-"$BUILD/bench/kqprobe" -d rxe0 -n "$pairs" -r "$rounds" -k "$kinds" ${prog:+-p "$prog"}
+"$BUILD/bench/kqprobe" -d rxe0 -n "$pairs" -r "$rounds" -k "$kinds" ${prog:+-p "$prog"} -s "$scopes"
