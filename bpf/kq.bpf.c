@@ -118,6 +118,20 @@ struct {
 	__type(value, __u8);
 } kq_want SEC(".maps");
 
+/*
+ * During a population: the uverbs files whose object lists were walked to their end in this round, so that
+ * each is walked once however many fds and mappings show it (rxe maps every queue through its file: a
+ * process with N QPs shows it about 2N times, and walking its N objects at each sighting was quadratic).
+ * Emptied by rdmactl before each round; when full, files are walked at every sighting, as before.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, __u8);
+} kq_walked SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, KQ_EVSLOTS);

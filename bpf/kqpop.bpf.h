@@ -16,8 +16,8 @@
  * ib_uverbs_file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
  * an MR's length, and the tgid and cgroup of the task holding the file. The first task that shows a file
  * wins (a file shared by several processes, through fork or fd passing, is theirs); later sightings find
- * its context recorded and walk its list again, whose inserts then fail. Every insert is BPF_NOEXIST: a
- * record a program made meanwhile wins.
+ * it walked (kq_walked: once a round, however many fds and mappings show it) and walk nothing. Every insert
+ * is BPF_NOEXIST: a record a program made meanwhile wins.
  *
  * Races, with the programs attached before the walk starts and kq_state.populating set before they are:
  * - an object created meanwhile: its kq_begin (or, when it began before the attach, kq_commit) records it;
@@ -183,15 +183,22 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 		return;
 	}
 	uf = (void *)key; /* the file's private data, read once */
-	if (!uf)
-		return;
+	if (!uf || bpf_map_lookup_elem(&kq_walked, &key))
+		return; /* walked to its end in this round already (another fd or mapping of the same file) */
 	w.head = (__u64)uf + bpf_core_field_offset(struct ib_uverbs_file___kq, uobjects);
 	w.cur = w.head;
 	w.tgid = o.tgid;
 	w.cgid = o.cgid;
 	bpf_loop(KQ_WALK_MAX, walk_step, &w, 0);
-	if (!w.done)
+	if (!w.done) {
 		pop_miss();
+		return;
+	}
+	{
+		__u8 one = 1;
+
+		bpf_map_update_elem(&kq_walked, &key, &one, BPF_ANY);
+	}
 }
 
 SEC("iter/task_file")

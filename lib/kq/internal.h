@@ -10,7 +10,7 @@
 
 #define PIN_ROOT "/sys/fs/bpf/rdmactl"
 
-enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_GONE, M_WANT, M_NR };
+enum { M_LIMITS, M_USAGE, M_OBJS, M_STATE, M_EVENTS, M_GONE, M_WANT, M_WALKED, M_NR };
 extern const char *const kq_map_names[M_NR];
 extern const size_t kq_map_vsize[M_NR];
 

@@ -271,6 +271,7 @@ int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n)
 	__atomic_store_n(&q->st->pop_want, type, __ATOMIC_SEQ_CST);
 	for (round = 0;; round++) {
 		empty_map(q->fd[M_GONE]);
+		empty_map(q->fd[M_WALKED]);
 		set_populating(q, true, NULL);
 		err = run_iter("kq_iter_file");
 		if (!err)
@@ -295,6 +296,7 @@ int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n)
 	__atomic_store_n(&q->st->pop_want, 0, __ATOMIC_SEQ_CST);
 	empty_map(q->fd[M_WANT]);
 	empty_map(q->fd[M_GONE]);
+	empty_map(q->fd[M_WALKED]);
 	return err;
 }
 

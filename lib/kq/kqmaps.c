@@ -31,9 +31,10 @@
 #include "ledger/ledger.h"
 
 const char *const kq_map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone",
-					 "kq_want" };
+					 "kq_want", "kq_walked" };
 const size_t kq_map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
-				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8), sizeof(__u8) };
+				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8), sizeof(__u8),
+				    sizeof(__u8) };
 
 static __thread char kq_errbuf[512];
 
