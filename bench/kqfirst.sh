@@ -45,14 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ms() { # run a command, print its time in ms (of the lab's clock)
-	local t0 t1
-	t0=$(date +%s%N)
-	"$@" >/dev/null
-	t1=$(date +%s%N)
-	echo $(((t1 - t0) / 1000))e-3
-}
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+. bench/bench.bash
 
 # the programs loaded (and pinned) once, as the first limit after boot does; lifted again: detached
 printf '%-52s %10.1f ms\n' "load: first limit after boot, empty cgroup" \
@@ -75,8 +68,11 @@ echo "# $procs processes x $per QPs ready in $held; RDMA netlink lists $total QP
 : >"$dir/ctl" && : >"$dir/first"
 for r in $(seq "$rounds"); do
 	# each the only limit on the host: the programs attach with it and detach when it is lifted
+	# (the detach's deferred work, RCU grace periods and link releases, settles before each measure)
+	sleep 2
 	c=$(ms "$BUILD/rdmactl" quota set qp 1 --cgroup "$empty" --kernel)
 	"$BUILD/rdmactl" quota unset qp --cgroup "$empty" --kernel
+	sleep 2
 	f=$(ms "$BUILD/rdmactl" quota set qp $((total * 2)) --cgroup "$held" --kernel)
 	# what it counted: every QP of the cgroup (checked, or the figure means nothing)
 	got=$("$BUILD/rdmactl" -j quota show --cgroup "$held" | jq '.scopes[0].kinds.qp.kernel_usage')

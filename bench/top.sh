@@ -35,14 +35,7 @@ done
 total=$("$BUILD/rdmactl" top -b -n1 -j | jq '.totals.qp')
 echo "# $procs holdres processes x $qps QPs ready; rdmactl top sees $total QPs in total"
 
-ms() { # run a command, print its wall time in ms
-	local t0 t1
-	t0=$(date +%s%N)
-	"$@" >/dev/null
-	t1=$(date +%s%N)
-	echo $(((t1 - t0) / 1000))e-3
-}
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+. bench/bench.bash
 
 : >"$dir/top" && : >"$dir/rdma"
 for i in $(seq "$runs"); do
