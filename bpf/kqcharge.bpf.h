@@ -483,9 +483,10 @@ static __always_inline void lost(long err)
 /*
  * Record o under *keyp (a kernel address: passed through memory, as a global function takes no pointer as a
  * number), with its owner: the opener of the file it was created through when that file has a record (the
- * charge copied it), else its creator; a new scope's rescan counts records by owner (lib/kq/kq.c). Only what was charged is recorded (and rereg's second MR, charged at its commit): an object of a
- * task without limits has nothing to give back at its destroy, and a scope set later counts it from the
- * kernel's lists (lib/kq/kq.c). So nobody without limits can fill kq_objs.
+ * charge copied it), else its creator; a new scope's rescan counts records by owner (lib/kq/kq.c). Only what
+ * was charged is recorded (and rereg's second MR, charged at its commit): an object of a task without limits
+ * has nothing to give back at its destroy, and a scope set later counts it from the kernel's lists
+ * (lib/kq/kq.c). So nobody without limits can fill kq_objs.
  */
 __noinline int record(const __u64 *keyp, struct kq_obj *o)
 {
