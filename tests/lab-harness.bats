@@ -77,3 +77,13 @@ load helper
 	grep -q 'attempt 1' <<<"$stderr"
 	grep -q 'attempt 2' <<<"$stderr"
 }
+
+@test "a guest that stops before it comes up (a panic at boot) is booted once more, then the run fails" {
+	# no init: the kernel panics at every boot, before the guest is up
+	run --separate-stderr env LAB_KERNEL_ARGS=rdinit=/nonexistent "$TOP/tests/lab/run" -- true
+	[ "$status" -eq 125 ]
+	[ "$(grep -c 'stopped before it came up' <<<"$stderr")" -eq 1 ]
+	grep -q 'attempt 1' <<<"$stderr"
+	grep -q 'the guest stopped without a result' <<<"$stderr"
+	grep -q 'Kernel panic' <<<"$stderr"
+}
