@@ -364,7 +364,7 @@ static int stop_task(pid_t pid)
  */
 int slurm_spank_task_post_fork(spank_t s, int ac, char **av)
 {
-	char err[2048], lsm[640], why[768];
+	char err[2048], lsm[640] = "", why[768];
 	bool must;
 	pid_t pid;
 	int k, ret;
@@ -381,8 +381,7 @@ int slurm_spank_task_post_fork(spank_t s, int ac, char **av)
 	if (sp.kernel_tried)
 		return sp.kernel_failed ? stop_task(pid) : 0;
 	sp.kernel_tried = true;
-	must = lsm_active("bpf", lsm, sizeof(lsm)) ? sp.kernel == KERNEL_AUTO || sp.kernel == KERNEL_YES
-						    : sp.kernel == KERNEL_YES;
+	must = sp.kernel == KERNEL_YES || lsm_active("bpf", lsm, sizeof(lsm)); /* kernel=auto from here */
 	if (sp.kernel == KERNEL_YES)
 		snprintf(why, sizeof(why), "the step does not run: kernel=yes");
 	else if (must)
