@@ -373,15 +373,28 @@ int slurm_spank_task_post_fork(spank_t s, int ac, char **av)
 	(void)av;
 	if (!sp.l || sp.kernel == KERNEL_NO)
 		return 0;
-	if (spank_get_item(s, S_TASK_PID, &pid) != ESPANK_SUCCESS) {
-		slurm_error(P "step %s: no pid for a task%s", sp.job,
-			    sp.kernel_tried ? "" : ", so no kernel limits: the step does not run");
-		return -1;
+	if (spank_get_item(s, S_TASK_PID, &pid) != ESPANK_SUCCESS)
+		pid = 0;
+	if (sp.kernel_tried) {
+		if (!sp.kernel_failed)
+			return 0;
+		return pid > 0 ? stop_task(pid) : -1;
 	}
-	if (sp.kernel_tried)
-		return sp.kernel_failed ? stop_task(pid) : 0;
 	sp.kernel_tried = true;
 	must = sp.kernel == KERNEL_YES || lsm_active("bpf", lsm, sizeof(lsm)); /* kernel=auto from here */
+	if (pid <= 0) {
+		/* a path Slurm does not take: only a step that must be kernel-limited is stopped for it */
+		sp.kernel_failed = must;
+		if (!must) {
+			slurm_verbose(P "step %s: no pid for a task, so no kernel limits: the interceptor alone "
+				      "enforces this step's limits (kernel=auto: %s)", sp.job, lsm);
+			return 0;
+		}
+		slurm_error(P "step %s: no pid for a task, so no kernel limits: the step does not run (%s; kernel=no "
+			    "in plugstack.conf runs steps on the interceptor alone)", sp.job,
+			    sp.kernel == KERNEL_YES ? "kernel=yes" : "kernel=auto, and BPF LSM is active");
+		return -1;
+	}
 	if (sp.kernel == KERNEL_YES)
 		snprintf(why, sizeof(why), "the step does not run: kernel=yes");
 	else if (must)
