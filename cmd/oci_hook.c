@@ -14,6 +14,7 @@
 #include "core/cgroup.h"
 #include "ledger/ledger.h"
 #include "engines/ocistate.h"
+#include "engines/policy.h"
 #include "core/proc.h"
 #include "rdmactl.h"
 #include "core/util.h"
@@ -21,17 +22,28 @@
 #define OCI_STATE_DIR "/run/rdmactl/oci"
 #define OCI_ENV_STATE_DIR "RDMACTL_OCI_STATE_DIR"
 #define OCI_ANN_MAX OCISTATE_PREFIX "max-"
+#define OCI_ANN_BUDGET OCISTATE_PREFIX "budget"
 
 enum stage { STAGE_AUTO, STAGE_CREATE, STAGE_POSTSTOP };
+
+#define OCI_MAX_ARGS 16
 
 static struct {
 	enum stage stage;
 	const char *state_dir;
+	const char *policy; /* NULL: $RDMACTL_CONTAINERS_CONF or /etc/rdmactl/containers.conf, if there */
+	const char *limit[OCI_MAX_ARGS], *budget[OCI_MAX_ARGS];
+	unsigned int nlimit, nbudget;
 } oo;
 
 static const struct argp_option options[] = {
 	{ "state-dir", 's', "DIR", 0, "where the hook remembers each container's limits between its stages (default "
 				      "$" OCI_ENV_STATE_DIR ", else " OCI_STATE_DIR ")", 1 },
+	{ "limit", 'l', "KIND=N[,...]", 0, "limits this hook asks for the container, as an annotation would (a CDI "
+					   "budget device's hook); repeatable: the smaller per kind", 1 },
+	{ "budget", 'b', "NAME", 0, "the node policy's budget NAME, as rdmactl.io/budget=NAME would", 1 },
+	{ "policy", 'P', "FILE", 0, "the node policy (default $" POLICY_ENV ", else " POLICY_PATH
+				    "; without the file: no default, no ceiling)", 1 },
 	{ 0 },
 };
 
@@ -42,6 +54,22 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (!*arg)
 			argp_error(state, "--state-dir: empty path");
 		oo.state_dir = arg;
+		break;
+	case 'l':
+	case 'b':
+		if (!*arg)
+			argp_error(state, "--%s: empty", key == 'l' ? "limit" : "budget");
+		if ((key == 'l' ? oo.nlimit : oo.nbudget) >= OCI_MAX_ARGS)
+			argp_error(state, "--%s: more than %d", key == 'l' ? "limit" : "budget", OCI_MAX_ARGS);
+		if (key == 'l')
+			oo.limit[oo.nlimit++] = arg;
+		else
+			oo.budget[oo.nbudget++] = arg;
+		break;
+	case 'P':
+		if (!*arg)
+			argp_error(state, "--policy: empty path");
+		oo.policy = arg;
 		break;
 	case ARGP_KEY_ARG:
 		if (state->arg_num > 0)
@@ -62,17 +90,23 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 } };
 static const struct argp argp = {
 	options, parse_opt, "[STAGE]",
-	"An OCI runtime hook (runc, crun; podman, CRI-O, containerd): reads the container's state (JSON) on stdin "
-	"and applies its annotations rdmactl.io/max-KIND (every kind of 'rdmactl quota', values as there: "
-	"\"64\", \"8G\", \"unlimited\") to the container's cgroup with 'rdmactl quota set KIND N --cgroup DIR "
-	"--kernel' at createRuntime (or prestart), and takes them off at poststop. A bad annotation fails the "
-	"hook, so the container does not start; then nothing of it was applied. A container without rdmactl.io/ "
-	"annotations is left alone. STAGE: createRuntime, prestart or poststop; by default the state's status "
-	"says (creating or created: apply; stopped: remove).\v"
+	"An OCI runtime hook (runc, crun; podman, CRI-O, containerd; a CDI device's hook): reads the container's "
+	"state (JSON) on stdin and puts limits on the container's cgroup with 'rdmactl quota set KIND N --cgroup "
+	"DIR --kernel' at createRuntime (or prestart), and takes them off at poststop. A container asks with its "
+	"annotations rdmactl.io/max-KIND (every kind of 'rdmactl quota', values as there: \"64\", \"8G\", "
+	"\"unlimited\") and rdmactl.io/budget=NAME (a budget of the node policy), or with the hook's --limit and "
+	"--budget (CDI devices rdmactl.io/budget=NAME, see rdmactl cdi). The node policy (" POLICY_PATH ") "
+	"gives a container the default budget for every kind it does not ask, and holds every kind at its "
+	"ceiling: a request above it fails the hook, so the container does not start. Several requests of one "
+	"container (annotations, two budget devices): the smaller per kind. A bad request fails the hook; then "
+	"nothing of it was applied. A container that asks nothing, on a node without a default or ceiling, is "
+	"left alone. STAGE: createRuntime, prestart or poststop; by default the state's status says (creating or "
+	"created: apply; stopped: remove).\v"
 	"Examples:\n"
 	"  cp /usr/local/share/containers/oci/hooks.d/rdmactl.json /etc/containers/oci/hooks.d/\n"
 	"  podman run --annotation rdmactl.io/max-qp=64 --annotation rdmactl.io/max-mr-bytes=8G \\\n"
-	"      --device /dev/infiniband/uverbs0 IMAGE ./train\n",
+	"      --device /dev/infiniband/uverbs0 IMAGE ./train\n"
+	"  rdmactl cdi generate && podman run --device rdmactl.io/hca=all --device rdmactl.io/budget=small IMAGE\n",
 	children, NULL, NULL,
 };
 
@@ -89,18 +123,61 @@ static int ann_kind(const char *key)
 	return -1;
 }
 
-/* Every annotation checked before anything is applied: limit[] filled, or an error naming the annotation. */
-static int read_annotations(const struct ocistate *st, uint64_t limit[LEDGER_NKINDS], bool *any)
+/* One request (what): within the node's ceiling, then into asked (the smaller per kind). */
+static int ask(const struct policy *pol, struct policy_limits *asked, const struct policy_limits *l,
+	       const char *what)
 {
-	unsigned int i;
-	int k, ret;
+	int k = policy_above_ceiling(pol, l);
 
-	*any = false;
-	for (k = 0; k < LEDGER_NKINDS; k++)
-		limit[k] = LEDGER_UNLIMITED;
+	if (k >= 0) {
+		char v[32] = "unlimited";
+
+		if (l->v[k] != LEDGER_UNLIMITED)
+			snprintf(v, sizeof(v), "%" PRIu64, l->v[k]);
+		pr_err("%s asks %s=%s, above the node's ceiling %s=%" PRIu64 " (%s); the container does not start",
+		       what, ledger_kind_names[k], v, ledger_kind_names[k], pol->ceiling.v[k], policy_path(oo.policy));
+		return -EPERM;
+	}
+	policy_limits_min(asked, l);
+	return 0;
+}
+
+/* A budget of the node policy by name (what: where the name came from). */
+static int ask_budget(const struct policy *pol, struct policy_limits *asked, const char *name, const char *what)
+{
+	const struct policy_budget *b = policy_budget(pol, name);
+	char names[POLICY_MAX_BUDGETS * 8] = "";
+	size_t at = 0;
+	unsigned int i;
+
+	if (!b) {
+		for (i = 0; i < pol->nbudgets && at < sizeof(names); i++)
+			at += snprintf(names + at, sizeof(names) - at, "%s%s", i ? " " : "", pol->budget[i].name);
+		pr_err("%s: no budget '%s' in %s (%s%s); the container does not start", what, name,
+		       policy_path(oo.policy), pol->nbudgets ? "its budgets: " : "it has none", names);
+		return -ENOENT;
+	}
+	return ask(pol, asked, &b->lim, what);
+}
+
+/* Every request of the annotations and the hook's arguments checked before anything is applied. */
+static int read_requests(const struct ocistate *st, const struct policy *pol, struct policy_limits *asked)
+{
+	char what[OCISTATE_ANN_KEY_MAX + OCISTATE_ANN_VAL_MAX + 32], msg[256];
+	struct policy_limits l;
+	unsigned int i;
+	int k;
+
+	memset(asked, 0, sizeof(*asked));
 	for (i = 0; i < st->nann; i++) {
 		const struct ocistate_ann *a = &st->ann[i];
 
+		snprintf(what, sizeof(what), "annotation %s=%s", a->key, a->value);
+		if (!strcmp(a->key, OCI_ANN_BUDGET)) {
+			if (ask_budget(pol, asked, a->value, what))
+				return -EINVAL;
+			continue;
+		}
 		k = ann_kind(a->key);
 		if (k < 0) {
 			char known[256] = "";
@@ -109,22 +186,38 @@ static int read_annotations(const struct ocistate *st, uint64_t limit[LEDGER_NKI
 
 			for (j = 0; j < LEDGER_NKINDS && at < sizeof(known); j++)
 				at += snprintf(known + at, sizeof(known) - at, "%s%s", j ? " " : "", kind_opt[j]);
-			pr_err("annotation %s: unknown (rdmactl.io/max-KIND, KIND one of: %s); the container does not "
-			       "start",
+			pr_err("annotation %s: unknown (rdmactl.io/max-KIND, KIND one of: %s; or rdmactl.io/budget); the "
+			       "container does not start",
 			       a->key, known);
 			return -EINVAL;
 		}
-		if (!strcmp(a->value, "unlimited") || !strcmp(a->value, "max"))
-			continue;
-		ret = k == LEDGER_MR_BYTES ? parse_size(a->value, LEDGER_UNLIMITED - 1, &limit[k])
-					   : parse_u64(a->value, 0, LEDGER_UNLIMITED - 1, &limit[k]);
-		if (ret) {
+		memset(&l, 0, sizeof(l));
+		l.set = 1u << k;
+		if (!strcmp(a->value, "unlimited") || !strcmp(a->value, "max")) {
+			l.v[k] = LEDGER_UNLIMITED;
+		} else if (k == LEDGER_MR_BYTES ? parse_size(a->value, LEDGER_UNLIMITED - 1, &l.v[k])
+						: parse_u64(a->value, 0, LEDGER_UNLIMITED - 1, &l.v[k])) {
 			pr_err("annotation %s: invalid value '%s' (%s); the container does not start", a->key, a->value,
 			       k == LEDGER_MR_BYTES ? "a size like 4096, 64K or 8G, or 'unlimited'"
 						    : "a whole number, or 'unlimited'");
 			return -EINVAL;
 		}
-		*any = true;
+		if (ask(pol, asked, &l, what))
+			return -EINVAL;
+	}
+	for (i = 0; i < oo.nlimit; i++) {
+		if (policy_limits_parse(oo.limit[i], &l, msg, sizeof(msg))) {
+			pr_err("--limit %s: %s; the container does not start", oo.limit[i], msg);
+			return -EINVAL;
+		}
+		snprintf(what, sizeof(what), "--limit %s", oo.limit[i]);
+		if (ask(pol, asked, &l, what))
+			return -EINVAL;
+	}
+	for (i = 0; i < oo.nbudget; i++) {
+		snprintf(what, sizeof(what), "--budget %s", oo.budget[i]);
+		if (ask_budget(pol, asked, oo.budget[i], what))
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -170,8 +263,13 @@ static int mkdirs(const char *path)
 	return 0;
 }
 
-/* The record of what createRuntime applied, for poststop (which has no pid): "cgroup DIR" and "KIND VALUE" lines. */
-static int save(const char *file, const char *dir, const uint64_t limit[LEDGER_NKINDS])
+/*
+ * The record of what createRuntime applied, for poststop (which has no pid) and for a later createRuntime
+ * hook of the same container (a second budget device): "cgroup DIR", "KIND VALUE" lines (applied) and
+ * "asked KIND VALUE" lines (what the container asked, before the policy's default and ceiling).
+ */
+static int save(const char *file, const char *dir, const uint64_t limit[LEDGER_NKINDS],
+		const struct policy_limits *asked)
 {
 	char tmp[PATH_MAX + 8];
 	FILE *f;
@@ -193,6 +291,9 @@ static int save(const char *file, const char *dir, const uint64_t limit[LEDGER_N
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		if (limit[k] != LEDGER_UNLIMITED)
 			fprintf(f, "%s %" PRIu64 "\n", ledger_kind_name(k), limit[k]);
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		if (policy_has(asked, k))
+			fprintf(f, "asked %s %" PRIu64 "\n", ledger_kind_name(k), asked->v[k]);
 	if (fclose(f) || rename(tmp, file)) {
 		ret = -errno;
 		pr_err("cannot write %s: %s", file, strerror(-ret));
@@ -202,16 +303,18 @@ static int save(const char *file, const char *dir, const uint64_t limit[LEDGER_N
 	return 0;
 }
 
-/* -ENOENT when createRuntime left no record (nothing was applied). */
-static int load(const char *file, char *dir, size_t dirlen, uint64_t limit[LEDGER_NKINDS])
+/* -ENOENT when createRuntime left no record (nothing was applied). asked may be NULL. */
+static int load(const char *file, char *dir, size_t dirlen, uint64_t limit[LEDGER_NKINDS], struct policy_limits *asked)
 {
-	char line[PATH_MAX + 16], name[32];
+	char line[PATH_MAX + 16], name[32], word[8];
 	uint64_t v;
 	FILE *f;
 	int k, ret = -EPROTO;
 
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		limit[k] = LEDGER_UNLIMITED;
+	if (asked)
+		memset(asked, 0, sizeof(*asked));
 	f = fopen(file, "re");
 	if (!f)
 		return -errno;
@@ -226,6 +329,14 @@ static int load(const char *file, char *dir, size_t dirlen, uint64_t limit[LEDGE
 			}
 			continue;
 		}
+		if (sscanf(line, "%7s %31s %" SCNu64, word, name, &v) == 3 && !strcmp(word, "asked")) {
+			k = policy_kind(name, strlen(name));
+			if (k >= 0 && asked) {
+				asked->v[k] = v;
+				asked->set |= 1u << k;
+			}
+			continue;
+		}
 		if (sscanf(line, "%31s %" SCNu64, name, &v) != 2)
 			continue;
 		k = match_word(name, ledger_kind_names, LEDGER_NKINDS);
@@ -236,9 +347,12 @@ static int load(const char *file, char *dir, size_t dirlen, uint64_t limit[LEDGE
 	return ret;
 }
 
-static int create_stage(const struct ocistate *st, const char *file, const uint64_t limit[LEDGER_NKINDS])
+static int create_stage(const struct ocistate *st, const char *file, const struct policy *pol,
+			struct policy_limits *asked)
 {
-	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], err[2048];
+	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], err[2048], before_dir[PATH_MAX];
+	uint64_t limit[LEDGER_NKINDS], before[LEDGER_NKINDS];
+	struct policy_limits before_asked;
 	int ret;
 
 	if (st->pid <= 0) {
@@ -252,18 +366,42 @@ static int create_stage(const struct ocistate *st, const char *file, const uint6
 		       strerror(-ret));
 		return EXIT_FAIL;
 	}
+	cgroup2_root(root, sizeof(root));
+	snprintf(dir, sizeof(dir), "%s%s", root, cg);
+	/* an earlier hook of this container (another budget device, hooks.d and CDI both): its requests count too */
+	ret = load(file, before_dir, sizeof(before_dir), before, &before_asked);
+	if (ret && ret != -ENOENT) {
+		pr_err("container %s: cannot read %s: %s", st->id, file, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	if (!ret) {
+		if (strcmp(before_dir, dir)) {
+			pr_err("container %s: an earlier hook limited cgroup %s, this one finds %s", st->id, before_dir,
+			       dir);
+			return EXIT_FAIL;
+		}
+		policy_limits_min(asked, &before_asked);
+	}
+	if (!policy_resolve(pol, asked, limit) && ret == -ENOENT)
+		return EXIT_OK; /* nothing asked, no default, no ceiling: the container is left alone */
 	if (!strcmp(cg, "/")) {
 		pr_err("the container's process %d is in the root cgroup, which takes no limits", (int)st->pid);
 		return EXIT_FAIL;
 	}
-	cgroup2_root(root, sizeof(root));
-	snprintf(dir, sizeof(dir), "%s%s", root, cg);
 	/* recorded first: a hook killed half way still leaves poststop what to take back */
-	if (save(file, dir, limit))
+	if (ret != -ENOENT) {
+		int k;
+
+		for (k = 0; k < LEDGER_NKINDS; k++)
+			if (limit[k] == LEDGER_UNLIMITED && before[k] != LEDGER_UNLIMITED)
+				limit[k] = before[k]; /* cannot happen (requests only add); kept so poststop unsets it */
+	}
+	if (save(file, dir, limit, asked))
 		return EXIT_FAIL;
 	if (cgquota_apply("/proc/self/exe", NULL, dir, limit, err, sizeof(err))) {
-		pr_err("container %s: %s; nothing of its rdmactl.io/ annotations was applied", st->id, err);
-		unlink(file);
+		pr_err("container %s: %s; nothing of its rdmactl limits was applied", st->id, err);
+		if (ret == -ENOENT)
+			unlink(file);
 		return EXIT_FAIL;
 	}
 	pr_debug("container %s: limits on %s", st->id, dir);
@@ -307,7 +445,7 @@ static int poststop_stage(const struct ocistate *st, const char *file)
 	struct stat sb;
 	int ret;
 
-	ret = load(file, dir, sizeof(dir), limit);
+	ret = load(file, dir, sizeof(dir), limit, NULL);
 	if (ret == -ENOENT)
 		return EXIT_OK; /* nothing was applied */
 	if (ret) {
@@ -350,14 +488,14 @@ static int poststop_stage(const struct ocistate *st, const char *file)
 int cmd_oci_hook(int argc, char **argv)
 {
 	static char buf[OCISTATE_MAX_INPUT + 1];
+	static struct policy pol;
+	struct policy_limits asked;
 	struct ocistate st;
-	uint64_t limit[LEDGER_NKINDS];
-	char err[256], file[PATH_MAX];
+	char err[768], file[PATH_MAX];
 	enum stage stage;
 	size_t len = 0;
 	ssize_t n;
-	bool any;
-	int idx;
+	int idx, ret;
 
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
 		return EXIT_USAGE;
@@ -377,8 +515,6 @@ int cmd_oci_hook(int argc, char **argv)
 		pr_err("cannot read the OCI state on stdin: %s (the runtime passes the container's state as JSON)", err);
 		return EXIT_FAIL;
 	}
-	if (read_annotations(&st, limit, &any))
-		return EXIT_FAIL;
 	stage = oo.stage;
 	if (stage == STAGE_AUTO) {
 		if (!strcmp(st.status, "stopped"))
@@ -391,12 +527,24 @@ int cmd_oci_hook(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (stage == STAGE_CREATE && !any)
-		return EXIT_OK; /* nothing asked: the container is left alone */
+	if (stage == STAGE_CREATE) {
+		/* the node's policy first: a policy that cannot be read fails closed (no container unlimited by it) */
+		ret = policy_load(oo.policy, &pol, err, sizeof(err));
+		if (ret == -ENOENT && !oo.policy && !getenv(POLICY_ENV))
+			memset(&pol, 0, sizeof(pol));
+		else if (ret) {
+			pr_err("cannot read the node policy: %s; the container does not start", err);
+			return EXIT_FAIL;
+		}
+		if (read_requests(&st, &pol, &asked))
+			return EXIT_FAIL;
+		if (!asked.set && !pol.has_default && !pol.ceiling.set)
+			return EXIT_OK; /* nothing asked, nothing the node gives or holds: left alone */
+	}
 	if (!id_ok(st.id)) {
 		pr_err("container id '%s' is empty or not made of [A-Za-z0-9_.-]", st.id);
 		return EXIT_FAIL;
 	}
 	snprintf(file, sizeof(file), "%s/%s", state_dir(), st.id);
-	return stage == STAGE_CREATE ? create_stage(&st, file, limit) : poststop_stage(&st, file);
+	return stage == STAGE_CREATE ? create_stage(&st, file, &pol, &asked) : poststop_stage(&st, file);
 }

@@ -15,7 +15,7 @@ setup() {
 
 @test "first word completes to the subcommands" {
 	run complete_words rdmactl ""
-	assert_output "$(printf '%s\n' export monitor oci-hook pingpong quota run top)"
+	assert_output "$(printf '%s\n' cdi export monitor oci-hook pingpong quota run top)"
 	run complete_words rdmactl p
 	assert_output "pingpong"
 	run complete_words rdmactl mo
@@ -34,6 +34,20 @@ setup() {
 	assert_output "$(printf '%s\n' createRuntime poststop prestart)"
 	run complete_words rdmactl oci --st
 	assert_output "--state-dir"
+	run complete_words rdmactl oci-hook --b
+	assert_output "--budget"
+	printf 'budget small qp=2\nbudget big qp=9\n' >"$BATS_TEST_TMPDIR/p"
+	RDMACTL_CONTAINERS_CONF=$BATS_TEST_TMPDIR/p run complete_words rdmactl oci-hook --budget ""
+	assert_output "$(printf '%s\n' big small)"
+}
+
+@test "cdi completes generate and list, then its options" {
+	run complete_words rdmactl cdi ""
+	assert_output "$(printf '%s\n' generate list)"
+	run complete_words rdmactl cdi generate ""
+	assert_output ""
+	run complete_words rdmactl cdi generate --o
+	assert_output "--output"
 }
 
 @test "global options complete before the subcommand" {

@@ -58,7 +58,7 @@ mk() {
 @test "check-bats: an unknown suite is an error, a filter that matches nothing fails" {
 	run --separate-stderr mk check-bats S=nosuch
 	assert_failure
-	[[ $stderr == "make check-bats: S=nosuch: no host suite tests/nosuch.bats (S=SUITE..., one of: cli "* ]]
+	[[ $stderr == "make check-bats: S=nosuch: no host suite tests/nosuch.bats (S=SUITE..., one of: cdi cli "* ]]
 	run --separate-stderr mk check-bats S=cli F='no test has this name'
 	assert_failure
 	[[ $stderr == *"host: no test ran"* ]]

@@ -76,10 +76,43 @@ state() { # id status pid annotations-json
 	[ -z "$stderr" ]
 }
 
-@test "the hooks.d file runs the hook at createRuntime and poststop for rdmactl.io/ annotations only" {
+@test "the hooks.d file runs the hook at createRuntime and poststop of every container (a node default needs it)" {
 	local j=$BUILD/oci-hooks/rdmactl.json
 	run -0 jq -e '.version == "1.0.0" and .hook.args == ["rdmactl", "oci-hook"] and
-		(.stages | sort) == ["createRuntime", "poststop"] and (.when.annotations | keys) == ["^rdmactl\\.io/"]' "$j"
+		(.stages | sort) == ["createRuntime", "poststop"] and .when == {"always": true}' "$j"
 	run -0 jq -r .hook.path "$j"
 	assert_output --regexp '^/.*/rdmactl$'
+}
+
+@test "oci-hook: a request above the node's ceiling stops the container, naming the request, the value and the ceiling" {
+	local p=$BATS_TEST_TMPDIR/containers.conf
+	printf 'default qp=3\nceiling qp=64 mr_bytes=8G\nbudget small qp=2\n' >"$p"
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state c5 creating $$ '{"rdmactl.io/max-qp":"65"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-qp=65 asks qp=65, above the node's ceiling qp=64 ($p); the container does not start"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state c5 creating $$ '{"rdmactl.io/max-mr-bytes":"unlimited"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-mr-bytes=unlimited asks mr_bytes=unlimited, above the node's ceiling mr_bytes=8589934592"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" --limit qp=100 <<<"$(state c5 creating $$ '{}')"
+	[[ $stderr == *"--limit qp=100 asks qp=100, above the node's ceiling qp=64"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state c5 creating $$ '{"rdmactl.io/budget":"huge"}')"
+	[[ $stderr == *"annotation rdmactl.io/budget=huge: no budget 'huge' in $p (its budgets: small)"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" --budget nope createRuntime <<<"$(state c5 creating $$ '{}')"
+	[[ $stderr == *"--budget nope: no budget 'nope'"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --limit 'qp=2,qp=3' <<<"$(state c5 creating $$ '{}')"
+	[[ $stderr == *"--limit qp=2,qp=3: qp given twice; the container does not start"* ]]
+	[ ! -e "$RDMACTL_OCI_STATE_DIR/c5" ]
+	[ ! -e "$RDMACTL_LEDGER" ]
+}
+
+@test "oci-hook: a node policy that cannot be read stops every container (fails closed); none at the default path is no policy" {
+	local p=$BATS_TEST_TMPDIR/containers.conf
+	printf 'default qp=3\nbudget 2x qp=1\n' >"$p"
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state c6 creating $$ '{}')"
+	[[ $stderr == *"cannot read the node policy: $p: line 2: budget name '2x'"*"the container does not start"* ]]
+	RDMACTL_CONTAINERS_CONF=$BATS_TEST_TMPDIR/missing run -1 --separate-stderr "$RDMACTL" oci-hook \
+		<<<"$(state c6 creating $$ '{}')"
+	[[ $stderr == *"cannot read the node policy: $BATS_TEST_TMPDIR/missing: No such file or directory"* ]]
+	# poststop needs no policy: it takes off what the record says
+	run -0 "$RDMACTL" oci-hook --policy "$BATS_TEST_TMPDIR/missing" poststop <<<"$(state c6 stopped '' '{}')"
+	[ ! -e "$RDMACTL_OCI_STATE_DIR" ]
+	[ ! -e "$RDMACTL_LEDGER" ]
 }

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # rdmactl oci-hook under real podman + runc in the lab: rdmactl.io/ annotations become limits on the
 # container's cgroup at createRuntime, the kernel enforces them, poststop takes them off, a bad annotation
-# stops the container, and a container without annotations is untouched.
+# stops the container, and a container without annotations is untouched. rdmactl cdi's specs under podman's
+# CDI (4.3.1): rdmactl.io/hca devices, rdmactl.io/budget devices; the node policy's default and ceiling.
+# podman keeps its storage here (--root, --runroot): the host's podman state cannot break the suite.
 
 load ../helper
 
@@ -10,8 +12,10 @@ KQ=$BUILD/lab-progs/kqverbs
 
 setup_file() {
 	require_lab
-	export ROOTFS=/tmp/oci-rootfs HOOKS=/tmp/oci-hooks.d
-	mkdir -p "$ROOTFS" "$HOOKS"
+	export ROOTFS=/tmp/oci-rootfs HOOKS=/tmp/oci-hooks.d STORE=/tmp/oci-storage RUNROOT=/run/oci-runroot
+	export CDI=/var/run/cdi POLICY=/etc/rdmactl/containers.conf
+	[ ! -e "$POLICY" ] || { echo "$POLICY exists in the lab: the suite makes its own" >&2; return 1; }
+	mkdir -p "$ROOTFS" "$HOOKS" "$STORE" "$RUNROOT"
 	mountpoint -q "$ROOTFS" || mount --rbind / "$ROOTFS"
 	# the shipped hooks.d file, pointing at this build's rdmactl
 	jq --arg p "$RDMACTL" '.hook.path = $p' "$BUILD/oci-hooks/rdmactl.json" >"$HOOKS/rdmactl.json"
@@ -22,6 +26,7 @@ setup_file() {
 
 teardown_file() {
 	umount -R "$ROOTFS" 2>/dev/null || true
+	rm -rf "$CDI" "$POLICY" "$STORE" "$RUNROOT"
 	[ -n "$OCI_LEDGER_BEFORE" ] || rm -f /dev/shm/rdmactl.ledger /dev/shm/rdmactl.ledger.usage
 }
 
@@ -32,14 +37,19 @@ setup() {
 
 teardown() {
 	local p
+	rm -f "$POLICY"
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 
-# podman as the lab runs it (DESIGN: cgroupfs, file events, vfs, no network), with the hooks.d above
+# podman as the lab runs it (DESIGN: cgroupfs, file events, vfs, no network), its own storage, the hooks.d
+# above; pod gives the container the uverbs device by path, podc leaves the devices to CDI
+podc() {
+	timeout 300 podman --root "$STORE" --runroot "$RUNROOT" --cgroup-manager=cgroupfs --events-backend=file \
+		--storage-driver=vfs --network-backend=cni --hooks-dir "$HOOKS" run --rm --network none "$@"
+}
 pod() {
-	timeout 300 podman --cgroup-manager=cgroupfs --events-backend=file --storage-driver=vfs --network-backend=cni \
-		--hooks-dir "$HOOKS" run --rm --network none --device /dev/infiniband/uverbs0 "$@"
+	podc --device /dev/infiniband/uverbs0 "$@"
 }
 
 # No cgroup scope in the ledger and nothing remembered by the hook.
@@ -89,6 +99,62 @@ assert_nothing_left() {
 		touch "$m"
 	assert_failure
 	assert_output --partial "annotation rdmactl.io/max-cq: invalid value 'lots'"
+	[ ! -e "$m" ]
+	assert_nothing_left
+}
+
+@test "CDI: rdmactl.io/hca=all alone gives a working uverbs device; rdmactl.io/budget=qp2 holds 2 QPs; two budget devices, the smaller" {
+	run -0 "$RDMACTL" cdi generate --output "$CDI" --budget qp2:qp=2 --budget qp3:qp=3,cq=8
+	run -0 "$TOP/tests/cdi-validate" "$CDI/rdmactl.io-hca.json" "$CDI/rdmactl.io-budget.json"
+	run -0 podc --device rdmactl.io/hca=all --rootfs "$ROOTFS" "$KQ" -k qp -n 4
+	assert_output --partial 'qp created=4 errno=0'
+	run -0 podc --device rdmactl.io/hca=rxe0 --rootfs "$ROOTFS" "$KQ" -k qp -n 1
+	assert_output --partial 'qp created=1 errno=0'
+	run podc --device rdmactl.io/hca=all --device rdmactl.io/budget=qp2 --rootfs "$ROOTFS" "$KQ" -k qp -n 4
+	assert_output --partial 'qp created=2 errno=EDQUOT'
+	assert_output --partial 'alive'
+	assert_nothing_left
+	# the hooks.d hook runs too (always): three requests, qp from the smaller device, cq from the other
+	run podc --device rdmactl.io/hca=all --device rdmactl.io/budget=qp3 --device rdmactl.io/budget=qp2 \
+		--rootfs "$ROOTFS" "$KQ" -k qp -n 4
+	assert_output --partial 'qp created=2 errno=EDQUOT'
+	run podc --device rdmactl.io/hca=all --device rdmactl.io/budget=qp2 --device rdmactl.io/budget=qp3 \
+		--rootfs "$ROOTFS" "$KQ" -k cq -n 10
+	assert_output --partial 'cq created=8 errno=EDQUOT'
+	assert_nothing_left
+	# without the hca device the container has no RDMA device at all
+	run podc --rootfs "$ROOTFS" "$KQ" -k qp -n 1
+	assert_failure
+	assert_nothing_left
+}
+
+@test "node policy: an unannotated container gets the default; an annotation or budget chooses up to the ceiling; above it the container does not start" {
+	local m=/tmp/oci-ran.$$
+	mkdir -p "${POLICY%/*}"
+	printf '# lab\ndefault qp=3\nceiling qp=5 cq=6\nbudget four qp=4\n' >"$POLICY"
+	run -0 "$RDMACTL" cdi generate --output "$CDI"
+	run -0 "$TOP/tests/cdi-validate" "$CDI/rdmactl.io-budget.json"
+	run pod --rootfs "$ROOTFS" "$KQ" -k qp -n 6
+	assert_output --partial 'qp created=3 errno=EDQUOT'
+	assert_nothing_left
+	# kinds without a default are held at their ceiling
+	run pod --rootfs "$ROOTFS" "$KQ" -k cq -n 8
+	assert_output --partial 'cq created=6 errno=EDQUOT'
+	run pod --annotation rdmactl.io/max-qp=5 --rootfs "$ROOTFS" "$KQ" -k qp -n 6
+	assert_output --partial 'qp created=5 errno=EDQUOT'
+	run pod --annotation rdmactl.io/budget=four --rootfs "$ROOTFS" "$KQ" -k qp -n 6
+	assert_output --partial 'qp created=4 errno=EDQUOT'
+	# the policy's budget as a CDI device: its hook reads the policy when the container starts
+	run podc --device rdmactl.io/hca=all --device rdmactl.io/budget=four --rootfs "$ROOTFS" "$KQ" -k qp -n 6
+	assert_output --partial 'qp created=4 errno=EDQUOT'
+	assert_nothing_left
+	run pod --annotation rdmactl.io/max-qp=6 --rootfs "$ROOTFS" touch "$m"
+	assert_failure
+	assert_output --partial "annotation rdmactl.io/max-qp=6 asks qp=6, above the node's ceiling qp=5 ($POLICY); the container does not start"
+	[ ! -e "$m" ]
+	run pod --annotation rdmactl.io/max-cq=unlimited --rootfs "$ROOTFS" touch "$m"
+	assert_failure
+	assert_output --partial "above the node's ceiling cq=6"
 	[ ! -e "$m" ]
 	assert_nothing_left
 }

@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# rdmactl cdi on the host, against a sysfs and /dev made for the test: the specs it writes validate against
+# the CDI schema podman 4.3 reads, name every uverbs device, and turn the node policy's budgets and --budget
+# into hook-only devices; list tells current from stale; bad budgets are refused. A real podman using the
+# specs is in tests/lab/oci.bats.
+
+load helper
+
+setup() {
+	S=$BATS_TEST_TMPDIR/sys D=$BATS_TEST_TMPDIR/dev O=$BATS_TEST_TMPDIR/cdi
+	mkdir -p "$S/class/infiniband_verbs/uverbs0" "$S/class/infiniband_verbs/uverbs1" "$D"
+	echo rxe0 >"$S/class/infiniband_verbs/uverbs0/ibdev"
+	echo mlx5_1 >"$S/class/infiniband_verbs/uverbs1/ibdev"
+	touch "$D/rdma_cm"
+	export RDMACTL_CONTAINERS_CONF=$BATS_TEST_TMPDIR/containers.conf
+	printf 'default qp=3\nceiling qp=64 mr_bytes=64G\nbudget small qp=2 cq=4\n' >"$RDMACTL_CONTAINERS_CONF"
+}
+
+cdi() {
+	"$RDMACTL" cdi "$@" --sysfs "$S" --dev "$D" -o "$O"
+}
+
+@test "cdi generate: an hca device per uverbs device and 'all', budget devices from the policy and --budget; both specs validate" {
+	run -0 --separate-stderr cdi generate --budget qp2:qp=2,mr-bytes=1G
+	assert_line "$O/rdmactl.io-hca.json: rdmactl.io/hca=all and 2 devices"
+	assert_line "$O/rdmactl.io-budget.json: 2 budgets"
+	run -0 "$TOP/tests/cdi-validate" "$O/rdmactl.io-hca.json" "$O/rdmactl.io-budget.json"
+	run -0 jq -c '[.cdiVersion, .kind, [.devices[] | [.name, [.containerEdits.deviceNodes[].path]]]]' \
+		"$O/rdmactl.io-hca.json"
+	assert_output "[\"0.3.0\",\"rdmactl.io/hca\",[[\"mlx5_1\",[\"$D/uverbs1\",\"$D/rdma_cm\"]],[\"rxe0\",[\"$D/uverbs0\",\"$D/rdma_cm\"]],[\"all\",[\"$D/uverbs1\",\"$D/uverbs0\",\"$D/rdma_cm\"]]]]"
+	# hooks only: the policy's budget by name (the hook reads the policy when the container starts), --budget's limits
+	run -0 jq -c '[.kind, [.devices[] | [.name, [.containerEdits.hooks[] | [.hookName, .path == $exe, .args]]]]]' \
+		--arg exe "$(readlink -f "$RDMACTL")" "$O/rdmactl.io-budget.json"
+	assert_output "[\"rdmactl.io/budget\",[[\"small\",[[\"createRuntime\",true,[\"rdmactl\",\"oci-hook\",\"--policy\",\"$RDMACTL_CONTAINERS_CONF\",\"--budget\",\"small\",\"createRuntime\"]],[\"poststop\",true,[\"rdmactl\",\"oci-hook\",\"--policy\",\"$RDMACTL_CONTAINERS_CONF\",\"--budget\",\"small\",\"poststop\"]]]],[\"qp2\",[[\"createRuntime\",true,[\"rdmactl\",\"oci-hook\",\"--policy\",\"$RDMACTL_CONTAINERS_CONF\",\"--limit\",\"qp=2,mr_bytes=1073741824\",\"createRuntime\"]],[\"poststop\",true,[\"rdmactl\",\"oci-hook\",\"--policy\",\"$RDMACTL_CONTAINERS_CONF\",\"--limit\",\"qp=2,mr_bytes=1073741824\",\"poststop\"]]]]]]"
+	[ "$(stat -c %a "$O/rdmactl.io-hca.json")" = 644 ]
+}
+
+@test "cdi list: the devices, and whether the specs on disk are current; -j" {
+	run -0 cdi generate
+	run -0 --separate-stderr cdi list
+	assert_line --regexp '^rdmactl.io/hca=rxe0 +.*/uverbs0 \(spec current\)$'
+	assert_line --regexp '^rdmactl.io/hca=all +every uverbs \(spec current\)$'
+	assert_line --regexp '^rdmactl.io/budget=small +policy budget small \(spec current\)$'
+	# the node changes: the policy has one more budget, a device is gone
+	echo 'budget big qp=64' >>"$RDMACTL_CONTAINERS_CONF"
+	rm -r "$S/class/infiniband_verbs/uverbs1"
+	run -0 --separate-stderr cdi list -j
+	run -0 jq -r '.devices[] | "\(.name) \(.spec)"' <<<"$output"
+	assert_output "$(printf '%s\n' 'rxe0 stale' 'all stale' 'small stale' 'big stale')"
+	run -0 cdi generate
+	run -0 --separate-stderr cdi list -j
+	[ "$(jq '[.devices[] | select(.spec != "current")] | length' <<<"$output")" = 0 ]
+	[ "$(jq -c .stale_files <<<"$output")" = '[]' ]
+	# a budget spec on disk, and no budgets now
+	: >"$RDMACTL_CONTAINERS_CONF"
+	run -0 --separate-stderr cdi list
+	assert_line "$O/rdmactl.io-budget.json: stale (no budgets now; run rdmactl cdi generate)"
+}
+
+@test "cdi generate: no RDMA devices means no hca spec (a stale one removed); no budgets, no budget spec" {
+	run -0 cdi generate
+	[ -e "$O/rdmactl.io-hca.json" ]
+	rm -r "$S/class/infiniband_verbs"
+	: >"$RDMACTL_CONTAINERS_CONF"
+	run -0 --separate-stderr cdi generate
+	[[ $stderr == *"no RDMA devices here"* ]]
+	[ ! -e "$O/rdmactl.io-hca.json" ]
+	[ ! -e "$O/rdmactl.io-budget.json" ]
+}
+
+@test "cdi: a bad --budget, a budget above the ceiling, a name twice, a bad policy or subcommand: refused, nothing written" {
+	local b
+	for b in 'qp2' ':qp=2' '2qp:qp=2' 'a b:qp=2' 'x:qpp=2' 'x:qp=-1' 'x:qp=2,qp=3' 'big:qp=65' 'small:qp=1'; do
+		run -2 --separate-stderr cdi generate --budget "$b"
+		[[ $stderr == *"--budget '$b'"* ]] || { echo "$b: $stderr" >&2; return 1; }
+	done
+	[[ $stderr == *"a budget small exists already ($RDMACTL_CONTAINERS_CONF)"* ]]
+	run -2 --separate-stderr cdi generate --budget 'big:qp=65'
+	[[ $stderr == *"above the node's ceiling"* ]]
+	echo 'budget x qp=100' >>"$RDMACTL_CONTAINERS_CONF"
+	run -1 --separate-stderr cdi generate
+	[[ $stderr == *"cannot read the node policy: $RDMACTL_CONTAINERS_CONF: budget x: qp is above the ceiling qp=64"* ]]
+	run -1 --separate-stderr "$RDMACTL" cdi generate --policy "$BATS_TEST_TMPDIR/none" -o "$O"
+	[[ $stderr == *"none: No such file or directory"* ]]
+	[ ! -e "$O" ]
+	run -2 --separate-stderr "$RDMACTL" cdi
+	[[ $stderr == *"missing command (generate or list)"* ]]
+	run -2 --separate-stderr "$RDMACTL" cdi frob
+	[[ $stderr == *"unknown command 'frob'"* ]]
+	run -2 --separate-stderr "$RDMACTL" cdi generate list
+	[[ $stderr == *"unexpected argument 'list'"* ]]
+	run -2 --separate-stderr "$RDMACTL" cdi generate --exe rdmactl
+	[[ $stderr == *"--exe rdmactl: an absolute path"* ]]
+}
+
+@test "cdi-validate itself refuses what the CDI schema and the spec's rules refuse" {
+	local f=$BATS_TEST_TMPDIR/bad.json
+	echo '{"cdiVersion":"0.3.0","kind":"rdmactl.io/budget","devices":[{"name":"a"}]}' >"$f"
+	run -1 "$TOP/tests/cdi-validate" "$f"
+	assert_output --partial "'containerEdits' is a required property"
+	echo '{"cdiVersion":"0.6.0","kind":"rdmactl.io/budget","devices":[{"name":"a","containerEdits":{"env":["A=1"]}}]}' >"$f"
+	run -1 "$TOP/tests/cdi-validate" "$f"
+	assert_output --partial "cdiVersion '0.6.0': not one podman 4.3 reads"
+	echo '{"cdiVersion":"0.3.0","kind":"x","devices":[{"name":"9a","containerEdits":{"hooks":[{"hookName":"boot","path":"rdmactl"}]}}]}' >"$f"
+	run -1 "$TOP/tests/cdi-validate" "$f"
+	assert_output --partial "kind 'x'"
+	assert_output --partial "device name '9a'"
+	assert_output --partial "hookName 'boot'"
+	assert_output --partial "hook path 'rdmactl' is not absolute"
+}
