@@ -287,9 +287,9 @@ struct scope_labels {
 
 static void scope_labels(const struct metrics_snap *s, const struct ledger_scope_stat *st, struct scope_labels *sl)
 {
-	static const struct metrics_cgroup_ids none;
+	static const struct cgroup_ids none;
 	const struct metrics_cgroup *cg = scope_cgroup(s, st);
-	const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+	const struct cgroup_ids *ids = cg ? &cg->ids : &none;
 
 	if (st->scope.type == LEDGER_SCOPE_PROCESS)
 		snprintf(sl->owner, sizeof(sl->owner), "%d", (int)st->scope.pid);
@@ -305,7 +305,7 @@ static void scope_labels(const struct metrics_snap *s, const struct ledger_scope
 
 static void quotas(const struct metrics_snap *s, const struct export_render_opts *o, struct prom_buf *b)
 {
-	static const struct metrics_cgroup_ids none;
+	static const struct cgroup_ids none;
 	size_t i;
 	int k, pass, sc;
 
@@ -357,7 +357,7 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 	for (i = 0; i < s->nscopes; i++) {
 		const struct ledger_scope_stat *st = &s->scopes[i];
 		const struct metrics_cgroup *cg = scope_cgroup(s, st);
-		const struct metrics_cgroup_ids *ids = cg ? &cg->ids : &none;
+		const struct cgroup_ids *ids = cg ? &cg->ids : &none;
 		struct prom_label l[] = { { "scope", ledger_scope_type_name(st->scope.type) },
 					  { "owner", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name },
 					  { "slurm_job_id", ids->slurm_job_id }, { "pod_uid", ids->pod_uid },

@@ -156,9 +156,22 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 	case LEDGER_SCOPE_JOB:
 		print_string(PRINT_ANY, "job", "job %s", st->scope.name);
 		break;
-	case LEDGER_SCOPE_CGROUP:
+	case LEDGER_SCOPE_CGROUP: {
+		struct cgroup_ids ids;
+
 		print_string(PRINT_ANY, "cgroup", "cgroup %s", st->scope.name);
+		/* a container's or a pod's cgroup: which (the runtimes' cgroupfs and systemd layouts) */
+		cgroup_ids(st->scope.name, &ids);
+		if (ids.pod_uid[0])
+			print_string(PRINT_ANY, "pod_uid", " (pod %s", ids.pod_uid);
+		if (ids.container_id[0]) {
+			print_string(PRINT_JSON, "container_id", NULL, ids.container_id);
+			print_text("%scontainer %.12s", ids.pod_uid[0] ? ", " : " (", ids.container_id);
+		}
+		if (ids.pod_uid[0] || ids.container_id[0])
+			print_text(")");
 		break;
+	}
 	default:
 		print_text("global");
 		break;

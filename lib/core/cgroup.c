@@ -92,3 +92,126 @@ bool cgroup_dir_by_id(const char *dir, uint64_t id, char *out, size_t len)
 {
 	return dir_by_id(dir, id, out, len, 0);
 }
+
+/* --- identities in cgroup paths: Slurm jobs, Kubernetes pods, containers ---------------------------- */
+
+static bool all_of(const char *s, size_t n, const char *set)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!s[i] || !strchr(set, s[i]))
+			return false;
+	return n > 0;
+}
+
+#define HEX "0123456789abcdefABCDEF"
+
+/* "pod<uid>" (cgroupfs) or "kubepods[-QOS]-pod<uid_>.slice" (systemd): the uid with '-', else false. */
+static bool pod_uid(const char *c, size_t n, char *out, size_t len)
+{
+	const char *p = NULL;
+	size_t i, k;
+
+	if (n > 3 && !strncmp(c, "pod", 3))
+		p = c + 3;
+	else if (n > 8 && !strncmp(c, "kubepods", 8))
+		for (i = 8; i + 4 < n && !p; i++)
+			if (!strncmp(c + i, "-pod", 4))
+				p = c + i + 4;
+	if (!p)
+		return false;
+	k = (size_t)(c + n - p);
+	if (k > 6 && !strncmp(p + k - 6, ".slice", 6))
+		k -= 6;
+	/* a UUID (36), or the 32 hex digits of a static pod's hash */
+	if (k < 32 || k > 36 || k >= len || !all_of(p, k, HEX "-_"))
+		return false;
+	for (i = 0; i < k; i++)
+		out[i] = p[i] == '_' ? '-' : p[i];
+	out[k] = '\0';
+	return true;
+}
+
+/* "<hex>" (cgroupfs) or "RUNTIME-<hex>.scope" (systemd; cri-containerd, crio, docker): the hex id. */
+static bool container_id(const char *c, size_t n, char *out, size_t len)
+{
+	const char *dash;
+	size_t k;
+
+	if (n > 6 && !strncmp(c + n - 6, ".scope", 6))
+		n -= 6;
+	if (memmem(c, n, "conmon", 6))
+		return false; /* CRI-O's monitor process, not the container */
+	dash = memrchr(c, '-', n);
+	if (dash) {
+		k = (size_t)(c + n - dash - 1);
+		c = dash + 1;
+	} else {
+		k = n;
+	}
+	if (k < 12 || k > 64 || k >= len || !all_of(c, k, HEX))
+		return false;
+	memcpy(out, c, k);
+	out[k] = '\0';
+	return true;
+}
+
+/* podman: "libpod-<hex>[.scope]" (not libpod-conmon-...), a container */
+static bool libpod_container(const char *c, size_t n, char *out, size_t len)
+{
+	if (n < 7 || strncmp(c, "libpod-", 7) || memmem(c, n, "conmon", 6))
+		return false;
+	return container_id(c + 7, n - 7, out, len);
+}
+
+/* podman's pod: "<64 hex>" (cgroupfs, under libpod_parent) or "machine-libpod_pod_<hex>.slice" (systemd) */
+static bool libpod_pod(const char *c, size_t n, char *out, size_t len)
+{
+	if (n > 19 && !strncmp(c, "machine-libpod_pod_", 19)) {
+		c += 19;
+		n -= 19;
+		if (n > 6 && !strncmp(c + n - 6, ".slice", 6))
+			n -= 6;
+	}
+	if (n != 64 || n >= len || !all_of(c, n, HEX))
+		return false;
+	memcpy(out, c, n);
+	out[n] = '\0';
+	return true;
+}
+
+void cgroup_ids(const char *path, struct cgroup_ids *ids)
+{
+	const char *c = path, *prev = NULL;
+	bool kube = false, pod = false, below_pod = false;
+	size_t n, prevn = 0;
+
+	memset(ids, 0, sizeof(*ids));
+	while (c && *c) {
+		while (*c == '/')
+			c++;
+		n = strcspn(c, "/");
+		if (!n)
+			break;
+		if (!ids->slurm_job_id[0] && n > 4 && n - 4 < sizeof(ids->slurm_job_id) && !strncmp(c, "job_", 4) &&
+		    all_of(c + 4, n - 4, "0123456789")) {
+			memcpy(ids->slurm_job_id, c + 4, n - 4);
+			ids->slurm_job_id[n - 4] = '\0';
+		}
+		if (n >= 8 && !strncmp(c, "kubepods", 8))
+			kube = true;
+		if (below_pod) {
+			container_id(c, n, ids->container_id, sizeof(ids->container_id));
+			below_pod = false;
+		} else if (kube && !pod && pod_uid(c, n, ids->pod_uid, sizeof(ids->pod_uid))) {
+			pod = below_pod = true;
+		} else if (!kube && !ids->container_id[0] &&
+			   libpod_container(c, n, ids->container_id, sizeof(ids->container_id)) && prev) {
+			libpod_pod(prev, prevn, ids->pod_uid, sizeof(ids->pod_uid));
+		}
+		prev = c;
+		prevn = n;
+		c += n;
+	}
+}

@@ -27,4 +27,19 @@ int cgroup_resolve(const char *arg, char *root, size_t rootlen, char *dir, size_
  */
 bool cgroup_dir_by_id(const char *dir, uint64_t id, char *out, size_t len);
 
+/* Identities a cgroup path carries ("" when it carries none). */
+struct cgroup_ids {
+	char slurm_job_id[24];	/* ".../job_1234/..." (Slurm's cgroup plugins, v1 and v2) */
+	/* Kubernetes ".../kubepods.../pod<uid>/..." or "...-pod<uid_with_underscores>.slice"; podman's pod id */
+	char pod_uid[72];
+	/* below the pod: "<hex>", "cri-containerd-<hex>.scope", "crio-<hex>.scope"; podman's "libpod-<hex>" */
+	char container_id[72];
+};
+
+/*
+ * Fill ids from a cgroup path ("/a/b"), for the cgroupfs and systemd layouts of containerd, CRI-O, Docker
+ * (under Kubernetes) and podman (with or without a pod); never fails (unknown shapes give empty ids).
+ */
+void cgroup_ids(const char *path, struct cgroup_ids *ids);
+
 #endif

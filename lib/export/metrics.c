@@ -30,100 +30,6 @@ const char *metrics_scope_name(int scope)
 	return ledger_scope_type_name((enum ledger_scope_type)scope);
 }
 
-/* --- identities in cgroup paths ------------------------------------------------------------------- */
-
-static bool all_of(const char *s, size_t n, const char *set)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!s[i] || !strchr(set, s[i]))
-			return false;
-	return n > 0;
-}
-
-#define HEX "0123456789abcdefABCDEF"
-
-/* "pod<uid>" (cgroupfs) or "kubepods[-QOS]-pod<uid_>.slice" (systemd): the uid with '-', else false. */
-static bool pod_uid(const char *c, size_t n, char *out, size_t len)
-{
-	const char *p = NULL;
-	size_t i, k;
-
-	if (n > 3 && !strncmp(c, "pod", 3))
-		p = c + 3;
-	else if (n > 8 && !strncmp(c, "kubepods", 8))
-		for (i = 8; i + 4 < n && !p; i++)
-			if (!strncmp(c + i, "-pod", 4))
-				p = c + i + 4;
-	if (!p)
-		return false;
-	k = (size_t)(c + n - p);
-	if (k > 6 && !strncmp(p + k - 6, ".slice", 6))
-		k -= 6;
-	/* a UUID (36), or the 32 hex digits of a static pod's hash */
-	if (k < 32 || k > 36 || k >= len || !all_of(p, k, HEX "-_"))
-		return false;
-	for (i = 0; i < k; i++)
-		out[i] = p[i] == '_' ? '-' : p[i];
-	out[k] = '\0';
-	return true;
-}
-
-/* "<hex>" (cgroupfs) or "RUNTIME-<hex>.scope" (systemd; cri-containerd, crio, docker): the hex id. */
-static bool container_id(const char *c, size_t n, char *out, size_t len)
-{
-	const char *dash;
-	size_t k;
-
-	if (n > 6 && !strncmp(c + n - 6, ".scope", 6))
-		n -= 6;
-	if (memmem(c, n, "conmon", 6))
-		return false; /* CRI-O's monitor process, not the container */
-	dash = memrchr(c, '-', n);
-	if (dash) {
-		k = (size_t)(c + n - dash - 1);
-		c = dash + 1;
-	} else {
-		k = n;
-	}
-	if (k < 12 || k > 64 || k >= len || !all_of(c, k, HEX))
-		return false;
-	memcpy(out, c, k);
-	out[k] = '\0';
-	return true;
-}
-
-void metrics_cgroup_ids(const char *path, struct metrics_cgroup_ids *ids)
-{
-	const char *c = path;
-	bool kube = false, pod = false, below_pod = false;
-	size_t n;
-
-	memset(ids, 0, sizeof(*ids));
-	while (c && *c) {
-		while (*c == '/')
-			c++;
-		n = strcspn(c, "/");
-		if (!n)
-			break;
-		if (!ids->slurm_job_id[0] && n > 4 && n - 4 < sizeof(ids->slurm_job_id) && !strncmp(c, "job_", 4) &&
-		    all_of(c + 4, n - 4, "0123456789")) {
-			memcpy(ids->slurm_job_id, c + 4, n - 4);
-			ids->slurm_job_id[n - 4] = '\0';
-		}
-		if (n >= 8 && !strncmp(c, "kubepods", 8))
-			kube = true;
-		if (below_pod) {
-			container_id(c, n, ids->container_id, sizeof(ids->container_id));
-			below_pod = false;
-		} else if (kube && !pod && pod_uid(c, n, ids->pod_uid, sizeof(ids->pod_uid))) {
-			pod = below_pod = true;
-		}
-		c += n;
-	}
-}
-
 /* --- small maps: pid -> index, path -> index ------------------------------------------------------ */
 
 struct imap {
@@ -398,7 +304,7 @@ static size_t cgroup_of(struct gather *g, const char *path)
 	if (!c)
 		return SIZE_MAX;
 	snprintf(c->path, sizeof(c->path), "%s", path);
-	metrics_cgroup_ids(path, &c->ids);
+	cgroup_ids(path, &c->ids);
 	if (g->cap_pos < s->ncgroups) {
 		size_t cap = g->cap_pos ? 2 * g->cap_pos : 64;
 		size_t *p = realloc(g->cg_pos, cap * sizeof(*p));

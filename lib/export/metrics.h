@@ -33,19 +33,10 @@
 
 #include "monitor/bpfmon.h"
 #include "kq/kq.h"
+#include "core/cgroup.h"
 #include "ledger/ledger.h"
 #include "kq/rdmacg.h"
 #include "top/top.h"
-
-/* Identities a cgroup path carries ("" when it carries none). */
-struct metrics_cgroup_ids {
-	char slurm_job_id[24];	/* ".../job_1234/..." (Slurm's cgroup plugins, v1 and v2) */
-	char pod_uid[40];	/* ".../kubepods.../pod<uid>/..." or "...-pod<uid_with_underscores>.slice" */
-	char container_id[72];	/* the component below the pod: "<hex>", "cri-containerd-<hex>.scope"... */
-};
-
-/* Fill ids from a cgroup path ("/a/b"); never fails (unknown shapes give empty ids). */
-void metrics_cgroup_ids(const char *path, struct metrics_cgroup_ids *ids);
 
 enum metrics_source {
 	METRICS_SRC_NETLINK,
@@ -71,7 +62,7 @@ struct metrics_opts {
 /* A cgroup that holds RDMA objects, has a ledger entry, or has rdma cgroup files worth reporting. */
 struct metrics_cgroup {
 	char path[LEDGER_CGROUP_MAX];	/* "/a/b" relative to the cgroup2 root; "" when unknown */
-	struct metrics_cgroup_ids ids;
+	struct cgroup_ids ids;
 	unsigned int nprocs;		/* processes holding objects in it */
 	unsigned int nmanaged;		/* of these, attached to the ledger */
 };

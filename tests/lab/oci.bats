@@ -74,7 +74,7 @@ assert_nothing_left() {
 }
 
 @test "while the container runs its cgroup holds the limits (ledger and kernel); after it exits they are gone" {
-	local out=$BATS_TEST_TMPDIR/out hold=/tmp/oci-hold.$$ cg
+	local out=$BATS_TEST_TMPDIR/out hold=/tmp/oci-hold.$$ cg id
 	pod --annotation rdmactl.io/max-qp=3 --annotation rdmactl.io/max-mr-bytes=8G --rootfs "$ROOTFS" \
 		"$KQ" -k qp -n 1 -H "$hold" >"$out" 2>&1 3>&- &
 	PIDS+=($!)
@@ -87,6 +87,13 @@ assert_nothing_left() {
 		<<<"$output")" = $((8 << 30)) ]
 	[ "$(jq --arg c "$cg" '.scopes[] | select(.scope == "cgroup" and .cgroup == $c) | .kinds.qp.kernel_limit' \
 		<<<"$output")" = 3 ]
+	# quota show names the container: podman's own id for it
+	id=$(podman --root "$STORE" --runroot "$RUNROOT" --storage-driver=vfs ps --no-trunc --format '{{.ID}}')
+	[ -n "$id" ]
+	[ "$(jq -r --arg c "$cg" '.scopes[] | select(.scope == "cgroup" and .cgroup == $c) | .container_id' \
+		<<<"$output")" = "$id" ]
+	run -0 "$RDMACTL" quota show
+	assert_output --partial "cgroup $cg (container ${id:0:12}): "
 	touch "$hold"
 	wait "${PIDS[-1]}"
 	assert_nothing_left

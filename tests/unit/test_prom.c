@@ -117,6 +117,22 @@ static void test_cgroup_ids(void)
 		/* a static pod: its uid is a 32-digit hash */
 		{ "/kubepods/burstable/pod0123456789abcdef0123456789abcdef/fedcba9876543210", "",
 		  "0123456789abcdef0123456789abcdef", "fedcba9876543210" },
+		/* podman, cgroupfs: a container alone, a container of a pod (with an infra container) */
+		{ "/libpod_parent/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", "",
+		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
+		{ "/libpod_parent/fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210/"
+		  "libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		  "", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
+		{ "/libpod_parent/libpod-conmon-0123456789abcdef", "", "", "" },
+		/* podman, systemd: a container's scope (and its nested cgroup), a pod's slice */
+		{ "/machine.slice/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope/container",
+		  "", "", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
+		{ "/machine.slice/machine-libpod_pod_fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.slice/"
+		  "libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope",
+		  "", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
+		{ "/machine.slice/libpod-xyz.scope", "", "", "" },
 		/* not under kubepods: no pod, even with a pod-like name */
 		{ "/user.slice/pod0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b/0123456789abcdef", "", "", "" },
 		/* a pod-like name that is not a uid */
@@ -128,14 +144,14 @@ static void test_cgroup_ids(void)
 		{ "", "", "", "" },
 		{ "///job_3///", "3", "", "" },
 	};
-	struct metrics_cgroup_ids ids;
+	struct cgroup_ids ids;
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct ids_case *c = &cases[i];
 
 		memset(&ids, 'x', sizeof(ids));
-		metrics_cgroup_ids(c->path, &ids);
+		cgroup_ids(c->path, &ids);
 		CHECK(!strcmp(ids.slurm_job_id, c->job) && !strcmp(ids.pod_uid, c->pod) &&
 			      !strcmp(ids.container_id, c->container),
 		      "%s: job '%s' pod '%s' container '%s'", c->path, ids.slurm_job_id, ids.pod_uid, ids.container_id);
