@@ -15,8 +15,9 @@ pkgs=(
 	debhelper dpkg-dev fakeroot lintian systemd python3
 	# the engines of the Slurm plugin and the OCI hook (slurm.bats, oci.bats)
 	slurm-wlm libslurm-dev podman runc
-	# the CDI spec's JSON schema (the version podman 4.3 reads) and a validator for it (tests/cdi.bats)
-	golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema
+	# the CDI spec's JSON schema (the version podman 4.3 reads) and a validator for it (tests/cdi.bats); YAML for
+	# the Kubernetes files of dist/ (tests/k8s-dist.bats)
+	golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema python3-yaml
 	# the lab
 	qemu-system-x86 busybox-static cpio kmod file xz-utils
 )
