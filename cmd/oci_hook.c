@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@
 enum stage { STAGE_AUTO, STAGE_CREATE, STAGE_POSTSTOP };
 
 #define OCI_MAX_ARGS 16
+#define OCI_MAX_MEMBERS 64 /* containers of one pod with a pod budget */
+#define OCI_ANN_SCOPE OCISTATE_PREFIX "scope"
 
 static struct {
 	enum stage stage;
@@ -160,21 +163,42 @@ static int ask_budget(const struct policy *pol, struct policy_limits *asked, con
 	return ask(pol, asked, &b->lim, what);
 }
 
-/* Every request of the annotations and the hook's arguments checked before anything is applied. */
-static int read_requests(const struct ocistate *st, const struct policy *pol, struct policy_limits *asked)
+/*
+ * Every request of the annotations and the hook's arguments checked before anything is applied. With
+ * rdmactl.io/scope=pod the annotations' requests are the pod's (pod_asked, *pod set), shared by the
+ * containers of the pod that say so; the hook's arguments (a CDI budget device) are the container's own.
+ */
+static int read_requests(const struct ocistate *st, const struct policy *pol, struct policy_limits *asked,
+			 struct policy_limits *pod_asked, bool *pod)
 {
 	char what[OCISTATE_ANN_KEY_MAX + OCISTATE_ANN_VAL_MAX + 32], msg[256];
-	struct policy_limits l;
+	struct policy_limits l, *ann_asked = asked;
 	unsigned int i;
 	int k;
 
 	memset(asked, 0, sizeof(*asked));
+	memset(pod_asked, 0, sizeof(*pod_asked));
+	*pod = false;
+	for (i = 0; i < st->nann; i++) {
+		if (strcmp(st->ann[i].key, OCI_ANN_SCOPE))
+			continue;
+		if (!strcmp(st->ann[i].value, "pod")) {
+			*pod = true;
+			ann_asked = pod_asked;
+		} else if (strcmp(st->ann[i].value, "container")) {
+			pr_err("annotation %s=%s: the scope is 'pod' (one budget for the pod's containers) or "
+			       "'container'; the container does not start", st->ann[i].key, st->ann[i].value);
+			return -EINVAL;
+		}
+	}
 	for (i = 0; i < st->nann; i++) {
 		const struct ocistate_ann *a = &st->ann[i];
 
 		snprintf(what, sizeof(what), "annotation %s=%s", a->key, a->value);
+		if (!strcmp(a->key, OCI_ANN_SCOPE))
+			continue;
 		if (!strcmp(a->key, OCI_ANN_BUDGET)) {
-			if (ask_budget(pol, asked, a->value, what))
+			if (ask_budget(pol, ann_asked, a->value, what))
 				return -EINVAL;
 			continue;
 		}
@@ -186,7 +210,7 @@ static int read_requests(const struct ocistate *st, const struct policy *pol, st
 
 			for (j = 0; j < LEDGER_NKINDS && at < sizeof(known); j++)
 				at += snprintf(known + at, sizeof(known) - at, "%s%s", j ? " " : "", kind_opt[j]);
-			pr_err("annotation %s: unknown (rdmactl.io/max-KIND, KIND one of: %s; or rdmactl.io/budget); the "
+			pr_err("annotation %s: unknown (rdmactl.io/max-KIND, KIND one of: %s; rdmactl.io/budget, rdmactl.io/scope); the "
 			       "container does not start",
 			       a->key, known);
 			return -EINVAL;
@@ -202,8 +226,13 @@ static int read_requests(const struct ocistate *st, const struct policy *pol, st
 						    : "a whole number, or 'unlimited'");
 			return -EINVAL;
 		}
-		if (ask(pol, asked, &l, what))
+		if (ask(pol, ann_asked, &l, what))
 			return -EINVAL;
+	}
+	if (*pod && !pod_asked->set) {
+		pr_err("annotation %s=pod without a budget for the pod (rdmactl.io/max-KIND or rdmactl.io/budget); the "
+		       "container does not start", OCI_ANN_SCOPE);
+		return -EINVAL;
 	}
 	for (i = 0; i < oo.nlimit; i++) {
 		if (policy_limits_parse(oo.limit[i], &l, msg, sizeof(msg))) {
@@ -264,14 +293,24 @@ static int mkdirs(const char *path)
 }
 
 /*
- * The record of what createRuntime applied, for poststop (which has no pid) and for a later createRuntime
- * hook of the same container (a second budget device): "cgroup DIR", "KIND VALUE" lines (applied) and
- * "asked KIND VALUE" lines (what the container asked, before the policy's default and ceiling).
+ * A record: of a container, what createRuntime applied, for poststop (which has no pid) and for a later
+ * createRuntime hook of the same container (a second budget device); of a pod (scope=pod), the pod's
+ * budget and its members. Lines: "cgroup DIR", "KIND VALUE" (applied), "asked KIND VALUE" (what was asked,
+ * before the policy's default and ceiling), "pod ID" (the pod a container joined), "member ID" (a pod's).
  */
-static int save(const char *file, const char *dir, const uint64_t limit[LEDGER_NKINDS],
-		const struct policy_limits *asked)
+struct record {
+	char dir[PATH_MAX];
+	uint64_t limit[LEDGER_NKINDS];
+	struct policy_limits asked;
+	char pod[OCISTATE_ANN_VAL_MAX + 8];
+	unsigned int nmembers;
+	char member[OCI_MAX_MEMBERS][OCISTATE_ID_MAX];
+};
+
+static int save(const char *file, const struct record *r)
 {
 	char tmp[PATH_MAX + 8];
+	unsigned int i;
 	FILE *f;
 	int k, ret;
 
@@ -287,13 +326,17 @@ static int save(const char *file, const char *dir, const uint64_t limit[LEDGER_N
 		pr_err("cannot write %s: %s", tmp, strerror(-ret));
 		return ret;
 	}
-	fprintf(f, "cgroup %s\n", dir);
+	fprintf(f, "cgroup %s\n", r->dir);
 	for (k = 0; k < LEDGER_NKINDS; k++)
-		if (limit[k] != LEDGER_UNLIMITED)
-			fprintf(f, "%s %" PRIu64 "\n", ledger_kind_name(k), limit[k]);
+		if (r->limit[k] != LEDGER_UNLIMITED)
+			fprintf(f, "%s %" PRIu64 "\n", ledger_kind_name(k), r->limit[k]);
 	for (k = 0; k < LEDGER_NKINDS; k++)
-		if (policy_has(asked, k))
-			fprintf(f, "asked %s %" PRIu64 "\n", ledger_kind_name(k), asked->v[k]);
+		if (policy_has(&r->asked, k))
+			fprintf(f, "asked %s %" PRIu64 "\n", ledger_kind_name(k), r->asked.v[k]);
+	if (r->pod[0])
+		fprintf(f, "pod %s\n", r->pod);
+	for (i = 0; i < r->nmembers; i++)
+		fprintf(f, "member %s\n", r->member[i]);
 	if (fclose(f) || rename(tmp, file)) {
 		ret = -errno;
 		pr_err("cannot write %s: %s", file, strerror(-ret));
@@ -303,37 +346,43 @@ static int save(const char *file, const char *dir, const uint64_t limit[LEDGER_N
 	return 0;
 }
 
-/* -ENOENT when createRuntime left no record (nothing was applied). asked may be NULL. */
-static int load(const char *file, char *dir, size_t dirlen, uint64_t limit[LEDGER_NKINDS], struct policy_limits *asked)
+/* -ENOENT when there is no record (nothing was applied); -EPROTO when it names no cgroup. */
+static int load(const char *file, struct record *r)
 {
 	char line[PATH_MAX + 16], name[32], word[8];
 	uint64_t v;
 	FILE *f;
 	int k, ret = -EPROTO;
 
+	memset(r, 0, sizeof(*r));
 	for (k = 0; k < LEDGER_NKINDS; k++)
-		limit[k] = LEDGER_UNLIMITED;
-	if (asked)
-		memset(asked, 0, sizeof(*asked));
+		r->limit[k] = LEDGER_UNLIMITED;
 	f = fopen(file, "re");
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
 		if (!strncmp(line, "cgroup /", 8)) {
-			size_t l = strlen(line + 7);
-
-			if (l < dirlen) {
-				memcpy(dir, line + 7, l + 1);
+			if (strlen(line + 7) < sizeof(r->dir)) {
+				copy_str(r->dir, line + 7, sizeof(r->dir));
 				ret = 0;
 			}
 			continue;
 		}
+		if (!strncmp(line, "pod ", 4)) {
+			copy_str(r->pod, line + 4, sizeof(r->pod));
+			continue;
+		}
+		if (!strncmp(line, "member ", 7)) {
+			if (r->nmembers < OCI_MAX_MEMBERS && id_ok(line + 7))
+				copy_str(r->member[r->nmembers++], line + 7, OCISTATE_ID_MAX);
+			continue;
+		}
 		if (sscanf(line, "%7s %31s %" SCNu64, word, name, &v) == 3 && !strcmp(word, "asked")) {
 			k = policy_kind(name, strlen(name));
-			if (k >= 0 && asked) {
-				asked->v[k] = v;
-				asked->set |= 1u << k;
+			if (k >= 0) {
+				r->asked.v[k] = v;
+				r->asked.set |= 1u << k;
 			}
 			continue;
 		}
@@ -341,19 +390,119 @@ static int load(const char *file, char *dir, size_t dirlen, uint64_t limit[LEDGE
 			continue;
 		k = match_word(name, ledger_kind_names, LEDGER_NKINDS);
 		if (k >= 0 && !strcmp(ledger_kind_names[k], name))
-			limit[k] = v;
+			r->limit[k] = v;
 	}
 	fclose(f);
 	return ret;
 }
 
-static int create_stage(const struct ocistate *st, const char *file, const struct policy *pol,
-			struct policy_limits *asked)
+/*
+ * Pod records are read and written under one lock, the state directory's (flock): a container joining a pod
+ * while another leaves it sees the other's change, and the last one out removes exactly the pod's limits.
+ */
+static int lock_state(void)
 {
-	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], err[2048], before_dir[PATH_MAX];
-	uint64_t limit[LEDGER_NKINDS], before[LEDGER_NKINDS];
-	struct policy_limits before_asked;
-	int ret;
+	int fd, ret = mkdirs(state_dir());
+
+	if (ret) {
+		pr_err("cannot create %s: %s", state_dir(), strerror(-ret));
+		return ret;
+	}
+	fd = open(state_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		ret = -errno;
+		pr_err("cannot lock %s: %s", state_dir(), strerror(-ret));
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	return fd; /* closing it unlocks */
+}
+
+/* The pod cgroup of a container's cgroup dir (root: the cgroup2 mount): its parent, when that is a pod's. */
+static int pod_of(const char *root, const char *dir, char *pod_dir, size_t len, char *pod, size_t podlen)
+{
+	struct cgroup_ids me, parent;
+	const char *slash = strrchr(dir, '/');
+
+	cgroup_ids(dir + strlen(root), &me);
+	if (!slash || !me.pod_uid[0] || !me.container_id[0] || (size_t)(slash - dir) >= len)
+		return -ENOENT;
+	memcpy(pod_dir, dir, slash - dir);
+	pod_dir[slash - dir] = '\0';
+	/* Kubernetes' pod cgroups name their pod alone; podman's is named by the pod id its container carries */
+	cgroup_ids(pod_dir + strlen(root), &parent);
+	if (parent.container_id[0] || (strcmp(parent.pod_uid, me.pod_uid) && !strstr(strrchr(pod_dir, '/'), me.pod_uid)))
+		return -ENOENT;
+	copy_str(pod, me.pod_uid, podlen);
+	return 0;
+}
+
+/* The container id joins the pod's budget: recorded, then the pod's limits (the smaller per kind) applied. */
+static int pod_join(const struct ocistate *st, const char *pod, const char *pod_dir, const struct policy_limits *l)
+{
+	static struct record r;
+	char file[PATH_MAX], err[2048];
+	unsigned int i;
+	int fd, ret, k;
+	bool fresh;
+
+	snprintf(file, sizeof(file), "%s/pod-%s", state_dir(), pod);
+	fd = lock_state();
+	if (fd < 0)
+		return EXIT_FAIL;
+	ret = load(file, &r);
+	fresh = ret == -ENOENT;
+	if (ret && !fresh) {
+		pr_err("container %s: cannot read %s: %s", st->id, file, strerror(-ret));
+		goto fail;
+	}
+	if (fresh)
+		copy_str(r.dir, pod_dir, sizeof(r.dir));
+	else if (strcmp(r.dir, pod_dir)) {
+		pr_err("container %s: pod %s was limited on cgroup %s, this container's pod is %s", st->id, pod, r.dir,
+		       pod_dir);
+		goto fail;
+	}
+	policy_limits_min(&r.asked, l);
+	for (k = 0; k < LEDGER_NKINDS; k++)
+		r.limit[k] = policy_has(&r.asked, k) ? r.asked.v[k] : LEDGER_UNLIMITED;
+	for (i = 0; i < r.nmembers && strcmp(r.member[i], st->id); i++)
+		;
+	if (i == r.nmembers) {
+		if (r.nmembers >= OCI_MAX_MEMBERS) {
+			pr_err("container %s: pod %s has %d containers with a pod budget already", st->id, pod,
+			       OCI_MAX_MEMBERS);
+			goto fail;
+		}
+		copy_str(r.member[r.nmembers++], st->id, OCISTATE_ID_MAX);
+	}
+	if (save(file, &r))
+		goto fail;
+	if (cgquota_apply("/proc/self/exe", NULL, pod_dir, r.limit, err, sizeof(err))) {
+		pr_err("container %s: pod %s: %s; the container does not start", st->id, pod, err);
+		r.nmembers--;
+		if (!r.nmembers)
+			unlink(file);
+		else
+			save(file, &r);
+		goto fail;
+	}
+	pr_debug("container %s: pod %s's budget on %s (%u containers)", st->id, pod, pod_dir, r.nmembers);
+	close(fd);
+	return EXIT_OK;
+fail:
+	close(fd);
+	return EXIT_FAIL;
+}
+
+static int create_stage(const struct ocistate *st, const char *file, const struct policy *pol,
+			struct policy_limits *asked, const struct policy_limits *pod_asked)
+{
+	static struct record r, before;
+	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], err[2048], pod_dir[PATH_MAX], pod[80];
+	bool any;
+	int ret, k;
 
 	if (st->pid <= 0) {
 		pr_err("the state has no pid: createRuntime or prestart runs the hook with the container's pid (is the "
@@ -368,40 +517,56 @@ static int create_stage(const struct ocistate *st, const char *file, const struc
 	}
 	cgroup2_root(root, sizeof(root));
 	snprintf(dir, sizeof(dir), "%s%s", root, cg);
+	if (pod_asked && pod_of(root, dir, pod_dir, sizeof(pod_dir), pod, sizeof(pod))) {
+		pr_err("container %s: rdmactl.io/scope=pod, but its cgroup %s is not inside a pod's cgroup (podman "
+		       "pods without an infra container put their containers beside all others); the container does "
+		       "not start", st->id, cg);
+		return EXIT_FAIL;
+	}
 	/* an earlier hook of this container (another budget device, hooks.d and CDI both): its requests count too */
-	ret = load(file, before_dir, sizeof(before_dir), before, &before_asked);
+	ret = load(file, &before);
 	if (ret && ret != -ENOENT) {
 		pr_err("container %s: cannot read %s: %s", st->id, file, strerror(-ret));
 		return EXIT_FAIL;
 	}
 	if (!ret) {
-		if (strcmp(before_dir, dir)) {
-			pr_err("container %s: an earlier hook limited cgroup %s, this one finds %s", st->id, before_dir,
+		if (strcmp(before.dir, dir)) {
+			pr_err("container %s: an earlier hook limited cgroup %s, this one finds %s", st->id, before.dir,
 			       dir);
 			return EXIT_FAIL;
 		}
-		policy_limits_min(asked, &before_asked);
+		policy_limits_min(asked, &before.asked);
 	}
-	if (!policy_resolve(pol, asked, limit) && ret == -ENOENT)
+	memset(&r, 0, sizeof(r));
+	any = policy_resolve(pol, asked, r.limit);
+	if (!any && ret == -ENOENT && !pod_asked)
 		return EXIT_OK; /* nothing asked, no default, no ceiling: the container is left alone */
 	if (!strcmp(cg, "/")) {
 		pr_err("the container's process %d is in the root cgroup, which takes no limits", (int)st->pid);
 		return EXIT_FAIL;
 	}
-	/* recorded first: a hook killed half way still leaves poststop what to take back */
+	copy_str(r.dir, dir, sizeof(r.dir));
+	r.asked = *asked;
 	if (ret != -ENOENT) {
-		int k;
-
 		for (k = 0; k < LEDGER_NKINDS; k++)
-			if (limit[k] == LEDGER_UNLIMITED && before[k] != LEDGER_UNLIMITED)
-				limit[k] = before[k]; /* cannot happen (requests only add); kept so poststop unsets it */
+			if (r.limit[k] == LEDGER_UNLIMITED && before.limit[k] != LEDGER_UNLIMITED)
+				r.limit[k] = before.limit[k]; /* cannot happen (requests only add); kept for poststop */
+		copy_str(r.pod, before.pod, sizeof(r.pod));
 	}
-	if (save(file, dir, limit, asked))
+	if (pod_asked)
+		copy_str(r.pod, pod, sizeof(r.pod));
+	/* recorded first: a hook killed half way still leaves poststop what to take back */
+	if (save(file, &r))
 		return EXIT_FAIL;
-	if (cgquota_apply("/proc/self/exe", NULL, dir, limit, err, sizeof(err))) {
+	if (cgquota_apply("/proc/self/exe", NULL, dir, r.limit, err, sizeof(err))) {
 		pr_err("container %s: %s; nothing of its rdmactl limits was applied", st->id, err);
 		if (ret == -ENOENT)
 			unlink(file);
+		return EXIT_FAIL;
+	}
+	if (pod_asked && pod_join(st, pod, pod_dir, pod_asked)) {
+		cgquota_remove("/proc/self/exe", NULL, dir, r.limit, err, sizeof(err));
+		unlink(file);
 		return EXIT_FAIL;
 	}
 	pr_debug("container %s: limits on %s", st->id, dir);
@@ -437,15 +602,86 @@ static int forget_cgroup(const char *dir, const uint64_t limit[LEDGER_NKINDS])
 	return ret;
 }
 
-static int poststop_stage(const struct ocistate *st, const char *file)
+/* Take limit off the cgroup dir (what: "container ID", "pod ID"), or its leftovers when the runtime removed it. */
+static int remove_limits(const char *what, const char *dir, const uint64_t limit[LEDGER_NKINDS])
 {
-	uint64_t limit[LEDGER_NKINDS];
-	char dir[PATH_MAX], err[2048], out[1024];
+	char err[2048], out[1024];
 	char *gc[] = { "rdmactl", "quota", "gc", NULL };
 	struct stat sb;
+	int ret = EXIT_OK, gret;
+
+	if (!stat(dir, &sb)) {
+		if (cgquota_remove("/proc/self/exe", NULL, dir, limit, err, sizeof(err))) {
+			pr_err("%s: %s", what, err);
+			ret = EXIT_FAIL;
+		}
+		return ret;
+	}
+	/*
+	 * The runtime removed the cgroup before poststop (runc does), so 'quota unset --cgroup' cannot name it
+	 * any more: its ledger limits go by name, and the gc drops the kernel's scope of a cgroup gone.
+	 */
+	gret = forget_cgroup(dir, limit);
+	if (gret) {
+		pr_err("%s: cannot remove the ledger limits of its cgroup %s: %s", what, dir,
+		       *ledger_error() ? ledger_error() : strerror(-gret));
+		ret = EXIT_FAIL;
+	}
+	gret = cgquota_run("/proc/self/exe", NULL, gc, out, sizeof(out));
+	if (gret) {
+		pr_err("%s: its cgroup %s is gone and 'rdmactl quota gc' failed: %s", what, dir,
+		       gret < 0 ? strerror(-gret) : out);
+		ret = EXIT_FAIL;
+	}
+	return ret;
+}
+
+/* The container leaves its pod's budget; the last one out takes the pod's limits off. */
+static int pod_leave(const struct ocistate *st, const char *pod)
+{
+	static struct record r;
+	char file[PATH_MAX], what[128];
+	unsigned int i;
+	int fd, ret;
+
+	snprintf(file, sizeof(file), "%s/pod-%s", state_dir(), pod);
+	fd = lock_state();
+	if (fd < 0)
+		return EXIT_FAIL;
+	ret = load(file, &r);
+	if (ret == -ENOENT) {
+		close(fd);
+		return EXIT_OK;
+	}
+	if (ret) {
+		pr_err("container %s: cannot read %s: %s", st->id, file, strerror(-ret));
+		close(fd);
+		return EXIT_FAIL;
+	}
+	for (i = 0; i < r.nmembers && strcmp(r.member[i], st->id); i++)
+		;
+	if (i < r.nmembers)
+		memmove(&r.member[i], &r.member[i + 1], (r.nmembers-- - i - 1) * sizeof(r.member[0]));
+	ret = EXIT_OK;
+	if (r.nmembers) {
+		ret = save(file, &r) ? EXIT_FAIL : EXIT_OK;
+	} else {
+		snprintf(what, sizeof(what), "pod %.64s", pod);
+		ret = remove_limits(what, r.dir, r.limit);
+		if (ret == EXIT_OK)
+			unlink(file);
+	}
+	close(fd);
+	return ret;
+}
+
+static int poststop_stage(const struct ocistate *st, const char *file)
+{
+	static struct record r;
+	char what[OCISTATE_ID_MAX + 16];
 	int ret;
 
-	ret = load(file, dir, sizeof(dir), limit, NULL);
+	ret = load(file, &r);
 	if (ret == -ENOENT)
 		return EXIT_OK; /* nothing was applied */
 	if (ret) {
@@ -454,32 +690,10 @@ static int poststop_stage(const struct ocistate *st, const char *file)
 		       st->id, file, strerror(-ret));
 		return EXIT_FAIL;
 	}
-	ret = EXIT_OK;
-	if (!stat(dir, &sb)) {
-		if (cgquota_remove("/proc/self/exe", NULL, dir, limit, err, sizeof(err))) {
-			pr_err("container %s: %s", st->id, err);
-			ret = EXIT_FAIL;
-		}
-	} else {
-		/*
-		 * The runtime removed the cgroup before poststop (runc does), so 'quota unset --cgroup' cannot name
-		 * it any more: its ledger limits go by name, and the gc drops the kernel's scope of a cgroup gone.
-		 */
-		int gret = forget_cgroup(dir, limit);
-
-		if (gret) {
-			pr_err("container %s: cannot remove the ledger limits of its cgroup %s: %s", st->id, dir,
-			       *ledger_error() ? ledger_error() : strerror(-gret));
-			ret = EXIT_FAIL;
-		}
-		gret = cgquota_run("/proc/self/exe", NULL, gc, out, sizeof(out));
-
-		if (gret) {
-			pr_err("container %s: its cgroup %s is gone and 'rdmactl quota gc' failed: %s", st->id, dir,
-			       gret < 0 ? strerror(-gret) : out);
-			ret = EXIT_FAIL;
-		}
-	}
+	snprintf(what, sizeof(what), "container %s", st->id);
+	ret = remove_limits(what, r.dir, r.limit);
+	if (r.pod[0] && pod_leave(st, r.pod))
+		ret = EXIT_FAIL;
 	if (ret == EXIT_OK)
 		unlink(file);
 	return ret;
@@ -489,7 +703,8 @@ int cmd_oci_hook(int argc, char **argv)
 {
 	static char buf[OCISTATE_MAX_INPUT + 1];
 	static struct policy pol;
-	struct policy_limits asked;
+	struct policy_limits asked, pod_asked;
+	bool pod = false;
 	struct ocistate st;
 	char err[768], file[PATH_MAX];
 	enum stage stage;
@@ -536,9 +751,9 @@ int cmd_oci_hook(int argc, char **argv)
 			pr_err("cannot read the node policy: %s; the container does not start", err);
 			return EXIT_FAIL;
 		}
-		if (read_requests(&st, &pol, &asked))
+		if (read_requests(&st, &pol, &asked, &pod_asked, &pod))
 			return EXIT_FAIL;
-		if (!asked.set && !pol.has_default && !pol.ceiling.set)
+		if (!asked.set && !pod && !pol.has_default && !pol.ceiling.set)
 			return EXIT_OK; /* nothing asked, nothing the node gives or holds: left alone */
 	}
 	if (!id_ok(st.id)) {
@@ -546,5 +761,6 @@ int cmd_oci_hook(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	snprintf(file, sizeof(file), "%s/%s", state_dir(), st.id);
-	return stage == STAGE_CREATE ? create_stage(&st, file, &pol, &asked) : poststop_stage(&st, file);
+	return stage == STAGE_CREATE ? create_stage(&st, file, &pol, &asked, pod ? &pod_asked : NULL)
+				     : poststop_stage(&st, file);
 }

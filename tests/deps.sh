@@ -14,7 +14,7 @@ pkgs=(
 	# make deb (tests/deb.bats), the units and rules (tests/dist.bats: systemd-analyze, promtool from prometheus)
 	debhelper dpkg-dev fakeroot lintian systemd python3
 	# the engines of the Slurm plugin and the OCI hook (slurm.bats, oci.bats)
-	slurm-wlm libslurm-dev podman runc
+	slurm-wlm libslurm-dev podman runc catatonit
 	# the CDI spec's JSON schema (the version podman 4.3 reads) and a validator for it (tests/cdi.bats); YAML for
 	# the Kubernetes files of dist/ (tests/k8s-dist.bats)
 	golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema python3-yaml

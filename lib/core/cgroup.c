@@ -206,9 +206,13 @@ void cgroup_ids(const char *path, struct cgroup_ids *ids)
 			below_pod = false;
 		} else if (kube && !pod && pod_uid(c, n, ids->pod_uid, sizeof(ids->pod_uid))) {
 			pod = below_pod = true;
-		} else if (!kube && !ids->container_id[0] &&
-			   libpod_container(c, n, ids->container_id, sizeof(ids->container_id)) && prev) {
-			libpod_pod(prev, prevn, ids->pod_uid, sizeof(ids->pod_uid));
+		} else if (!kube && !ids->pod_uid[0] &&
+			   ((prev && prevn == 13 && !strncmp(prev, "libpod_parent", 13)) ||
+			    (n > 19 && !strncmp(c, "machine-libpod_pod_", 19))) &&
+			   libpod_pod(c, n, ids->pod_uid, sizeof(ids->pod_uid))) {
+			/* podman's pod: its cgroup alone, or above its containers */
+		} else if (!kube && !ids->container_id[0]) {
+			libpod_container(c, n, ids->container_id, sizeof(ids->container_id));
 		}
 		prev = c;
 		prevn = n;

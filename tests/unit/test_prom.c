@@ -125,6 +125,9 @@ static void test_cgroup_ids(void)
 		  "", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
 		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
 		{ "/libpod_parent/libpod-conmon-0123456789abcdef", "", "", "" },
+		{ "/libpod_parent/fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "",
+		  "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "" },
+		{ "/other/fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "", "", "" },
 		/* podman, systemd: a container's scope (and its nested cgroup), a pod's slice */
 		{ "/machine.slice/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope/container",
 		  "", "", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
@@ -133,6 +136,8 @@ static void test_cgroup_ids(void)
 		  "", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
 		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
 		{ "/machine.slice/libpod-xyz.scope", "", "", "" },
+		{ "/machine.slice/machine-libpod_pod_fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.slice",
+		  "", "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210", "" },
 		/* not under kubepods: no pod, even with a pod-like name */
 		{ "/user.slice/pod0d2b5f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b/0123456789abcdef", "", "", "" },
 		/* a pod-like name that is not a uid */
