@@ -443,9 +443,10 @@ static int pod_join(const struct ocistate *st, const char *pod, const char *pod_
 {
 	static struct record r;
 	char file[PATH_MAX], err[2048];
+	uint64_t old[LEDGER_NKINDS];
+	bool fresh, added = false;
 	unsigned int i;
 	int fd, ret, k;
-	bool fresh;
 
 	snprintf(file, sizeof(file), "%s/pod-%s", state_dir(), pod);
 	fd = lock_state();
@@ -464,6 +465,7 @@ static int pod_join(const struct ocistate *st, const char *pod, const char *pod_
 		       pod_dir);
 		goto fail;
 	}
+	memcpy(old, r.limit, sizeof(old));
 	policy_limits_min(&r.asked, l);
 	for (k = 0; k < LEDGER_NKINDS; k++)
 		r.limit[k] = policy_has(&r.asked, k) ? r.asked.v[k] : LEDGER_UNLIMITED;
@@ -476,16 +478,25 @@ static int pod_join(const struct ocistate *st, const char *pod, const char *pod_
 			goto fail;
 		}
 		copy_str(r.member[r.nmembers++], st->id, OCISTATE_ID_MAX);
+		added = true;
 	}
 	if (save(file, &r))
 		goto fail;
 	if (cgquota_apply("/proc/self/exe", NULL, pod_dir, r.limit, err, sizeof(err))) {
 		pr_err("container %s: pod %s: %s; the container does not start", st->id, pod, err);
-		r.nmembers--;
-		if (!r.nmembers)
+		if (added)
+			r.nmembers--;
+		if (!r.nmembers) {
 			unlink(file);
-		else
-			save(file, &r);
+			goto fail;
+		}
+		/* a failure took back what it had set: the pod's other containers get their budget again */
+		memcpy(r.limit, old, sizeof(old));
+		save(file, &r);
+		if (cgquota_apply("/proc/self/exe", NULL, pod_dir, r.limit, err, sizeof(err)))
+			pr_err("pod %s: its budget could not be set again on %s (%s): its running containers are not "
+			       "held by it; set it by hand (rdmactl quota set KIND N --cgroup %s --kernel)", pod,
+			       pod_dir, err, pod_dir);
 		goto fail;
 	}
 	pr_debug("container %s: pod %s's budget on %s (%u containers)", st->id, pod, pod_dir, r.nmembers);
