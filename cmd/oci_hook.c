@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* rdmactl oci-hook: an OCI runtime hook that turns rdmactl.io/max-* annotations into limits on the container's cgroup. */
+/*
+ * rdmactl oci-hook: an OCI runtime hook: annotations, budget devices and the node policy become limits on a
+ * container's (or its pod's) cgroup.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +20,7 @@
 #include "engines/ocistate.h"
 #include "engines/policy.h"
 #include "core/proc.h"
+#include "quota.h"
 #include "rdmactl.h"
 #include "core/util.h"
 
@@ -94,10 +98,11 @@ static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 
 static const struct argp argp = {
 	options, parse_opt, "[STAGE]",
 	"An OCI runtime hook (runc, crun; podman, CRI-O, containerd; a CDI device's hook): reads the container's "
-	"state (JSON) on stdin and puts limits on the container's cgroup with 'rdmactl quota set KIND N --cgroup "
-	"DIR --kernel' at createRuntime (or prestart), and takes them off at poststop. A container asks with its "
-	"annotations rdmactl.io/max-KIND (every kind of 'rdmactl quota', values as there: \"64\", \"8G\", "
-	"\"unlimited\") and rdmactl.io/budget=NAME (a budget of the node policy), or with the hook's --limit and "
+	"state (JSON) on stdin and puts limits on the container's cgroup as 'rdmactl quota set KIND N --cgroup "
+	"DIR --kernel' does (the same code, in this process) at createRuntime (or prestart), and takes them off "
+	"at poststop. A container asks with its annotations rdmactl.io/max-KIND (every kind of 'rdmactl quota', "
+	"values as there: \"64\", \"8G\", \"unlimited\") and rdmactl.io/budget=NAME (a budget of the node "
+	"policy), or with the hook's --limit and "
 	"--budget (CDI devices rdmactl.io/budget=NAME, see rdmactl cdi). The node policy (" POLICY_PATH ") "
 	"gives a container the default budget for every kind it does not ask, and holds every kind at its "
 	"ceiling: a request above it fails the hook, so the container does not start. Several requests of one "
@@ -442,7 +447,7 @@ static int pod_of(const char *root, const char *dir, char *pod_dir, size_t len, 
 static int pod_join(const struct ocistate *st, const char *pod, const char *pod_dir, const struct policy_limits *l)
 {
 	static struct record r;
-	char file[PATH_MAX], err[2048];
+	char file[PATH_MAX];
 	uint64_t old[LEDGER_NKINDS];
 	bool fresh, added = false;
 	unsigned int i;
@@ -482,8 +487,8 @@ static int pod_join(const struct ocistate *st, const char *pod, const char *pod_
 	}
 	if (save(file, &r))
 		goto fail;
-	if (cgquota_apply("/proc/self/exe", NULL, pod_dir, r.limit, err, sizeof(err))) {
-		pr_err("container %s: pod %s: %s; the container does not start", st->id, pod, err);
+	if (quota_cgroup_apply(pod_dir, r.limit, true)) {
+		pr_err("container %s: pod %s's budget not applied (above); the container does not start", st->id, pod);
 		if (added)
 			r.nmembers--;
 		if (!r.nmembers) {
@@ -493,10 +498,10 @@ static int pod_join(const struct ocistate *st, const char *pod, const char *pod_
 		/* a failure took back what it had set: the pod's other containers get their budget again */
 		memcpy(r.limit, old, sizeof(old));
 		save(file, &r);
-		if (cgquota_apply("/proc/self/exe", NULL, pod_dir, r.limit, err, sizeof(err)))
-			pr_err("pod %s: its budget could not be set again on %s (%s): its running containers are not "
+		if (quota_cgroup_apply(pod_dir, r.limit, true))
+			pr_err("pod %s: its budget could not be set again on %s (above): its running containers are not "
 			       "held by it; set it by hand (rdmactl quota set KIND N --cgroup %s --kernel)", pod,
-			       pod_dir, err, pod_dir);
+			       pod_dir, pod_dir);
 		goto fail;
 	}
 	pr_debug("container %s: pod %s's budget on %s (%u containers)", st->id, pod, pod_dir, r.nmembers);
@@ -511,7 +516,7 @@ static int create_stage(const struct ocistate *st, const char *file, const struc
 			struct policy_limits *asked, const struct policy_limits *pod_asked)
 {
 	static struct record r, before;
-	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], err[2048], pod_dir[PATH_MAX], pod[80];
+	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], pod_dir[PATH_MAX], pod[80];
 	bool any;
 	int ret, k;
 
@@ -569,14 +574,15 @@ static int create_stage(const struct ocistate *st, const char *file, const struc
 	/* recorded first: a hook killed half way still leaves poststop what to take back */
 	if (save(file, &r))
 		return EXIT_FAIL;
-	if (cgquota_apply("/proc/self/exe", NULL, dir, r.limit, err, sizeof(err))) {
-		pr_err("container %s: %s; nothing of its rdmactl limits was applied", st->id, err);
+	if (quota_cgroup_apply(dir, r.limit, true)) {
+		pr_err("container %s: its limits not applied (above), nothing of them stays; the container does not "
+		       "start", st->id);
 		if (ret == -ENOENT)
 			unlink(file);
 		return EXIT_FAIL;
 	}
 	if (pod_asked && pod_join(st, pod, pod_dir, pod_asked)) {
-		cgquota_remove("/proc/self/exe", NULL, dir, r.limit, err, sizeof(err));
+		quota_cgroup_apply(dir, r.limit, false);
 		unlink(file);
 		return EXIT_FAIL;
 	}
@@ -616,14 +622,14 @@ static int forget_cgroup(const char *dir, const uint64_t limit[LEDGER_NKINDS])
 /* Take limit off the cgroup dir (what: "container ID", "pod ID"), or its leftovers when the runtime removed it. */
 static int remove_limits(const char *what, const char *dir, const uint64_t limit[LEDGER_NKINDS])
 {
-	char err[2048], out[1024];
+	char out[1024];
 	char *gc[] = { "rdmactl", "quota", "gc", NULL };
 	struct stat sb;
 	int ret = EXIT_OK, gret;
 
 	if (!stat(dir, &sb)) {
-		if (cgquota_remove("/proc/self/exe", NULL, dir, limit, err, sizeof(err))) {
-			pr_err("%s: %s", what, err);
+		if (quota_cgroup_apply(dir, limit, false)) {
+			pr_err("%s: its limits on %s not all removed (above)", what, dir);
 			ret = EXIT_FAIL;
 		}
 		return ret;

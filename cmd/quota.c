@@ -444,15 +444,13 @@ static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 
 /* ---- set / unset -------------------------------------------------------------------------------- */
 
+static int set_one(int k, uint64_t value, bool set);
+
 static int do_set(bool set)
 {
-	struct ledger_scope_stat st;
-	struct ledger *l;
-	char desc[LEDGER_CGROUP_MAX + 16], vbuf[32];
 	uint64_t value = LEDGER_UNLIMITED;
 	int k, err, want = set ? 3 : 2;
 	const char *verb = set ? "set" : "unset";
-	bool created;
 
 	if (qopt.nargs < want) {
 		fprintf(stderr, "%s: %s: missing %s\nTry '%s --help' for more information.\n", util_prog, verb,
@@ -495,6 +493,22 @@ static int do_set(bool set)
 			"Try '%s --help' for more information.\n", util_prog, verb, util_prog);
 		return EXIT_USAGE;
 	}
+	return set_one(k, value, set);
+}
+
+/*
+ * The part of set and unset after the command line: the ledger's limit on qopt.scope, then, with
+ * qopt.kernel, the kernel's. One code path for 'rdmactl quota set' and the OCI hook (quota_cgroup_apply).
+ */
+static int set_one(int k, uint64_t value, bool set)
+{
+	struct ledger_scope_stat st;
+	struct ledger *l;
+	char desc[LEDGER_CGROUP_MAX + 16], vbuf[32];
+	const char *verb = set ? "set" : "unset";
+	bool created;
+	int err;
+
 	/* root on a fresh host: the first limit creates the ledger, as 'quota init' would (root owns the policy) */
 	created = geteuid() == 0 && quota_ledger_missing();
 	if (quota_open_ledger(LEDGER_POLICY_RW | (created ? LEDGER_CREATE : 0), &l))
@@ -525,6 +539,47 @@ static int do_set(bool set)
 	}
 	ledger_close(l);
 	return err;
+}
+
+int quota_cgroup_apply(const char *dir, const uint64_t limit[LEDGER_NKINDS], bool set)
+{
+	char root[PATH_MAX], real[PATH_MAX];
+	int k, j, ret, failed = 0;
+
+	ret = cgroup_resolve(dir, root, sizeof(root), real, sizeof(real));
+	if (ret) {
+		pr_err("cgroup %s: %s", dir, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	memset(&qopt.scope, 0, sizeof(qopt.scope));
+	qopt.scope.type = LEDGER_SCOPE_CGROUP;
+	if (!real[strlen(root)] ||
+	    ledger_cgroup_normalize(real + strlen(root), qopt.scope.name, sizeof(qopt.scope.name))) {
+		pr_err("cgroup %s: the root cgroup, or a path too long for the ledger", dir);
+		return EXIT_FAIL;
+	}
+	copy_str(qopt.cgdir, real, sizeof(qopt.cgdir));
+	qopt.nscopes = 1;
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		if (limit[k] == LEDGER_UNLIMITED)
+			continue;
+		qopt.kernel = k != LEDGER_WR; /* the kernel does not count wr: the interceptor's cap */
+		ret = set_one(k, set ? limit[k] : LEDGER_UNLIMITED, set);
+		if (!ret)
+			continue;
+		if (!set) {
+			failed++;
+			continue;
+		}
+		/* all or none: the failed kind may have reached the ledger before the kernel refused it */
+		for (j = 0; j <= k; j++)
+			if (limit[j] != LEDGER_UNLIMITED) {
+				qopt.kernel = j != LEDGER_WR;
+				set_one(j, LEDGER_UNLIMITED, false);
+			}
+		return EXIT_FAIL;
+	}
+	return failed ? EXIT_FAIL : EXIT_OK;
 }
 
 /* ---- gc, init ----------------------------------------------------------------------------------- */

@@ -38,6 +38,13 @@ const char *quota_scope_desc(const struct ledger_scope *s, char *buf, size_t len
 const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t len);
 bool quota_is_object_kind(int k);
 int quota_read_file(const char *path, char *buf, size_t len);
+/*
+ * Set (or, set false, unset) every kind of limit[] that is not LEDGER_UNLIMITED on the cgroup dir, as
+ * 'rdmactl quota set KIND N --cgroup DIR --kernel' does (wr without --kernel), in this process: the OCI
+ * hook's way. All or none when setting: a failure unsets what it had set, the failed kind included. Errors
+ * are printed; returns EXIT_OK or EXIT_FAIL.
+ */
+int quota_cgroup_apply(const char *dir, const uint64_t limit[LEDGER_NKINDS], bool set);
 /* quota_show.c */
 int quota_show(void);
 

@@ -329,6 +329,8 @@ static void print_row(const struct top_snap *s, const struct top_row *r, uint32_
 	print_string(PRINT_FP, NULL, " %-10.10s", r->user[0] ? r->user : "-");
 	print_string(PRINT_JSON, "user", NULL, r->user[0] ? r->user : NULL);
 	print_string(PRINT_ANY, "comm", " %-16.16s", r->comm);
+	print_string(PRINT_JSON, "pod_uid", NULL, r->pod_uid[0] ? r->pod_uid : NULL);
+	print_string(PRINT_JSON, "container_id", NULL, r->container_id[0] ? r->container_id : NULL);
 	print_counts(PRINT_ANY, &r->c, unsupported);
 	out_open_array("devices");
 	for (i = 0; i < s->ndevs; i++)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Limits on a cgroup for the engines' glue (the OCI hook, the Slurm plugin): each kind through
- * `rdmactl quota set KIND N --cgroup DIR --kernel`, run as a subprocess, so that what the kernel enforces
- * stays the quota command's business. All the kinds asked for or none: a failure takes back what was applied.
+ * Limits on a cgroup for the Slurm plugin (the OCI hook, rdmactl itself, calls quota's code directly): each
+ * kind through `rdmactl quota set KIND N --cgroup DIR --kernel`, run as a subprocess, so that what the
+ * kernel enforces stays the quota command's business and slurmstepd never loads libbpf. All the kinds asked
+ * for or none: a failure takes back what was applied.
  */
 #ifndef RDMACTL_CGQUOTA_H
 #define RDMACTL_CGQUOTA_H

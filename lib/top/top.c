@@ -2,11 +2,13 @@
 /* Per-process aggregation of RDMA netlink resource dumps: the model behind rdmactl top. */
 #include "top/top.h"
 
+#include "core/cgroup.h"
 #include "core/clock.h"
 #include "ledger/ledger.h"
 #include "core/proc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -237,9 +239,18 @@ static int row_of_tid(struct agg *a, pid_t tid)
 		r->pid = tgid;
 		r->resolved = !ret;
 		if (!ret) {
+			char cg[PATH_MAX];
+
 			r->uid = uid;
 			user_name(a->t, uid, r->user, sizeof(r->user));
 			snprintf(r->comm, sizeof(r->comm), "%s", comm);
+			if (!proc_cgroup(tgid, cg, sizeof(cg))) {
+				struct cgroup_ids ids;
+
+				cgroup_ids(cg, &ids);
+				memcpy(r->pod_uid, ids.pod_uid, sizeof(r->pod_uid));
+				memcpy(r->container_id, ids.container_id, sizeof(r->container_id));
+			}
 		} else {
 			r->uid = (uid_t)-1;
 			snprintf(r->comm, sizeof(r->comm), "[exited]");

@@ -42,6 +42,9 @@ struct top_row {
 	uid_t uid;
 	char user[TOP_USER_LEN];	/* "" when unknown */
 	char comm[TOP_COMM_LEN];
+	/* the container and pod its cgroup names (core/cgroup.h's cgroup_ids; "" when none) */
+	char pod_uid[72];
+	char container_id[72];
 	struct top_counts c;
 	uint32_t devmask;		/* bit i: objects on top_snap.devs[i] */
 	/*

@@ -95,6 +95,9 @@ assert_nothing_left() {
 		<<<"$output")" = "$id" ]
 	run -0 "$RDMACTL" quota show
 	assert_output --partial "cgroup $cg (container ${id:0:12}): "
+	# and top names the container of the process that holds the QP
+	run -0 "$RDMACTL" top -b -n1 -j
+	[ "$(jq -r '[.processes[] | select(.comm == "kqverbs") | .container_id] | .[0]' <<<"$output")" = "$id" ]
 	touch "$hold"
 	wait "${PIDS[-1]}"
 	assert_nothing_left
