@@ -26,6 +26,7 @@
 
 static struct {
 	const char *dir, *policy, *exe, *sysfs, *devdir;
+	bool preload;
 	const char *extra[CDI_MAX_EXTRA];
 	unsigned int nextra;
 	const char *args[2];
@@ -40,6 +41,8 @@ static const struct argp_option options[] = {
 	{ "policy", 'P', "FILE", 0, "the node policy whose budgets become devices (default $" POLICY_ENV ", else "
 				    POLICY_PATH "); given, the hooks read it too", 1 },
 	{ "exe", 'e', "PATH", 0, "the rdmactl the hooks run (default: this one)", 1 },
+	{ "preload", 'l', NULL, 0, "the hca devices also put the interceptor into the container (mounted read-only, "
+				   "LD_PRELOAD): RDMACTL_MAX_* in its environment then hold each process", 1 },
 	{ "sysfs", 's', "DIR", OPTION_HIDDEN, "sysfs root (tests)", 1 },
 	{ "dev", 'd', "DIR", OPTION_HIDDEN, "/dev/infiniband (tests)", 1 },
 	{ 0 },
@@ -67,6 +70,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			co.sysfs = arg;
 		else
 			co.devdir = arg;
+		break;
+	case 'l':
+		co.preload = true;
 		break;
 	case 'b':
 		if (co.nextra >= CDI_MAX_EXTRA)
@@ -247,15 +253,35 @@ static void node(const char *path)
 	out_close_object();
 }
 
-static void hca_spec(const struct hca *h, unsigned int n, const char *cm)
+static void hca_spec(const struct hca *h, unsigned int n, const char *cm, const char *preload)
 {
+	char env[PATH_MAX + 16];
 	unsigned int i, j;
 
+	snprintf(env, sizeof(env), "LD_PRELOAD=%s", preload ? preload : "");
 	spec_head("hca");
 	for (i = 0; i <= n; i++) {
 		out_open_object(NULL);
 		print_string(PRINT_JSON, "name", NULL, i < n ? h[i].name : "all");
 		out_open_object("containerEdits");
+		if (preload) {
+			/* the interceptor at the host's path, read-only; cdiVersion 0.3.0 has no mount type: a bind by options */
+			out_open_array("env");
+			print_string(PRINT_JSON, NULL, NULL, env);
+			out_close_array();
+			out_open_array("mounts");
+			out_open_object(NULL);
+			print_string(PRINT_JSON, "hostPath", NULL, preload);
+			print_string(PRINT_JSON, "containerPath", NULL, preload);
+			out_open_array("options");
+			print_string(PRINT_JSON, NULL, NULL, "ro");
+			print_string(PRINT_JSON, NULL, NULL, "nosuid");
+			print_string(PRINT_JSON, NULL, NULL, "nodev");
+			print_string(PRINT_JSON, NULL, NULL, "bind");
+			out_close_array();
+			out_close_object();
+			out_close_array();
+		}
 		out_open_array("deviceNodes");
 		for (j = 0; j < n; j++)
 			if (j == i || i == n)
@@ -334,13 +360,14 @@ struct node_state {
 	struct budget_dev bud[POLICY_MAX_BUDGETS + CDI_MAX_EXTRA];
 	unsigned int nbud;
 	char exe[PATH_MAX];
+	char preload[PATH_MAX]; /* "" without --preload */
 };
 
 static void render_hca(const void *arg)
 {
 	const struct node_state *ns = arg;
 
-	hca_spec(ns->hca, ns->nhca, ns->cm);
+	hca_spec(ns->hca, ns->nhca, ns->cm, ns->preload[0] ? ns->preload : NULL);
 }
 
 static void render_budget(const void *arg)
@@ -378,6 +405,14 @@ static int read_node(struct node_state *ns)
 	}
 	snprintf(cm, sizeof(cm), "%s/rdma_cm", co.devdir ? co.devdir : "/dev/infiniband");
 	ns->cm = stat(cm, &sb) ? NULL : cm;
+	if (co.preload) {
+		ret = run_find_preload(ns->preload, sizeof(ns->preload));
+		if (ret) {
+			pr_err("--preload: cannot find librdmactl-preload.so next to rdmactl or in ../lib/rdmactl: %s "
+			       "(RDMACTL_PRELOAD=PATH names it)", strerror(-ret));
+			return EXIT_FAIL;
+		}
+	}
 	if (co.exe) {
 		copy_str(ns->exe, co.exe, sizeof(ns->exe));
 	} else {

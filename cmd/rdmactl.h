@@ -30,5 +30,8 @@ int cmd_quota(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
+/* run.c: the interceptor's path (next to the binary, else ../lib/rdmactl/; $RDMACTL_PRELOAD wins), or -errno. */
+int run_find_preload(char *out, size_t len);
+
 
 #endif

@@ -131,7 +131,7 @@ static const struct argp argp = {
 };
 
 /* The preload next to the binary (build tree), else ../lib/rdmactl/ (installed); $RDMACTL_PRELOAD wins. */
-static int find_preload(char *out, size_t len)
+int run_find_preload(char *out, size_t len)
 {
 	const char *env = getenv("RDMACTL_PRELOAD");
 	char exe[PATH_MAX], *dir;
@@ -433,7 +433,7 @@ int cmd_run(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
 		return EXIT_USAGE;
 
-	ret = find_preload(preload, sizeof(preload));
+	ret = run_find_preload(preload, sizeof(preload));
 	if (ret) {
 		pr_err("cannot find %s: %s (looked next to rdmactl and in ../lib/rdmactl/; set RDMACTL_PRELOAD)",
 		       PRELOAD_NAME, strerror(-ret));

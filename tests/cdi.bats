@@ -109,3 +109,20 @@ cdi() {
 	assert_output --partial "hookName 'boot'"
 	assert_output --partial "hook path 'rdmactl' is not absolute"
 }
+
+@test "cdi generate --preload: hca devices mount the interceptor read-only at its path and set LD_PRELOAD; the spec validates" {
+	local p
+	p=$(readlink -f "$BUILD/librdmactl-preload.so")
+	run -0 cdi generate --preload
+	run -0 "$TOP/tests/cdi-validate" "$O/rdmactl.io-hca.json"
+	run -0 jq -c --arg p "$p" '[.devices[] | .containerEdits | [.env == ["LD_PRELOAD=" + $p],
+		.mounts == [{hostPath: $p, containerPath: $p, options: ["ro", "nosuid", "nodev", "bind"]}]]] | unique' \
+		"$O/rdmactl.io-hca.json"
+	assert_output '[[true,true]]'
+	# without it, no env and no mounts
+	run -0 cdi generate
+	run -0 jq -c '[.devices[] | .containerEdits | has("env") or has("mounts")] | unique' "$O/rdmactl.io-hca.json"
+	assert_output '[false]'
+	RDMACTL_PRELOAD=$BATS_TEST_TMPDIR/none run -1 --separate-stderr cdi generate --preload
+	[[ $stderr == *"--preload: cannot find librdmactl-preload.so"*"RDMACTL_PRELOAD=PATH"* ]]
+}

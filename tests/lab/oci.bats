@@ -133,6 +133,13 @@ assert_nothing_left() {
 		--rootfs "$ROOTFS" "$KQ" -k cq -n 10
 	assert_output --partial 'cq created=8 errno=EDQUOT'
 	assert_nothing_left
+	# --preload: the hca devices bring the interceptor, whose RDMACTL_MAX_QP holds each process of the container
+	run -0 "$RDMACTL" cdi generate --output "$CDI" --preload
+	run podc --device rdmactl.io/hca=all --env RDMACTL_MAX_QP=2 --rootfs "$ROOTFS" "$KQ" -k qp -n 4
+	assert_output --partial 'qp created=2 errno=ENOMEM'
+	assert_output --partial 'refused qp'
+	run -0 podc --device rdmactl.io/hca=all --rootfs "$ROOTFS" sh -c 'echo "preload=$LD_PRELOAD"'
+	assert_output "preload=$(readlink -f "$BUILD/librdmactl-preload.so")"
 	# without the hca device the container has no RDMA device at all
 	run podc --rootfs "$ROOTFS" "$KQ" -k qp -n 1
 	assert_failure
