@@ -177,7 +177,20 @@ static void print_dev(const struct top_dev *d)
 	out_close_object();
 }
 
-/* Column titles: the quota and rate ones only when the snapshot has that data. */
+/* A CONTAINER column only when some process of the snapshot is in a container's cgroup (set per snapshot). */
+static bool show_container;
+
+static bool has_containers(const struct top_snap *s)
+{
+	size_t r;
+
+	for (r = 0; r < s->nrows; r++)
+		if (s->rows[r].container_id[0])
+			return true;
+	return false;
+}
+
+/* Column titles: the quota, rate and container ones only when the snapshot has that data. */
 static void print_columns(const struct top_snap *s)
 {
 	char title[16];
@@ -197,6 +210,9 @@ static void print_columns(const struct top_snap *s)
 		print_text(" %-11s %-15s %4s", "QP-QUOTA", "MRB-QUOTA", "DENY");
 	if (s->rates_joined)
 		print_text(" %7s %7s %7s", "QP+/s", "QP-/s", "ALL+/s");
+	show_container = has_containers(s);
+	if (show_container)
+		print_text(" %-12s", "CONTAINER");
 	print_text(" QP-STATES");
 	end_line();
 }
@@ -339,6 +355,8 @@ static void print_row(const struct top_snap *s, const struct top_row *r, uint32_
 	out_close_array();
 	print_quota(s, r);
 	print_rates(s, r);
+	if (show_container)
+		print_text(" %-12.12s", r->container_id[0] ? r->container_id : "-");
 	print_qp_state_col(&r->c);
 	end_line();
 	out_close_object();
@@ -386,6 +404,8 @@ void top_print(const struct top_snap *s, const struct top_view *v, struct top_la
 			print_text(" %-11s %-15s %4s", "", "", "");
 		if (s->rates_joined)
 			print_text(" %7s %7s %7s", "", "", "");
+		if (show_container)
+			print_text(" %-12s", "");
 		print_qp_state_col(&s->devs[i].totals);
 		end_line();
 	}
