@@ -625,8 +625,12 @@ static int remove_limits(const char *what, const char *dir, const uint64_t limit
 	char out[1024];
 	char *gc[] = { "rdmactl", "quota", "gc", NULL };
 	struct stat sb;
-	int ret = EXIT_OK, gret;
+	int ret = EXIT_OK, gret, k;
 
+	for (k = 0; k < LEDGER_NKINDS && limit[k] == LEDGER_UNLIMITED; k++)
+		;
+	if (k == LEDGER_NKINDS)
+		return EXIT_OK; /* a pod's member without limits of its own */
 	if (!stat(dir, &sb)) {
 		if (quota_cgroup_apply(dir, limit, false)) {
 			pr_err("%s: its limits on %s not all removed (above)", what, dir);

@@ -272,17 +272,26 @@ const char *kq_scope_name(unsigned int type)
 	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
 }
 
-/* Does rdmactl run in the initial pid namespace (where the kernel's programs take their pids)? why: if not. */
+/*
+ * Does rdmactl run in the initial pid namespace (where the kernel's programs take their pids)? why: if not.
+ * Read once: a process's own pid namespace never changes (setns of a pid namespace moves only its children),
+ * and quota show, top and the exporter ask for every process scope.
+ */
 static bool pidns_initial(char *why, size_t len)
 {
-	char link[64] = "";
-	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+	static char link[64];
+	static int err = -1; /* -1: not read yet */
+	ssize_t n;
 
-	if (n < 0) {
-		snprintf(why, len, "cannot read /proc/self/ns/pid: %s", strerror(errno));
+	if (err < 0) {
+		n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+		err = n < 0 ? errno : 0;
+		link[n < 0 ? 0 : n] = '\0';
+	}
+	if (err) {
+		snprintf(why, len, "cannot read /proc/self/ns/pid: %s", strerror(err));
 		return false;
 	}
-	link[n] = '\0';
 	/* the initial pid namespace's inode number is fixed (PROC_PID_INIT_INO) */
 	snprintf(why, len, "rdmactl runs in the pid namespace %s, not the host's (pid:[4026531836]): the kernel's "
 		 "programs know pids of the host's namespace only, and a number given here would name another process "
