@@ -47,8 +47,11 @@ static const struct argp_option options[] = {
 	{ 0 },
 };
 
-/* Resolve --cgroup PATH into the directory and the ledger's name ("/a/b" relative to the mount). */
-static void parse_cgroup(struct argp_state *state, const char *arg)
+/*
+ * Resolve a cgroup path into qopt.cgdir and qopt.scope (the ledger's name, "/a/b" relative to the mount):
+ * 0, or -1 with why in msg. For --cgroup and for quota_cgroup_apply (the OCI hook).
+ */
+static int set_cgroup_scope(const char *arg, char *msg, size_t len)
 {
 	char root[PATH_MAX], real[PATH_MAX];
 	const char *rel;
@@ -59,24 +62,40 @@ static void parse_cgroup(struct argp_state *state, const char *arg)
 	case 0:
 		break;
 	case -EINVAL:
-		argp_error(state, "empty cgroup path");
-		break;
+		snprintf(msg, len, "empty cgroup path");
+		return -1;
 	case -ENOTDIR:
-		argp_error(state, "'%s' is not a cgroup v2 directory (cgroup2 is mounted at %s)", arg, root);
-		break;
+		snprintf(msg, len, "'%s' is not a cgroup v2 directory (cgroup2 is mounted at %s)", arg, root);
+		return -1;
 	case -EXDEV:
-		argp_error(state, "'%s' is not under the cgroup2 mount %s", arg, root);
-		break;
+		snprintf(msg, len, "'%s' is not under the cgroup2 mount %s", arg, root);
+		return -1;
 	default:
-		argp_error(state, "cgroup '%s': %s", arg, strerror(-ret));
-		break;
+		snprintf(msg, len, "cgroup '%s': %s", arg, strerror(-ret));
+		return -1;
 	}
 	rel = real + strlen(root);
-	if (!*rel)
-		argp_error(state, "'%s' is the root cgroup: use --global", arg);
-	if (ledger_cgroup_normalize(rel, qopt.scope.name, sizeof(qopt.scope.name)))
-		argp_error(state, "cgroup path '%s' is too long for the ledger (max %d)", rel, LEDGER_CGROUP_MAX - 1);
+	if (!*rel) {
+		snprintf(msg, len, "'%s' is the root cgroup: use --global", arg);
+		return -1;
+	}
+	memset(&qopt.scope, 0, sizeof(qopt.scope));
+	qopt.scope.type = LEDGER_SCOPE_CGROUP;
+	if (ledger_cgroup_normalize(rel, qopt.scope.name, sizeof(qopt.scope.name))) {
+		snprintf(msg, len, "cgroup path '%s' is too long for the ledger (max %d)", rel, LEDGER_CGROUP_MAX - 1);
+		return -1;
+	}
 	snprintf(qopt.cgdir, sizeof(qopt.cgdir), "%s", real);
+	return 0;
+}
+
+/* --cgroup PATH */
+static void parse_cgroup(struct argp_state *state, const char *arg)
+{
+	char msg[PATH_MAX * 2 + 128];
+
+	if (set_cgroup_scope(arg, msg, sizeof(msg)))
+		argp_error(state, "%s", msg);
 }
 
 /* The process a thread id belongs to (the pid itself for a process, or when /proc cannot tell). */
@@ -543,22 +562,13 @@ static int set_one(int k, uint64_t value, bool set)
 
 int quota_cgroup_apply(const char *dir, const uint64_t limit[LEDGER_NKINDS], bool set)
 {
-	char root[PATH_MAX], real[PATH_MAX];
+	char msg[PATH_MAX * 2 + 128];
 	int k, j, ret, failed = 0;
 
-	ret = cgroup_resolve(dir, root, sizeof(root), real, sizeof(real));
-	if (ret) {
-		pr_err("cgroup %s: %s", dir, strerror(-ret));
+	if (set_cgroup_scope(dir, msg, sizeof(msg))) {
+		pr_err("%s", msg);
 		return EXIT_FAIL;
 	}
-	memset(&qopt.scope, 0, sizeof(qopt.scope));
-	qopt.scope.type = LEDGER_SCOPE_CGROUP;
-	if (!real[strlen(root)] ||
-	    ledger_cgroup_normalize(real + strlen(root), qopt.scope.name, sizeof(qopt.scope.name))) {
-		pr_err("cgroup %s: the root cgroup, or a path too long for the ledger", dir);
-		return EXIT_FAIL;
-	}
-	copy_str(qopt.cgdir, real, sizeof(qopt.cgdir));
 	qopt.nscopes = 1;
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		if (limit[k] == LEDGER_UNLIMITED)
