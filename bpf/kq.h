@@ -43,6 +43,17 @@ struct kq_scope {
 
 #define KQ_UNLIMITED (~0ULL)
 
+/*
+ * What the iterator kq_iter_pid (bpf/kqpop.bpf.h) writes for each thread of the one process it is made for
+ * (a task iterator given that process's pidfd: lib/kq/kqload.c kq_host_pid), so that a pid given in another
+ * pid namespace becomes the host's.
+ */
+struct kq_pidof {
+	__u32 tgid;     /* in the host's pid namespace */
+	__u32 pad;
+	__u64 start_ns; /* the group leader's start_boottime: /proc/PID/stat's start time, in ns */
+};
+
 /* Written by user space only (map kq_limits). base: usage found by the rescan when the limit was set. */
 struct kq_limit {
 	__u64 max[KQ_NK];

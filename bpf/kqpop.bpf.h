@@ -229,6 +229,26 @@ int kq_iter_vma(struct bpf_iter__task_vma *ctx)
 	return 0;
 }
 
+/*
+ * A task iterator made for one process (lib/kq/kqload.c gives it the process's pidfd): the host's pid and the
+ * start time of the process, for each of its threads, so that rdmactl in another pid namespace can name the
+ * process as the programs do (scope_at). User space checks that every record names one process: a kernel that
+ * ignored the pidfd would walk every task.
+ */
+SEC("iter/task")
+int kq_iter_pid(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct kq_pidof p = {};
+
+	if (!task)
+		return 0;
+	p.tgid = task->tgid;
+	p.start_ns = task->group_leader->start_boottime;
+	bpf_seq_write(ctx->meta->seq, &p, sizeof(p));
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #endif

@@ -412,17 +412,21 @@ static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 	int err, i;
 
 	if (kq_lsm_active(why, sizeof(why))) {
-		err = kq_scope_of(&sc);
-		if (err) {
-			pr_err("cannot set the kernel limit: %s", kq_error());
-			return EXIT_FAIL;
-		}
-		/* an unset on a host where nothing was ever loaded has nothing to lift */
+		/*
+		 * an unset on a host where nothing was ever loaded has nothing to lift; the programs are loaded
+		 * before the scope is named (a pid of another pid namespace is translated by one of them)
+		 */
 		err = kq_open(value != LEDGER_UNLIMITED, &q);
 		if (err == -ENOENT && value == LEDGER_UNLIMITED)
 			return EXIT_OK;
 		if (err) {
 			pr_err("cannot set the kernel limit: %s", kq_error());
+			return EXIT_FAIL;
+		}
+		err = kq_scope_of(&sc);
+		if (err) {
+			pr_err("cannot set the kernel limit: %s", kq_error());
+			kq_close(q);
 			return EXIT_FAIL;
 		}
 		err = kq_set(q, &sc, qopt.scope.type == LEDGER_SCOPE_CGROUP ? qopt.cgdir : NULL, k,

@@ -47,4 +47,19 @@ int kq_lock(void);
 int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n);
 void kq_drop_found(struct kq *q);
 
+/*
+ * kqmaps.c: does rdmactl run in the host's pid (cgroup) namespace? kq_need_host_ns: 0 when it does (the
+ * cgroup one too when cgroup is set), else -EXDEV with kq_error() naming the namespace, what (the work that
+ * cannot be done from there) and the fix.
+ */
+bool kq_pidns_host(void);
+bool kq_cgroupns_host(void);
+int kq_need_host_ns(const char *what, bool cgroup);
+/*
+ * kqmaps.c: the host's pid and start time (clock ticks, as KQ_PID_ID keeps them) of process pid of rdmactl's
+ * own pid namespace, whose start time there (/proc/PID/stat) is start; -ESRCH when it is gone or another
+ * process has the number now, with kq_error() saying which.
+ */
+int kq_host_pid(pid_t pid, uint64_t start, pid_t *host, uint64_t *host_start);
+
 #endif

@@ -290,6 +290,18 @@ static int fits(struct kq *q, const struct kq_scope *sc, const char *dir)
 	bool global = sc->type == KQ_SCOPE_GLOBAL, pid = sc->type == KQ_SCOPE_PID;
 	int most = 0, level, n, err = 0;
 
+	/*
+	 * Counting what a global or cgroup scope holds walks every task, which a pid namespace hides in part; a
+	 * cgroup's level and the limits above it are hidden by a cgroup namespace. A process scope needs neither
+	 * (its number is the host's by now: kq_scope_pid).
+	 */
+	if (!pid) {
+		err = kq_need_host_ns(sc->type == KQ_SCOPE_GLOBAL ? "a limit on the host counts what every process holds, and it"
+								  : "a limit on a cgroup counts what its processes hold, and it",
+				      sc->type == KQ_SCOPE_CGROUP);
+		if (err)
+			return err;
+	}
 	if (sc->type == KQ_SCOPE_CGROUP && dir) {
 		level = cgroup_level(dir);
 		if (level < 0)
@@ -493,6 +505,11 @@ static int gc_list(const struct kq_scope *sc, void *arg)
  */
 int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 {
+	/*
+	 * Only what can be seen from here is taken for gone: a process of another pid namespace is not in this
+	 * /proc, a cgroup outside this cgroup namespace's root is not under its mount (their limits are kept).
+	 */
+	bool pids = kq_pidns_host(), cgroups = kq_cgroupns_host();
 	struct gc_arg g = {};
 	struct idset cg = {};
 	size_t i;
@@ -506,13 +523,13 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 		const struct kq_scope *sc = &g.sc[i];
 		bool dead = false;
 
-		if (sc->type == KQ_SCOPE_PID) {
+		if (sc->type == KQ_SCOPE_PID && pids) {
 			uint64_t start = 0;
 			int r = proc_stat_start((pid_t)KQ_PID_TGID(sc->id), &start, NULL);
 
 			/* gone, or its number now another process's (a zombie still holds both) */
 			dead = r == -ESRCH || (!r && start != KQ_PID_START(sc->id));
-		} else if (sc->type == KQ_SCOPE_CGROUP) {
+		} else if (sc->type == KQ_SCOPE_CGROUP && cgroups) {
 			dead = !idset_has(&cg, sc->id);
 		}
 		if (!dead)

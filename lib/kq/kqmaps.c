@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -273,52 +274,178 @@ const char *kq_scope_name(unsigned int type)
 }
 
 /*
- * Does rdmactl run in the initial pid namespace (where the kernel's programs take their pids)? why: if not.
- * Read once: a process's own pid namespace never changes (setns of a pid namespace moves only its children),
- * and quota show, top and the exporter ask for every process scope.
+ * The namespace of kind ns ("pid", "cgroup") rdmactl runs in, as /proc/self/ns/NS names it ("pid:[N]"), read
+ * once: a process's own pid and cgroup namespaces do not change under it in rdmactl (it never calls setns),
+ * and quota show, top and the exporter ask at every process scope. "" when it cannot be read.
  */
-static bool pidns_initial(char *why, size_t len)
+static const char *own_ns(const char *ns)
 {
-	static char link[64];
-	static int err = -1; /* -1: not read yet */
+	static char pid[64], cgroup[64];
+	static bool read_pid, read_cgroup;
+	char path[64], *buf = !strcmp(ns, "pid") ? pid : cgroup;
+	bool *done = buf == pid ? &read_pid : &read_cgroup;
 	ssize_t n;
 
-	if (err < 0) {
-		n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
-		err = n < 0 ? errno : 0;
-		link[n < 0 ? 0 : n] = '\0';
+	if (!*done) {
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+		n = readlink(path, buf, sizeof(pid) - 1);
+		buf[n < 0 ? 0 : n] = '\0';
+		*done = true;
 	}
-	if (err) {
-		snprintf(why, len, "cannot read /proc/self/ns/pid: %s", strerror(err));
-		return false;
+	return buf;
+}
+
+/* The initial namespaces' inode numbers are fixed (PROC_PID_INIT_INO, PROC_CGROUP_INIT_INO). */
+#define PIDNS_HOST "pid:[4026531836]"
+#define CGROUPNS_HOST "cgroup:[4026531835]"
+
+bool kq_pidns_host(void)
+{
+	return !strcmp(own_ns("pid"), PIDNS_HOST);
+}
+
+bool kq_cgroupns_host(void)
+{
+	return !strcmp(own_ns("cgroup"), CGROUPNS_HOST);
+}
+
+int kq_need_host_ns(const char *what, bool cgroup)
+{
+	if (!kq_pidns_host())
+		return kq_fail(-EXDEV, "rdmactl runs in the pid namespace %s, not the host's (%s): %s sees only the "
+			       "processes of this one, and would miss what the others hold; run it in the host's pid "
+			       "namespace (nsenter -t 1 -p rdmactl ...)", *own_ns("pid") ? own_ns("pid") : "?",
+			       PIDNS_HOST, what);
+	if (cgroup && !kq_cgroupns_host())
+		return kq_fail(-EXDEV, "rdmactl runs in the cgroup namespace %s, not the host's (%s): %s sees only "
+			       "the cgroups below this one's root, not how deep a cgroup is nor the limits above it; run "
+			       "it in the host's cgroup namespace (nsenter -t 1 -C -m rdmactl ...)",
+			       *own_ns("cgroup") ? own_ns("cgroup") : "?", CGROUPNS_HOST, what);
+	return 0;
+}
+
+/* The boottime offset of rdmactl's time namespace in ns (/proc/PID/stat's start times include it), 0 without. */
+static int64_t boottime_offset(void)
+{
+	FILE *f = fopen("/proc/self/timens_offsets", "re");
+	char line[128];
+	long long s, ns;
+	int64_t off = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "boottime %lld %lld", &s, &ns) == 2)
+			off = (int64_t)s * 1000000000 + ns;
+	fclose(f);
+	return off;
+}
+
+/*
+ * The kernel names the process: a task iterator made for its pidfd (kq_iter_pid) writes the host's pid and
+ * the start time of each of its threads. The pidfd is taken before the start time is compared and asked
+ * after the walk whether the process still runs: a process that lives keeps its number, so the walk saw the
+ * process whose start time was compared, not a later one given the same number.
+ */
+int kq_host_pid(pid_t pid, uint64_t start, pid_t *host, uint64_t *host_start)
+{
+	union bpf_iter_link_info li = {};
+	LIBBPF_OPTS(bpf_link_create_opts, lo, .iter_info = &li, .iter_info_len = sizeof(li));
+	struct kq_pidof rec[64], first = {};
+	char path[256];
+	uint64_t now = 0;
+	int pidfd, pfd = -1, lfd = -1, ifd = -1, err = 0;
+	size_t nrec = 0, i;
+	ssize_t r;
+
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return kq_fail(errno == EINVAL ? -EINVAL : -errno, "pid %d: %s", (int)pid,
+			       errno == ESRCH ? "no such process" : errno == EINVAL ? "a thread, not a process" :
+			       strerror(errno));
+	if (proc_stat_start(pid, &now, NULL) || now != start) {
+		err = kq_fail(-ESRCH, "pid %d: no such process (the number is another process's now)", (int)pid);
+		goto out;
 	}
-	/* the initial pid namespace's inode number is fixed (PROC_PID_INIT_INO) */
-	snprintf(why, len, "rdmactl runs in the pid namespace %s, not the host's (pid:[4026531836]): the kernel's "
-		 "programs know pids of the host's namespace only, and a number given here would name another process "
-		 "there; set the limit from the host's pid namespace (nsenter -t 1 -p rdmactl ...) or on the "
-		 "process's cgroup", link);
-	return !strcmp(link, "pid:[4026531836]");
+	snprintf(path, sizeof(path), "%s/prog_kq_iter_pid", KQ_PIN_DIR);
+	pfd = bpf_obj_get(path);
+	if (pfd < 0) {
+		err = kq_fail(-errno, "pid %d is a number of this pid namespace, and the host's cannot be asked: %s: %s "
+			      "(programs pinned by an older rdmactl, or none: set the limit from the host's pid namespace, "
+			      "nsenter -t 1 -p rdmactl ...)", (int)pid, path, strerror(errno));
+		goto out;
+	}
+	li.task.pid_fd = (__u32)pidfd;
+	lfd = bpf_link_create(pfd, 0, BPF_TRACE_ITER, &lo);
+	if (lfd < 0) {
+		err = kq_fail(-errno, "cannot ask the kernel for pid %d's host pid: %s", (int)pid, strerror(errno));
+		goto out;
+	}
+	ifd = bpf_iter_create(lfd);
+	if (ifd < 0) {
+		err = kq_fail(-errno, "cannot ask the kernel for pid %d's host pid: %s", (int)pid, strerror(errno));
+		goto out;
+	}
+	while ((r = read(ifd, rec, sizeof(rec))) != 0) {
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			err = kq_fail(-errno, "cannot ask the kernel for pid %d's host pid: %s", (int)pid, strerror(errno));
+			goto out;
+		}
+		for (i = 0; i < (size_t)r / sizeof(rec[0]); i++, nrec++) {
+			if (!nrec)
+				first = rec[i];
+			/* one process: every thread names the same (a kernel that ignored the pidfd walks every task) */
+			if (rec[i].tgid != first.tgid || rec[i].start_ns != first.start_ns) {
+				err = kq_fail(-ENOTSUP, "cannot ask the kernel for pid %d's host pid: this kernel walks every "
+					      "task (task iterators for one process need Linux 6.1); set the limit from "
+					      "the host's pid namespace (nsenter -t 1 -p rdmactl ...)", (int)pid);
+				goto out;
+			}
+		}
+	}
+	/* the same process: still there, and /proc's start time here is the kernel's (plus a time namespace's offset) */
+	if (!nrec || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) ||
+	    ((int64_t)first.start_ns + boottime_offset()) / (int64_t)KQ_PID_NS_PER_TICK != (int64_t)start) {
+		err = kq_fail(-ESRCH, "pid %d: no such process (it ended while its host pid was asked)", (int)pid);
+		goto out;
+	}
+	*host = (pid_t)first.tgid;
+	*host_start = first.start_ns / KQ_PID_NS_PER_TICK;
+out:
+	if (ifd >= 0)
+		close(ifd);
+	if (lfd >= 0)
+		close(lfd);
+	if (pfd >= 0)
+		close(pfd);
+	close(pidfd);
+	return err;
 }
 
 int kq_scope_pid(pid_t pid, uint64_t start, struct kq_scope *out)
 {
-	char why[512];
+	pid_t host = pid;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!pidns_initial(why, sizeof(why)))
-		return kq_fail(-EXDEV, "%s", why);
 	if (pid <= 0 || (uint64_t)pid >= 1u << KQ_PID_BITS)
 		return kq_fail(-EINVAL, "pid %d is not one the kernel gives", (int)pid);
 	if (!start)
 		err = proc_stat_start(pid, &start, NULL);
 	if (err)
 		return kq_fail(err, "pid %d: %s", (int)pid, err == -ESRCH ? "no such process" : strerror(-err));
+	/* a number of another pid namespace: the programs know the host's (kqload.c asks the kernel) */
+	if (!kq_pidns_host()) {
+		err = kq_host_pid(pid, start, &host, &start);
+		if (err)
+			return err;
+	}
 	out->type = KQ_SCOPE_PID;
-	out->id = KQ_PID_ID(pid, start);
+	out->id = KQ_PID_ID(host, start);
 	return 0;
 }
-
 
 int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct kq_scope *out)
 {

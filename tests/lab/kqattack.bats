@@ -243,13 +243,94 @@ run_as_pid() {
 	step s 1 "step 1 pd=1 errno=122"
 }
 
-@test "a --pid kernel limit asked from inside a pid namespace is refused: its number is not the host's" {
-	run -1 unshare -p -f --mount-proc "$RDMACTL" quota set qp 1 --pid 1 --kernel
-	assert_output --partial "not the host's (pid:[4026531836])"
-	assert_output --partial "nsenter -t 1 -p"
-	# nothing was set, in the ledger or the kernel
+# The host pid of the process whose command line holds $1 (a process in another pid namespace).
+host_pid_of() {
+	pgrep -f -- "$1" | head -n1
+}
+
+@test "a --pid kernel limit asked from inside a pid namespace names the process there: translated to the host's pid, it holds" {
+	local t=$BATS_TEST_TMPDIR hp nsp lim
+	# a tenant's process and the operator's rdmactl, both in a pid namespace of their own (a container)
+	unshare -p -f --mount-proc bash -c '
+		"$1" steps -S "$2/s" -c 1 >"$2/s" 2>&1 3>&- &
+		p=$!
+		until grep -q warm "$2/s"; do sleep 0.2; done
+		"$3" quota set pd 2 --pid "$p" --kernel >"$2/set" 2>&1
+		echo "rc=$? nspid=$p" >>"$2/set"
+		"$3" quota set pd 2 --pid "$4" --kernel >"$2/bad" 2>&1
+		echo "rc=$?" >>"$2/bad"
+		wait "$p"' _ "$KQA" "$t" "$RDMACTL" "$$" 3>&- &
+	PIDS+=($!)
+	wait_for 120 grep -q rc= "$t/bad" || { cat "$t/set" "$t/s" >&2; false; }
+	hp=$(host_pid_of "steps -S $t/s")
+	PIDS+=("$hp")
+	run -0 cat "$t/set"
+	assert_line --regexp '^rc=0 nspid=[0-9]+$'
+	nsp=$(sed -n 's/^rc=0 nspid=//p' "$t/set")
+	# the numbers differ (the namespace's are small), and the kernel's limit names the host's
+	[ "$nsp" != "$hp" ]
 	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
-	run -0 jq -e '[.[] | select(.formatted.key.type == 2 and .formatted.key.id % 4194304 == 1)] | length == 0' <<<"$output"
+	lim=$output
+	run -0 jq -e --argjson p "$hp" '[.[] | select(.formatted.key.type == 2 and .formatted.key.id % 4194304 == $p)] | length == 1' <<<"$lim"
+	run -0 jq -e --argjson p "$nsp" '[.[] | select(.formatted.key.type == 2 and .formatted.key.id % 4194304 == $p)] | length == 0' <<<"$lim"
+	# it holds: the process holds 1 PD, gets 1 more, then EDQUOT
+	step s 1 "step 1 pd=1 errno=122"
+	# a host's number (this shell's) names nobody there: refused as a number no process has (a usage error)
+	run -0 cat "$t/bad"
+	assert_line "rc=2"
+	assert_output --partial "no process with pid $$"
+}
+
+@test "a cgroup or global kernel limit asked from inside a pid namespace is refused: its count would miss the processes outside" {
+	local t=$BATS_TEST_TMPDIR k h
+	# a process of the cgroup, outside the namespace, holds 2 PDs (until $t/hold exists)
+	in_cg "$KQS" -k pd -n 2 -H "$t/hold" >"$t/out" 2>&1 3>&- &
+	h=$!
+	PIDS+=($h)
+	wait_for 60 grep -q holding "$t/out" || { cat "$t/out" >&2; false; }
+	run -1 unshare -p -f --mount-proc "$RDMACTL" quota set pd 2 --cgroup "$CG" --kernel
+	assert_output --partial "nsenter -t 1 -p"
+	run -1 unshare -p -f --mount-proc "$RDMACTL" quota set pd 5 --global --kernel
+	assert_output --partial "nsenter -t 1 -p"
+	# nothing was set: the cgroup's processes create freely (2 more PDs for a new one)
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	k=$(stat -c %i "$CG")
+	run -0 jq -e --argjson c "$k" '[.[] | select((.formatted.key.type == 3 and .formatted.key.id == $c) or .formatted.key.type == 1)] | length == 0' <<<"$output"
+	# from the host's namespace the same limit counts them: a new process gets none
+	run -0 "$RDMACTL" quota set pd 2 --cgroup "$CG" --kernel
+	run in_cg "$KQS" -k pd -n 1
+	assert_line "pd created=0 errno=EDQUOT"
+	touch "$t/hold"
+	wait "$h"
+}
+
+@test "quota gc from inside a pid or cgroup namespace keeps the kernel limits of processes and cgroups it cannot see" {
+	local lim
+	mkdir "$CG/ns" "$CG/x"
+	steps_in s "$CG/x"
+	run -0 "$RDMACTL" quota set pd 2 --pid "$SPID" --kernel
+	run -0 "$RDMACTL" quota set pd 3 --cgroup "$CG/x" --kernel
+	# gc in a pid namespace: the host's process is not in its /proc
+	run -0 unshare -p -f --mount-proc "$RDMACTL" quota gc
+	# gc in a cgroup namespace rooted at $CG/ns, with its own cgroup2 mount (a container's view)
+	run -0 bash -c 'echo $$ >"$1/cgroup.procs" && exec unshare -C -m sh -c "umount /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && \"\$0\" quota gc" "$2"' \
+		_ "$CG/ns" "$RDMACTL"
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	lim=$output
+	run -0 jq -e --argjson p "$SPID" '[.[] | select(.formatted.key.type == 2 and .formatted.key.id % 4194304 == $p)] | length == 1' <<<"$lim"
+	run -0 jq -e --argjson c "$(stat -c %i "$CG/x")" '[.[] | select(.formatted.key.type == 3 and .formatted.key.id == $c)] | length == 1' <<<"$lim"
+	# and they hold: 1 more PD (it holds 1), then EDQUOT
+	step s 1 "step 1 pd=1 errno=122"
+}
+
+@test "a cgroup kernel limit asked from inside a cgroup namespace is refused: the cgroup's depth and limited ancestors are hidden there" {
+	mkdir "$CG/ns"
+	run -1 bash -c 'echo $$ >"$1/cgroup.procs" && exec unshare -C -m sh -c "umount /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && mkdir /sys/fs/cgroup/in && \"\$0\" quota set pd 2 --cgroup /sys/fs/cgroup/in --kernel" "$2"' \
+		_ "$CG/ns" "$RDMACTL"
+	assert_output --partial "cgroup namespace"
+	assert_output --partial "nsenter -t 1 -C"
+	run -0 bpftool -j map dump pinned "$PIN/kq_limits"
+	run -0 jq -e --argjson c "$(stat -c %i "$CG/ns/in")" '[.[] | select(.formatted.key.type == 3 and .formatted.key.id == $c)] | length == 0' <<<"$output"
 }
 
 @test "a thread the programs know without a scope is limited at once when one comes: a limit on its cgroup, a move into a limited cgroup, a --pid limit" {
