@@ -12,6 +12,7 @@
 
 #include "core/cgroup.h"
 #include "kq/kq.h"
+#include "kq/rdmacg.h"
 #include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 #include "core/out.h"
@@ -98,24 +99,6 @@ static void parse_cgroup(struct argp_state *state, const char *arg)
 		argp_error(state, "%s", msg);
 }
 
-/* The process a thread id belongs to (the pid itself for a process, or when /proc cannot tell). */
-static pid_t tgid_of(pid_t pid)
-{
-	char path[64], line[128];
-	pid_t tgid = pid;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return pid;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(f);
-	return tgid;
-}
-
 static void add_scope(struct argp_state *state, const char *name)
 {
 	if (qopt.nscopes++)
@@ -158,9 +141,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "no process with pid %s", arg);
 		if (err)
 			argp_error(state, "invalid pid '%s'", arg);
-		if (tgid_of(pid) != pid)
+		if (proc_tgid(pid) != pid)
 			argp_error(state, "%s is a thread of process %d: limits are per process (--pid %d)", arg,
-				   (int)tgid_of(pid), (int)tgid_of(pid));
+				   (int)proc_tgid(pid), (int)proc_tgid(pid));
 		qopt.scope.type = LEDGER_SCOPE_PROCESS;
 		qopt.scope.pid = pid;
 		break;
@@ -326,10 +309,11 @@ int quota_read_file(const char *path, char *buf, size_t len)
  */
 static int write_kernel(const uint64_t *limit)
 {
-	char path[PATH_MAX + 16], cur[4096], line[256], handle[32], object[32], *save = NULL, *tok;
+	char path[PATH_MAX + 16], cur[4096], line[256], handle[32], object[32];
+	struct rdmacg_line devs[RDMACG_MAX_DEVS];
 	uint64_t sum = 0;
 	bool unl = false;
-	int k, n = 0;
+	int k, i, ndev, n = 0;
 	FILE *f;
 
 	for (k = 0; k < LEDGER_NKINDS; k++) {
@@ -356,17 +340,18 @@ static int write_kernel(const uint64_t *limit)
 		       path, strerror(errno));
 		return EXIT_FAIL;
 	}
-	for (tok = strtok_r(cur, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save)) {
-		char dev[64];
+	ndev = rdmacg_parse(cur, devs, RDMACG_MAX_DEVS);
+	for (i = 0; i < ndev; i++) {
+		const char *dev = devs[i].dev;
 
-		if (sscanf(tok, "%63s", dev) != 1 || (qopt.dev && strcmp(dev, qopt.dev)))
+		if (qopt.dev && strcmp(dev, qopt.dev))
 			continue;
 		f = fopen(path, "we");
 		if (!f) {
 			pr_err("cannot set the kernel limit: %s: %s", path, strerror(errno));
 			return EXIT_FAIL;
 		}
-		snprintf(line, sizeof(line), "%s hca_handle=%s hca_object=%s\n", dev, handle, object);
+		snprintf(line, sizeof(line), "%.*s hca_handle=%s hca_object=%s\n", RDMACG_DEV_LEN, dev, handle, object);
 		if (fputs(line, f) == EOF || fclose(f) == EOF) {
 			pr_err("cannot set the kernel limit: writing '%.*s' to %s: %s", (int)strlen(line) - 1, line,
 			       path, strerror(errno));

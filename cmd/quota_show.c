@@ -13,53 +13,26 @@
 #include "core/util.h"
 #include "kq/kq.h"
 #include "kq/kqdrv.h"
+#include "kq/rdmacg.h"
 #include "ledger/ledger.h"
 #include "quota.h"
 #include "rdmactl.h"
 
-struct kernel_line {
-	char dev[64];
-	char handle[24];
-	char object[24];
-};
-
-/* Parse rdma.max / rdma.current of a cgroup ("rxe0 hca_handle=1 hca_object=max"). */
-static int read_kernel(const char *cgname, const char *file, struct kernel_line *out, int max)
+/* A count from rdma.max or rdma.current: JSON null for "max", else the number. */
+static void print_kernel_count(const char *key, const char *fmt, uint64_t v)
 {
-	char root[PATH_MAX], path[PATH_MAX * 2], buf[4096], *save = NULL, *tok;
-	int n = 0;
+	char num[24];
 
-	cgroup2_root(root, sizeof(root));
-	snprintf(path, sizeof(path), "%s%s/%s", root, cgname, file);
-	if (quota_read_file(path, buf, sizeof(buf)))
-		return 0;
-	for (tok = strtok_r(buf, "\n", &save); tok && n < max; tok = strtok_r(NULL, "\n", &save)) {
-		if (sscanf(tok, "%63s hca_handle=%23s hca_object=%23s", out[n].dev, out[n].handle, out[n].object) == 3)
-			n++;
-	}
-	return n;
-}
-
-/* A count from rdma.max or rdma.current: JSON null for "max", a number when it is one, else the word as is. */
-static void print_kernel_count(const char *key, const char *fmt, const char *s)
-{
-	char *end;
-	unsigned long long v;
-
-	print_string(PRINT_FP, NULL, fmt, s);
-	if (!strcmp(s, "max")) {
+	snprintf(num, sizeof(num), "%" PRIu64, v);
+	print_string(PRINT_FP, NULL, fmt, v == RDMACG_MAX ? "max" : num);
+	if (v == RDMACG_MAX)
 		print_null(PRINT_JSON, key, NULL);
-		return;
-	}
-	v = strtoull(s, &end, 10);
-	if (*end)
-		print_string(PRINT_JSON, key, NULL, s);
 	else
-		print_int(PRINT_JSON, key, NULL, (int64_t)v);
+		print_uint(PRINT_JSON, key, NULL, v);
 }
 
 /* A cgroup's rdma.max or rdma.current: an object keyed by device in JSON, a line per device in text. */
-static void print_kernel(const char *key, const char *file, const struct kernel_line *kl, int n)
+static void print_kernel(const char *key, const char *file, const struct rdmacg_line *kl, int n)
 {
 	int i;
 
@@ -67,8 +40,8 @@ static void print_kernel(const char *key, const char *file, const struct kernel_
 	for (i = 0; i < n; i++) {
 		print_text("  %-12s %s", file, kl[i].dev);
 		out_open_object(kl[i].dev);
-		print_kernel_count("hca_handle", " hca_handle=%s", kl[i].handle);
-		print_kernel_count("hca_object", " hca_object=%s", kl[i].object);
+		print_kernel_count("hca_handle", " hca_handle=%s", kl[i].hca_handle);
+		print_kernel_count("hca_object", " hca_object=%s", kl[i].hca_object);
 		out_close_object();
 		print_nl();
 	}
@@ -119,14 +92,14 @@ static bool kernel_of(const struct ledger_scope *s, uint64_t *kmax, int64_t *kus
 }
 
 /* Is a finite rdma.max line there for kind k (hca_handle for ctx, hca_object for the object kinds)? */
-static bool rdmacg_limits(int k, const struct kernel_line *kl, int n)
+static bool rdmacg_limits(int k, const struct rdmacg_line *kl, int n)
 {
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (k == LEDGER_CTX && strcmp(kl[i].handle, "max"))
+		if (k == LEDGER_CTX && kl[i].hca_handle != RDMACG_MAX)
 			return true;
-		if (quota_is_object_kind(k) && strcmp(kl[i].object, "max"))
+		if (quota_is_object_kind(k) && kl[i].hca_object != RDMACG_MAX)
 			return true;
 	}
 	return false;
@@ -134,7 +107,7 @@ static bool rdmacg_limits(int k, const struct kernel_line *kl, int n)
 
 static int show_scope(const struct ledger_scope_stat *st, void *arg)
 {
-	struct kernel_line kmax[16], kcur[16];
+	struct rdmacg_line kmax[RDMACG_MAX_DEVS], kcur[RDMACG_MAX_DEVS];
 	uint64_t kq_max[KQ_NK], kq_refused[KQ_NK], kq_killed[KQ_NK];
 	int64_t kq_use[KQ_NK];
 	int nmax = 0, ncur = 0, k, rows = 0;
@@ -142,8 +115,14 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 
 	(void)arg;
 	if (st->scope.type == LEDGER_SCOPE_CGROUP) {
-		nmax = read_kernel(st->scope.name, "rdma.max", kmax, 16);
-		ncur = read_kernel(st->scope.name, "rdma.current", kcur, 16);
+		char root[PATH_MAX];
+
+		cgroup2_root(root, sizeof(root));
+		/* a cgroup without the controller (or gone) has neither file: nothing shown */
+		nmax = rdmacg_read(root, st->scope.name, "rdma.max", kmax, RDMACG_MAX_DEVS);
+		ncur = rdmacg_read(root, st->scope.name, "rdma.current", kcur, RDMACG_MAX_DEVS);
+		nmax = nmax < 0 ? 0 : nmax;
+		ncur = ncur < 0 ? 0 : ncur;
 	}
 	kern = kernel_of(&st->scope, kq_max, kq_use, kq_refused, kq_killed);
 	out_open_object(NULL);

@@ -126,3 +126,16 @@ bool lsm_active(const char *lsm, char *why, size_t len)
 			return true;
 	return false;
 }
+
+pid_t proc_tgid(pid_t pid)
+{
+	char buf[2048], *line;
+	int tgid;
+
+	if (proc_read(pid, "status", buf, sizeof(buf)) < 0)
+		return pid;
+	line = strstr(buf, "\nTgid:");
+	if (!line || sscanf(line + 1, "Tgid: %d", &tgid) != 1 || tgid <= 0)
+		return pid;
+	return (pid_t)tgid;
+}

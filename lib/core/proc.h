@@ -17,6 +17,8 @@ int proc_cgroup(pid_t pid, char *buf, size_t len);
  * whether it is a zombie (zombie may be NULL). -ESRCH when gone, -EPROTO when the file is not understood.
  */
 int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie);
+/* The process a thread id belongs to (/proc/PID/status Tgid): pid itself for a process, or when /proc cannot tell. */
+pid_t proc_tgid(pid_t pid);
 /* /proc/PID/FILE read whole (up to len - 1 bytes) into buf, terminated: its length, or -errno. */
 ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len);
 /* Is the LSM named lsm active (in /sys/kernel/security/lsm, securityfs mounted if it was not)? If not, why
