@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Unit tests of lib/util: number, size and pid parsing. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "unit.h"
+#include "core/proc.h"
 #include "core/util.h"
 
 static void test_parse_u64(void)
@@ -90,6 +92,42 @@ static void test_match_word(void)
 	CHECK(word_error("word", "s", words, -1, -2) == 2, "usage exit code");
 }
 
+static pthread_mutex_t tgid_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tgid_cv = PTHREAD_COND_INITIALIZER;
+static pid_t tgid_tid;
+static int tgid_done;
+
+static void *tgid_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&tgid_mu);
+	tgid_tid = gettid();
+	pthread_cond_signal(&tgid_cv);
+	while (!tgid_done)
+		pthread_cond_wait(&tgid_cv, &tgid_mu);
+	pthread_mutex_unlock(&tgid_mu);
+	return NULL;
+}
+
+/* proc_tgid: a thread's process, a process itself, and the number back when /proc cannot tell */
+static void test_proc_tgid(void)
+{
+	pthread_t t;
+
+	CHECK(proc_tgid(getpid()) == getpid(), "a process is its own");
+	CHECK(!pthread_create(&t, NULL, tgid_thread, NULL), "thread");
+	pthread_mutex_lock(&tgid_mu);
+	while (!tgid_tid)
+		pthread_cond_wait(&tgid_cv, &tgid_mu);
+	CHECK(tgid_tid != getpid() && proc_tgid(tgid_tid) == getpid(), "thread %d -> %d", (int)tgid_tid,
+	      (int)proc_tgid(tgid_tid));
+	tgid_done = 1;
+	pthread_cond_broadcast(&tgid_cv);
+	pthread_mutex_unlock(&tgid_mu);
+	pthread_join(t, NULL);
+	CHECK(proc_tgid(1 << 30) == 1 << 30, "no such process: the number itself");
+}
+
 int main(void)
 {
 	RUN(test_parse_u64);
@@ -98,5 +136,6 @@ int main(void)
 	RUN(test_parse_pid);
 	RUN(test_fmt_size);
 	RUN(test_match_word);
+	RUN(test_proc_tgid);
 	return unit_done();
 }
