@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# How rdmactl top's one-shot and the exporter's scrape grow with the QPs of a host and the processes that
+# hold them, against iproute2's `rdma res show qp -j` (issue 32), inside the lab (boots it when run outside,
+# with LAB_MEM MiB, default 4096, and LAB_SMP vCPUs, default 1). The clock is the emulated time, as in
+# bench/top.sh: the instruction clock (LAB_ICOUNT=0) jumps to the next timer whenever the guest waits for the
+# host (its files come over 9p), by up to 30 s in a trial run, which made the starts of commands meaningless.
+# For each configuration PROCS:QPS, PROCS holdres processes hold QPS QPs between them (and a PD, a CQ and a
+# 64 KiB MR each); once all are ready and the QPs counted by top, the exporter and rdma, RUNS rounds of, side
+# by side: `rdmactl top -b -n1 -j`, `rdmactl export --once`, `rdma res show qp -j`, and the control
+# `rdmactl --version` (the same binary started, nothing read: the floor of a start and the noise around it).
+# Prints each configuration's medians (min-max), the ratios top/rdma and export/rdma (goal: <= 0.1 at 64k
+# QPs), and the peak RSS (/usr/bin/time %M) of one more run of each, per QP above the RSS with no QP held.
+# A configuration that cannot be set up (a holder fails, or not ready in READY_TIMEOUT s) is said so and
+# skipped. Ends with one line per configuration to paste into doc/fleet-scale.md.
+#   bench/topscale.sh [RUNS [PROCS:QPS...]]   (build first: make bench; default 5, the six of issue 32)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-$PWD/build}
+runs=${1:-5}
+[ $# -gt 0 ] && shift
+configs=("$@")
+[ ${#configs[@]} -gt 0 ] || configs=(8:8000 8:32000 8:64000 512:8000 512:32000 512:64000)
+if [ -z "${LAB_GUEST:-}" ]; then
+	export BUILD LAB_SMP=${LAB_SMP:-1}
+	echo "host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+	exec tests/lab/run --timeout "${TOPSCALE_TIMEOUT:-10800}" --mem "${LAB_MEM:-4096}" -- \
+		bench/topscale.sh "$runs" "${configs[@]}"
+fi
+for f in "$BUILD/rdmactl" "$BUILD/lab-progs/holdres"; do
+	[ -x "$f" ] || { echo "bench/topscale.sh: $f missing (make bench)" >&2; exit 1; }
+done
+for c in "${configs[@]}"; do
+	[[ $c =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || { echo "bench/topscale.sh: $c: give PROCS:QPS" >&2; exit 2; }
+done
+ready_timeout=${READY_TIMEOUT:-1800}
+if [ -n "${LAB_ICOUNT:-}" ]; then
+	clock="guest instructions (icount shift $LAB_ICOUNT: 1 ns each, jumps while waiting for the host)"
+else
+	clock="emulated time (qemu TCG, on the host's load)"
+fi
+echo "clock: $clock, $(nproc) vCPU(s), kernel $(uname -r), $(awk '/MemTotal/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
+echo "device: $(rdma dev show | head -1)"
+ulimit -n 65536 2>/dev/null || true
+# the bench itself is the last the OOM killer takes; the holders are the first
+echo -1000 2>/dev/null >"/proc/$$/oom_score_adj" || true
+
+. bench/bench.bash
+
+rdmactl=$BUILD/rdmactl
+dir=$(mktemp -d)
+pids=()
+teardown() {
+	local wd
+	[ ${#pids[@]} -gt 0 ] || return 0
+	kill "${pids[@]}" 2>/dev/null || true
+	# holdres destroys its objects on SIGTERM; past 600 s of that, SIGKILL (the kernel frees them)
+	(sleep 600 && kill -9 "${pids[@]}" 2>/dev/null) &
+	wd=$!
+	{ wait "${pids[@]}" || true; } 2>/dev/null
+	kill "$wd" 2>/dev/null || true
+	{ wait "$wd" || true; } 2>/dev/null
+	pids=()
+	rm -f "$dir"/h*
+}
+# a holder that is gone (or a zombie: exited, not waited for yet)
+gone() {
+	local st=Z
+	read -r _ _ st _ 2>/dev/null <"/proc/$1/stat" || true
+	[ "$st" = Z ]
+}
+cleanup() {
+	teardown
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+mem_avail() { awk '/MemAvailable/ { print $2 }' /proc/meminfo; }
+# peak RSS in KiB of one run of a command
+rss() {
+	echo 0 >"$dir/rss"
+	/usr/bin/time -f %M -o "$dir/rss" "$@" >/dev/null 2>&1 || echo "($* failed)" >&2
+	tail -1 "$dir/rss"
+}
+# QPs of the holders as each tool reports them
+top_qps() {
+	"$rdmactl" top -b -n1 -j | jq '[.processes[] | select(.comm == "holdres")] | "\(map(.qp) | add // 0) \(length)"' -r
+}
+export_qps() {
+	"$rdmactl" export --once | awk '/^rdmactl_objects\{.*type="qp"/ { n += $NF } END { print n + 0 }'
+}
+
+# with no QP held: what a start costs in memory (the per-QP figures are above this)
+base_top=$(rss "$rdmactl" top -b -n1 -j)
+base_export=$(rss "$rdmactl" export --once)
+base_rdma=$(rss rdma res show qp -j)
+base_mem=$(mem_avail)
+echo "# no QP held: peak RSS top $base_top KiB, export $base_export KiB, rdma $base_rdma KiB; MemAvailable $((base_mem / 1024)) MiB"
+
+summary=()
+for c in "${configs[@]}"; do
+	procs=${c%:*} qps=${c#*:}
+	echo
+	echo "## $procs processes, $qps QPs"
+	if [ "$qps" -lt "$procs" ]; then
+		echo "SKIPPED $c: fewer QPs than processes"
+		summary+=("| $procs | $qps | skipped: fewer QPs than processes |")
+		continue
+	fi
+	t0=$(date +%s)
+	base=$((qps / procs)) extra=$((qps % procs))
+	for i in $(seq "$procs"); do
+		"$BUILD/lab-progs/holdres" -q $((base + (i <= extra))) -m 64K -t 1 >"$dir/h$i" 2>&1 3>&- &
+		pids+=($!)
+		echo 1000 2>/dev/null >"/proc/$!/oom_score_adj" || true
+	done
+	why=
+	deadline=$(($(date +%s) + ready_timeout))
+	while :; do
+		nready=$(cat "$dir"/h* 2>/dev/null | grep -c '^ready' || true)
+		[ "$nready" -eq "$procs" ] && break
+		for i in "${!pids[@]}"; do
+			if gone "${pids[$i]}"; then
+				why="holder $((i + 1)) exited before ready: $(tail -2 "$dir/h$((i + 1))" | tr '\n' ' ' | cut -c1-240)"
+				break
+			fi
+		done
+		[ -z "$why" ] || break
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			why="$nready of $procs holders ready after $ready_timeout s"
+			break
+		fi
+		sleep 1
+	done
+	if [ -n "$why" ]; then
+		echo "CANNOT RUN $c: $why (MemAvailable $(($(mem_avail) / 1024)) MiB); tearing down, going on"
+		dmesg | grep -iE 'out of memory|oom-kill|rxe' | tail -3 || true
+		teardown 2>/dev/null
+		summary+=("| $procs | $qps | cannot run: $why |")
+		continue
+	fi
+	mem=$(mem_avail)
+	echo "# $procs holders ready in $(($(date +%s) - t0)) s; MemAvailable $((mem / 1024)) MiB" \
+		"($(((base_mem - mem) * 1024 / qps)) bytes a QP, kernel and holders)"
+
+	# the QPs exist, and each tool sees all of them (else the figures mean nothing)
+	read -r tq tp < <(top_qps)
+	eq=$(export_qps)
+	rq=$(rdma res show qp -j | jq '[.[] | select(.comm == "holdres")] | length')
+	echo "# QPs of the holders: top $tq (in $tp processes), export $eq, rdma $rq"
+	if [ "$tq" != "$qps" ] || [ "$tp" != "$procs" ] || [ "$eq" != "$qps" ] || [ "$rq" != "$qps" ]; then
+		echo "CANNOT RUN $c: the tools do not count $qps QPs in $procs processes; tearing down, going on"
+		teardown 2>/dev/null
+		summary+=("| $procs | $qps | cannot run: counts top $tq/$tp, export $eq, rdma $rq |")
+		continue
+	fi
+
+	: >"$dir/top" && : >"$dir/export" && : >"$dir/rdma" && : >"$dir/ctl" && : >"$dir/rt" && : >"$dir/rx"
+	for r in $(seq "$runs"); do
+		a=$(ms "$rdmactl" top -b -n1 -j) b=$(ms "$rdmactl" export --once)
+		d=$(ms rdma res show qp -j) e=$(ms "$rdmactl" --version)
+		echo "$a" >>"$dir/top" && echo "$b" >>"$dir/export" && echo "$d" >>"$dir/rdma" && echo "$e" >>"$dir/ctl"
+		awk -v a="$a" -v d="$d" 'BEGIN { print a / d }' >>"$dir/rt"
+		awk -v b="$b" -v d="$d" 'BEGIN { print b / d }' >>"$dir/rx"
+		printf 'round %d: top %9.1f ms  export %9.1f ms  rdma %9.1f ms  control %7.1f ms\n' "$r" "$a" "$b" "$d" "$e"
+	done
+	rss_top=$(rss "$rdmactl" top -b -n1 -j)
+	rss_export=$(rss "$rdmactl" export --once)
+	rss_rdma=$(rss rdma res show qp -j)
+
+	span() { sort -g "$dir/$1" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.1f-%.1f", lo, hi }'; }
+	top_ms=$(median <"$dir/top") export_ms=$(median <"$dir/export")
+	rdma_ms=$(median <"$dir/rdma") ctl_ms=$(median <"$dir/ctl")
+	rt=$(median <"$dir/rt") rx=$(median <"$dir/rx")
+	printf '%-34s %10.1f ms  (%s)\n' "rdma res show qp -j (median of $runs)" "$rdma_ms" "$(span rdma)"
+	printf '%-34s %10.1f ms  (%s)\n' "rdmactl top -b -n1 -j" "$top_ms" "$(span top)"
+	printf '%-34s %10.1f ms  (%s)\n' "rdmactl export --once" "$export_ms" "$(span export)"
+	printf '%-34s %10.1f ms  (%s)\n' "control: rdmactl --version" "$ctl_ms" "$(span ctl)"
+	# the ratios: medians of each round's own (the rounds' neighbours share the host's load)
+	line=$(awk -v p="$procs" -v q="$qps" -v t="$top_ms" -v x="$export_ms" -v r="$rdma_ms" -v c="$ctl_ms" \
+		-v rt="$rt" -v rx="$rx" -v mt="$rss_top" -v mx="$rss_export" -v mr="$rss_rdma" \
+		-v bt="$base_top" -v bx="$base_export" -v br="$base_rdma" 'BEGIN {
+		printf "ratio top/rdma %.3f, export/rdma %.3f (medians of the rounds; goal <= 0.1 at 64k QPs: %s, %s)\n",
+			rt, rx, rt <= 0.1 ? "ok" : "MISSED", rx <= 0.1 ? "ok" : "MISSED" > "/dev/stderr"
+		printf "peak RSS: top %d KiB (%.1f bytes a QP above none held), export %d KiB (%.1f), rdma %d KiB (%.1f)\n",
+			mt, (mt - bt) * 1024 / q, mx, (mx - bx) * 1024 / q, mr, (mr - br) * 1024 / q > "/dev/stderr"
+		printf "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %d (%.1f) | %d (%.1f) | %d (%.1f) |",
+			p, q, r, t, x, c, rt, rx, mt, (mt - bt) * 1024 / q, mx, (mx - bx) * 1024 / q,
+			mr, (mr - br) * 1024 / q
+	}' 2>&1 >"$dir/line")
+	echo "$line"
+	summary+=("$(cat "$dir/line")")
+	t1=$(date +%s)
+	teardown
+	echo "# measured in $((t1 - t0)) s, torn down in $(($(date +%s) - t1)) s"
+done
+
+echo
+echo "## summary ($clock; medians of $runs rounds, ms; ratios: medians of the rounds' own; peak RSS KiB (bytes a QP above none held))"
+echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j | export --once | control | top/rdma | export/rdma | RSS top | RSS export | RSS rdma |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+printf '%s\n' "${summary[@]}"
