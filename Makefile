@@ -55,7 +55,7 @@ LIBS_PRELOAD := -ldl -lpthread -lrt
 # lib/ is three libraries: the core the preload links (kinds, ledger, /proc readers, parsing), everything else
 # the commands share, and the monitor's BPF loader, the one object that needs the BPF skeleton (clang).
 CORE_SRC    := lib/core/kinds.c $(wildcard lib/ledger/*.c) lib/core/proc.c lib/core/util.c
-BPFLIB_SRC  := lib/monitor/bpfmon.c lib/kq/kq.c lib/kq/kqload.c
+BPFLIB_SRC  := lib/monitor/bpfmon.c lib/kq/kq.c lib/kq/kqload.c lib/kq/backstop.c
 LIB_SRC     := $(filter-out $(BPFLIB_SRC),$(wildcard lib/*/*.c))
 CMD_SRC     := $(wildcard cmd/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)

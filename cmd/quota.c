@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "core/cgroup.h"
+#include "kq/backstop.h"
 #include "kq/kq.h"
-#include "kq/rdmacg.h"
 #include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 #include "core/out.h"
@@ -284,11 +284,6 @@ const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t le
 	return buf;
 }
 
-/* The object kinds the kernel counts together as hca_object. */
-bool quota_is_object_kind(int k)
-{
-	return kind_rdmacg[k] == KIND_CG_O;
-}
 
 int quota_read_file(const char *path, char *buf, size_t len)
 {
@@ -303,151 +298,20 @@ int quota_read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/*
- * Write the cgroup's rdma.max from its ledger limits: hca_handle = ctx, hca_object = sum of the object
- * kinds (max as soon as one is unlimited, so the kernel is never stricter than the ledger).
- */
-static int write_kernel(const uint64_t *limit)
-{
-	char path[PATH_MAX + 16], cur[4096], line[256], handle[32], object[32];
-	struct rdmacg_line devs[RDMACG_MAX_DEVS];
-	uint64_t sum = 0;
-	bool unl = false;
-	int k, i, ndev, n = 0;
-	FILE *f;
 
-	for (k = 0; k < LEDGER_NKINDS; k++) {
-		if (!quota_is_object_kind(k))
-			continue;
-		if (limit[k] == LEDGER_UNLIMITED || sum + limit[k] < sum || sum + limit[k] > INT32_MAX)
-			unl = true;
-		else
-			sum += limit[k];
-	}
-	if (limit[LEDGER_CTX] == LEDGER_UNLIMITED || limit[LEDGER_CTX] > INT32_MAX)
-		snprintf(handle, sizeof(handle), "max");
-	else
-		snprintf(handle, sizeof(handle), "%" PRIu64, limit[LEDGER_CTX]);
-	if (unl)
-		snprintf(object, sizeof(object), "max");
-	else
-		snprintf(object, sizeof(object), "%" PRIu64, sum);
 
-	snprintf(path, sizeof(path), "%s/rdma.max", qopt.cgdir);
-	if (quota_read_file(path, cur, sizeof(cur))) {
-		pr_err("cannot set the kernel limit: %s: %s (enable the rdma controller: echo +rdma > "
-		       "PARENT/cgroup.subtree_control)",
-		       path, strerror(errno));
-		return EXIT_FAIL;
-	}
-	ndev = rdmacg_parse(cur, devs, RDMACG_MAX_DEVS);
-	for (i = 0; i < ndev; i++) {
-		const char *dev = devs[i].dev;
-
-		if (qopt.dev && strcmp(dev, qopt.dev))
-			continue;
-		f = fopen(path, "we");
-		if (!f) {
-			pr_err("cannot set the kernel limit: %s: %s", path, strerror(errno));
-			return EXIT_FAIL;
-		}
-		snprintf(line, sizeof(line), "%.*s hca_handle=%s hca_object=%s\n", RDMACG_DEV_LEN, dev, handle, object);
-		if (fputs(line, f) == EOF || fclose(f) == EOF) {
-			pr_err("cannot set the kernel limit: writing '%.*s' to %s: %s", (int)strlen(line) - 1, line,
-			       path, strerror(errno));
-			return EXIT_FAIL;
-		}
-		pr_debug("%s: %.*s", path, (int)strlen(line) - 1, line);
-		n++;
-	}
-	if (!n) {
-		pr_err("cannot set the kernel limit: %s %s in %s (see 'rdma dev')", qopt.dev ? "no device" : "no RDMA devices",
-		       qopt.dev ? qopt.dev : "listed", path);
-		return EXIT_FAIL;
-	}
-	return EXIT_OK;
-}
-
-/* The kernel's scope of the command's scope (not for jobs). */
-static int kq_scope_of(struct kq_scope *sc)
-{
-	memset(sc, 0, sizeof(*sc));
-	switch (qopt.scope.type) {
-	case LEDGER_SCOPE_CGROUP:
-		return kq_scope_cgroup(qopt.cgdir, sc);
-	case LEDGER_SCOPE_PROCESS:
-		return kq_scope_pid(qopt.scope.pid, qopt.scope.start_time, sc);
-	case LEDGER_SCOPE_GLOBAL:
-		sc->type = KQ_SCOPE_GLOBAL;
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
-
-/*
- * --kernel: the BPF LSM programs enforce value (LEDGER_UNLIMITED lifts the limit); without BPF LSM, a
- * cgroup's rdma.max as far as it can hold the ledger's limits (limit: the scope's ledger limits).
- */
+/* --kernel: the scope's kernel backstop (lib/kq/backstop.c), with the scope's ledger limits after the change. */
 static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 {
-	char why[600], desc[LEDGER_CGROUP_MAX + 16];
-	struct kq_scope sc;
-	struct kq *q;
-	int err, i;
+	char desc[LEDGER_CGROUP_MAX + 16];
+	struct kq_backstop b = {
+		.scope = &qopt.scope,
+		.cgdir = qopt.cgdir,
+		.dev = qopt.dev,
+		.desc = quota_scope_desc(&qopt.scope, desc, sizeof(desc)),
+	};
 
-	if (kq_lsm_active(why, sizeof(why))) {
-		/*
-		 * an unset on a host where nothing was ever loaded has nothing to lift; the programs are loaded
-		 * before the scope is named (a pid of another pid namespace is translated by one of them)
-		 */
-		err = kq_open(value != LEDGER_UNLIMITED, &q);
-		if (err == -ENOENT && value == LEDGER_UNLIMITED)
-			return EXIT_OK;
-		if (err) {
-			pr_err("cannot set the kernel limit: %s", kq_error());
-			return EXIT_FAIL;
-		}
-		err = kq_scope_of(&sc);
-		if (err) {
-			pr_err("cannot set the kernel limit: %s", kq_error());
-			kq_close(q);
-			return EXIT_FAIL;
-		}
-		err = kq_set(q, &sc, qopt.scope.type == LEDGER_SCOPE_CGROUP ? qopt.cgdir : NULL, k,
-			     value == LEDGER_UNLIMITED ? KQ_UNLIMITED : value);
-		kq_close(q);
-		if (err) {
-			pr_err("cannot set the kernel limit on %s: %s", quota_scope_desc(&qopt.scope, desc, sizeof(desc)),
-			       kq_error());
-			return EXIT_FAIL;
-		}
-		return EXIT_OK;
-	}
-	if (qopt.scope.type != LEDGER_SCOPE_CGROUP) {
-		pr_err("the kernel cannot enforce limits on %s: BPF LSM is not active (%s); add bpf to the "
-		       "kernel's lsm= parameter (lsm=...,bpf) and reboot, or limit a cgroup (rdma.max)",
-		       quota_scope_desc(&qopt.scope, desc, sizeof(desc)), why);
-		return EXIT_FAIL;
-	}
-	pr_err("note: BPF LSM is not active (%s): writing the cgroup's rdma.max instead, which counts only "
-	       "contexts and all objects together (add bpf to the kernel's lsm= parameter for per-kind limits)", why);
-	err = write_kernel(limit);
-	if (err || value == LEDGER_UNLIMITED)
-		return err;
-	if (k == LEDGER_MR_BYTES) {
-		pr_err("rdma.max cannot hold an mr_bytes limit: the kernel does not enforce it (the interceptor does)");
-		return EXIT_FAIL;
-	}
-	if (quota_is_object_kind(k))
-		for (i = 0; i < LEDGER_NKINDS; i++)
-			if (quota_is_object_kind(i) && limit[i] == LEDGER_UNLIMITED) {
-				pr_err("rdma.max cannot hold a %s limit alone: it counts pd, cq, qp, srq, mr, ah, mw, xrcd "
-				       "and wq together, and stays at max until each of them has a limit (%s has none)",
-				       ledger_kind_names[k], ledger_kind_names[i]);
-				return EXIT_FAIL;
-			}
-	return EXIT_OK;
+	return kq_backstop_set(&b, k, value, limit) ? EXIT_FAIL : EXIT_OK;
 }
 
 /* ---- set / unset -------------------------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include "core/cgroup.h"
 #include "core/out.h"
 #include "core/util.h"
+#include "kq/backstop.h"
 #include "kq/kq.h"
 #include "kq/kqdrv.h"
 #include "kq/rdmacg.h"
@@ -99,7 +100,7 @@ static bool rdmacg_limits(int k, const struct rdmacg_line *kl, int n)
 	for (i = 0; i < n; i++) {
 		if (k == LEDGER_CTX && kl[i].hca_handle != RDMACG_MAX)
 			return true;
-		if (quota_is_object_kind(k) && kl[i].hca_object != RDMACG_MAX)
+		if (kq_backstop_object_kind(k) && kl[i].hca_object != RDMACG_MAX)
 			return true;
 	}
 	return false;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/cgroup.h"
+#include "kq/backstop.h"
 #include "kq/kq.h"
 #include "ledger/ledger.h"
 #include "core/proc.h"
@@ -280,9 +281,7 @@ static int start_job(struct ledger *l, const char *name)
 static int kernel_cgroup(const char *job, char *dir, size_t len)
 {
 	char root[PATH_MAX], parent[PATH_MAX], own[PATH_MAX], why[600], name[LEDGER_NAME_MAX];
-	struct kq_scope sc;
-	struct kq *q = NULL;
-	size_t i, n;
+	size_t i;
 	int ret;
 
 	if (!kq_lsm_active(why, sizeof(why))) {
@@ -318,27 +317,12 @@ static int kernel_cgroup(const char *job, char *dir, size_t len)
 		       errno == EACCES || errno == EPERM || errno == EROFS ? " (root only)" : "");
 		return EXIT_FAIL;
 	}
-	ret = kq_open(true, &q);
-	if (!ret)
-		ret = kq_scope_cgroup(dir, &sc);
-	for (i = 0, n = 0; !ret && i < KQ_NK; i++)
-		if (run_opts.limit[i] != LEDGER_UNLIMITED) {
-			ret = kq_set(q, &sc, dir, (unsigned int)i, run_opts.limit[i]);
-			n++;
-		}
-	if (!ret && !n) {
-		/* a job without counted limits still gets its scope: quota set KIND N --cgroup DIR --kernel later */
-		ret = kq_set(q, &sc, dir, KQ_QP, KQ_UNLIMITED);
-	}
+	ret = kq_backstop_cgroup(dir, run_opts.limit);
 	if (ret) {
 		pr_err("--kernel: cannot set the kernel limits on %s: %s", dir, kq_error());
-		if (q)
-			kq_remove(q, &sc);
-		kq_close(q);
 		rmdir(dir);
 		return EXIT_FAIL;
 	}
-	kq_close(q);
 	pr_debug("job cgroup %s", dir);
 	return 0;
 }
