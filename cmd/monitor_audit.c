@@ -65,23 +65,6 @@ static struct audit_seen *audit_seen(pid_t pid, uint64_t start)
 	return s;
 }
 
-struct managed_ctx {
-	pid_t pid;
-	uint64_t start;
-	bool found;
-};
-
-static int managed_cb(const struct ledger_proc_stat *st, void *arg)
-{
-	struct managed_ctx *m = arg;
-
-	if (st->pid == m->pid && (!m->start || st->start_time == m->start)) {
-		m->found = true;
-		return 1;
-	}
-	return 0;
-}
-
 /* The cgroup v2 path of pid ("/a/b"), or "" when unknown. */
 static void proc_cgroup_norm(pid_t pid, char *buf, size_t len)
 {
@@ -231,19 +214,20 @@ static int audit_once(struct top_ctx *t, struct ledger **l)
 		ledger_close(*l);
 	if (ledger_open(NULL, 0, l))
 		*l = NULL;
-	memset(&s, 0, sizeof(s));
 	err = top_snapshot(t, &f, &s);
 	if (err)
 		return err;
-	if (*l)
+	if (*l) {
 		ledger_gc(*l, NULL);
+		/* top's join: managed is the process's own slot (pid and start time) */
+		top_join_ledger(&s, *l);
+	}
 	for (i = 0; i < s.nrows; i++) {
 		const struct top_row *r = &s.rows[i];
 		uint64_t held[NL_RES_NTYPES + 1], start = 0;
-		struct managed_ctx mc;
 		struct audit_seen *se;
 		unsigned int state;
-		bool any = false;
+		bool any = false, managed;
 		int nov, sig = 0;
 
 		if (r->kind != TOP_PROC || r->pid <= 0 || r->pid == getpid())
@@ -255,22 +239,20 @@ static int audit_once(struct top_ctx *t, struct ledger **l)
 		held[NL_RES_NTYPES] = r->c.mr_bytes;
 		if (!any)
 			continue;
-		if (ledger_pid_start_time(r->pid, &start))
-			continue; /* gone already */
-		mc = (struct managed_ctx){ r->pid, start, false };
-		if (*l)
-			ledger_foreach_proc(*l, managed_cb, &mc);
-		nov = audit_over(*l, r->pid, start, mc.found, held, ov);
-		state = (mc.found ? 0 : 1) | (nov ? 2 : 0);
+		if (ledger_pid_start_time(r->pid, &start) || start != r->start_time)
+			continue; /* gone already (or its pid another process's now) */
+		managed = r->quota.managed;
+		nov = audit_over(*l, r->pid, start, managed, held, ov);
+		state = (managed ? 0 : 1) | (nov ? 2 : 0);
 		se = audit_seen(r->pid, start);
 		if (!se || (se->state & 3) != state) {
 			if (se)
 				se->state = (se->state & 4) | state;
 			if (state)
-				audit_report(r, mc.found, *l != NULL, ov, nov, 0);
+				audit_report(r, managed, *l != NULL, ov, nov, 0);
 		}
 		/* Only unmanaged holders over a quota are signalled: a managed process's objects were all granted. */
-		if (mopt.enforce_sig && !mc.found && nov && se && !(se->state & 4) && r->pid != 1) {
+		if (mopt.enforce_sig && !managed && nov && se && !(se->state & 4) && r->pid != 1) {
 			if (!kill(r->pid, mopt.enforce_sig)) {
 				sig = mopt.enforce_sig;
 				se->state |= 4;

@@ -155,52 +155,32 @@ static struct {
 	int rates_err;
 } extra;
 
-static int count_kdenial(const struct kq_event *ev, void *arg)
+/* The ledger, opened at the first success and kept; NULL (told with -v) while it cannot be. */
+static struct ledger *ledger_get(bool quiet)
 {
-	top_count_denial(arg, (pid_t)ev->tgid);
-	return 0;
-}
+	int ret;
 
-/* The kernel's refusals and kills (BPF LSM quotas) count in DENY too, as the ledger's refusals do. */
-static void join_kernel_denials(struct top_snap *s)
-{
-	struct kq *q;
-	uint64_t since = 0;
-
-	/* opened anew each time: the programs may be loaded while top runs */
-	if (kq_open(false, &q))
-		return;
-	kq_events_read(q, &since, count_kdenial, s);
-	kq_close(q);
-}
-
-static void join_ledger(struct top_snap *s, bool quiet)
-{
-	int ret = 0;
-
-	if (!extra.ledger)
-		ret = ledger_open(o.ledger, 0, &extra.ledger);
-	if (!ret) {
-		ret = top_join_ledger(s, extra.ledger);
-		if (ret && !quiet && ret != extra.ledger_err)
-			pr_debug("no quota columns: reading the ledger failed: %s", strerror(-ret));
-		if (!ret)
-			join_kernel_denials(s);
-	} else if (!quiet && ret != extra.ledger_err) {
-		pr_debug("no quota columns: %s", ledger_error());
+	if (extra.ledger)
+		return extra.ledger;
+	ret = ledger_open(o.ledger, 0, &extra.ledger);
+	if (ret) {
+		extra.ledger = NULL;
+		if (!quiet && ret != extra.ledger_err)
+			pr_debug("no quota columns: %s", ledger_error());
+		extra.ledger_err = ret;
 	}
-	extra.ledger_err = ret;
+	return extra.ledger;
 }
 
-static void join_rates(struct top_snap *s, bool quiet)
+/* This read of the monitor's counters into *cur: 0, or -errno (told with -v; the rates start again). */
+static int rates_read(struct top_counters *cur, bool quiet)
 {
-	struct top_counters cur;
 	int fd = -1, ret;
 
 	/* Opened anew each time: a monitor started (or restarted) meanwhile pins a new map. */
 	ret = mon_counters_open_pinned(&fd);
 	if (!ret) {
-		ret = top_counters_read(fd, &cur);
+		ret = top_counters_read(fd, cur);
 		close(fd);
 	}
 	if (ret) {
@@ -211,17 +191,12 @@ static void join_rates(struct top_snap *s, bool quiet)
 		if (extra.have_prev)
 			top_counters_free(&extra.prev);
 		extra.have_prev = false;
-		return;
+		return ret;
 	}
 	extra.rates_err = 0;
-	if (extra.have_prev) {
-		top_join_rates(s, &extra.prev, &cur);
-		top_counters_free(&extra.prev);
-	} else if (!quiet) {
+	if (!extra.have_prev && !quiet)
 		pr_debug("rates from the next snapshot on (they need two reads of the BPF counters)");
-	}
-	extra.prev = cur;
-	extra.have_prev = true;
+	return 0;
 }
 
 static void extra_free(void)
@@ -237,22 +212,39 @@ static void extra_free(void)
 int top_take(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, const struct top_view *v,
 	     bool quiet)
 {
-	int ret, tries = 0;
+	struct top_sources src = { 0 };
+	struct top_counters cur;
+	struct kq *q = NULL;
+	bool have_cur;
+	int ret;
 
-	/* A device removed, or a dump the kernel marked inconsistent, while we looked: look again. */
-	while ((ret = top_snapshot(t, f, s)) == -ENODEV || ret == -EINTR) {
-		top_snap_free(s);
-		if (++tries == 3)
-			break;
-	}
+	ret = top_snapshot(t, f, s);
 	if (ret) {
 		if (!quiet)
 			top_take_error(t, ret);
-		top_snap_free(s);
 		return ret;
 	}
-	join_ledger(s, quiet);
-	join_rates(s, quiet);
+	src.ledger = ledger_get(quiet);
+	/* opened anew each time: the programs may be loaded while top runs */
+	if (src.ledger && !kq_open(false, &q))
+		src.kq = q;
+	have_cur = !rates_read(&cur, quiet);
+	if (have_cur && extra.have_prev) {
+		src.prev = &extra.prev;
+		src.cur = &cur;
+	}
+	ret = top_join(s, &src);
+	if (src.ledger) {
+		if (ret && !quiet && ret != extra.ledger_err)
+			pr_debug("no quota columns: reading the ledger failed: %s", strerror(-ret));
+		extra.ledger_err = ret;
+	}
+	kq_close(q);
+	if (have_cur) {
+		top_counters_free(&extra.prev);
+		extra.prev = cur;
+		extra.have_prev = true;
+	}
 	top_sort(s, v->key, v->reverse);
 	return 0;
 }

@@ -188,17 +188,8 @@ void metrics_snap_free(struct metrics_snap *s)
 static int take(struct metrics_ctx *x, const char *dev, struct top_snap *s)
 {
 	struct top_filter f = { .dev = dev };
-	int ret, tries = 0;
 
-	/* A device removed, or a dump the kernel marked inconsistent, while we looked: look again. */
-	while ((ret = top_snapshot(x->top, dev ? &f : NULL, s)) == -ENODEV || ret == -EINTR) {
-		top_snap_free(s);
-		if (++tries == 3)
-			break;
-	}
-	if (ret)
-		top_snap_free(s);
-	return ret;
+	return top_snapshot(x->top, dev ? &f : NULL, s);
 }
 
 static void snaps_free(struct top_snap *v, unsigned int n)
@@ -354,6 +345,7 @@ static int gather_dev(struct gather *g, const struct top_snap *ts, unsigned int 
 			if (!p)
 				return -ENOMEM;
 			p->pid = row->pid;
+			p->start_time = row->start_time;
 			snprintf(p->comm, sizeof(p->comm), "%s", row->comm);
 			if (proc_cgroup(row->pid, path, sizeof(path)))
 				path[0] = '\0';
@@ -513,68 +505,26 @@ static int refusals_fold(struct metrics_ctx *x)
 	return 0;
 }
 
-struct lcollect {
-	struct metrics_snap *s;
-	size_t cap;
-	pid_t *pids;
-	size_t npids, cap_pids;
-	int err;
-};
-
-static int on_scope(const struct ledger_scope_stat *st, void *arg)
-{
-	struct lcollect *c = arg;
-	struct ledger_scope_stat *p = push(&c->s->scopes, &c->s->nscopes, &c->cap, sizeof(*p));
-
-	if (!p) {
-		c->err = -ENOMEM;
-		return 1;
-	}
-	*p = *st;
-	return 0;
-}
-
-static int on_proc(const struct ledger_proc_stat *st, void *arg)
-{
-	struct lcollect *c = arg;
-	pid_t *p = push(&c->pids, &c->npids, &c->cap_pids, sizeof(*p));
-
-	if (!p) {
-		c->err = -ENOMEM;
-		return 1;
-	}
-	*p = st->pid;
-	return 0;
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int collect_ledger(struct metrics_ctx *x, struct gather *g)
 {
 	struct metrics_snap *s = g->s;
-	struct lcollect c = { .s = s };
+	struct top_ledger v;
 	size_t i;
 	int ret, sc, k;
 
 	if (ledger_get(x, s))
 		return 0;
 	s->slots = ledger_capacity(x->ledger, &s->slots_used);
-	ret = ledger_foreach_scope(x->ledger, on_scope, &c);
-	if (!ret)
-		ret = ledger_foreach_proc(x->ledger, on_proc, &c);
+	/* top's join: the same read of the ledger, the same "managed" */
+	ret = top_ledger_read(x->ledger, &v);
 	if (!ret)
 		ret = refusals_fold(x);
-	if (c.err == -ENOMEM) {
-		free(c.pids);
+	if (ret == -ENOMEM) {
+		top_ledger_free(&v);
 		return -ENOMEM;
 	}
 	if (ret) {
-		free(c.pids);
+		top_ledger_free(&v);
 		set_err(s, METRICS_SRC_LEDGER, ret < 0 ? ret : -EIO, "reading the quota ledger failed: %s",
 			strerror(ret < 0 ? -ret : EIO));
 		/* a ledger that fails to read is opened anew next time */
@@ -582,14 +532,15 @@ static int collect_ledger(struct metrics_ctx *x, struct gather *g)
 		x->ledger = NULL;
 		return 0;
 	}
-	if (c.npids)
-		qsort(c.pids, c.npids, sizeof(*c.pids), cmp_pid);
 	for (i = 0; i < s->nprocs; i++) {
-		s->procs[i].managed = c.npids && bsearch(&s->procs[i].pid, c.pids, c.npids, sizeof(*c.pids), cmp_pid);
+		s->procs[i].managed = top_ledger_proc(&v, s->procs[i].pid, s->procs[i].start_time) != NULL;
 		if (s->procs[i].managed)
 			s->cgroups[s->procs[i].cg].nmanaged++;
 	}
-	free(c.pids);
+	s->scopes = v.scopes;
+	s->nscopes = v.nscopes;
+	v.scopes = NULL;
+	top_ledger_free(&v);
 	/* cgroups with a ledger entry get their identities (and rdma cgroup files) too */
 	for (i = 0; i < s->nscopes; i++)
 		if (s->scopes[i].scope.type == LEDGER_SCOPE_CGROUP && cgroup_of(g, s->scopes[i].scope.name) == SIZE_MAX)

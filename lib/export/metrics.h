@@ -10,7 +10,8 @@
  *             the objects are taken one device at a time (a snapshot filtered by device name dumps only that
  *             device's objects: every object is still dumped once per collection). The device names come
  *             from the previous collection; a change in the set of devices costs one whole snapshot more.
- *   ledger    scopes (limits and usage), attached processes (managed or not), refusals.
+ *   ledger    scopes (limits and usage), attached processes (managed or not: top's join, top_ledger_read() and
+ *             top_ledger_proc()), refusals.
  *   monitor   the BPF per-tgid counters pinned by a running `rdmactl monitor`, summed over processes.
  *   rdmacg    rdma.max and rdma.current of every cgroup seen (and of their ancestors).
  *
@@ -70,9 +71,10 @@ struct metrics_cgroup {
 /* A process that holds objects (user objects whose owning thread /proc still knows). */
 struct metrics_proc {
 	pid_t pid;
+	uint64_t start_time;		/* as the snapshot read it (top_row.start_time) */
 	char comm[TOP_COMM_LEN];
 	size_t cg;			/* index into cgroups[] */
-	bool managed;			/* attached to the ledger */
+	bool managed;			/* attached to the ledger (top_ledger_proc(): pid and start time) */
 };
 
 /* The objects of one owner (a cgroup or a process: the array says which) on one device. */

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "ledger/ledger.h"
 #include "core/proc.h"
+#include "kq/kq.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -240,7 +241,11 @@ static int row_of_tid(struct agg *a, pid_t tid)
 		r->resolved = !ret;
 		if (!ret) {
 			char cg[PATH_MAX];
+			bool zombie;
 
+			/* its start time: with the pid, what names a process in the ledger (see top_join) */
+			if (proc_stat_start(tgid, &r->start_time, &zombie))
+				r->start_time = 0;
 			r->uid = uid;
 			user_name(a->t, uid, r->user, sizeof(r->user));
 			snprintf(r->comm, sizeof(r->comm), "%s", comm);
@@ -426,7 +431,7 @@ static int dev_gone(struct top_ctx *t, uint32_t index, int err)
 	return index == UINT32_MAX ? err : -ENODEV;
 }
 
-int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s)
+static int snapshot_once(struct top_ctx *t, const struct top_filter *f, struct top_snap *s)
 {
 	struct agg a = { .t = t, .s = s };
 	struct nl_handlers h = { .arg = &a };
@@ -506,6 +511,21 @@ out:
 	return 0;
 }
 
+int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s)
+{
+	int ret, tries = 0;
+
+	/* A device removed, or a dump the kernel marked inconsistent, while we looked: look again. */
+	while ((ret = snapshot_once(t, f, s)) == -ENODEV || ret == -EINTR) {
+		top_snap_free(s);
+		if (++tries == 3)
+			break;
+	}
+	if (ret)
+		top_snap_free(s);
+	return ret;
+}
+
 void top_snap_free(struct top_snap *s)
 {
 	if (!s)
@@ -523,16 +543,6 @@ static int ledger_of(size_t col)
 	return col == NL_RES_NTYPES ? LEDGER_MR_BYTES : kind_ledger_of_nl[col];
 }
 
-struct ljoin {
-	struct ledger_scope_stat *scopes;	/* global, cgroups, jobs */
-	size_t nscopes;
-	struct ledger_proc_stat *procs;
-	size_t nprocs;
-	pid_t *denied;				/* pid of each recent denial */
-	size_t ndenied;
-	int err;
-};
-
 static int grow(void **v, size_t n, size_t size)
 {
 	void *p;
@@ -546,36 +556,83 @@ static int grow(void **v, size_t n, size_t size)
 	return 0;
 }
 
+struct lread {
+	struct top_ledger *v;
+	int err;
+};
+
 static int on_scope(const struct ledger_scope_stat *st, void *arg)
 {
-	struct ljoin *j = arg;
+	struct lread *r = arg;
+	struct top_ledger *v = r->v;
 
-	if (st->scope.type == LEDGER_SCOPE_PROCESS)
-		return 0;
-	if ((j->err = grow((void **)&j->scopes, j->nscopes, sizeof(*j->scopes))))
+	if ((r->err = grow((void **)&v->scopes, v->nscopes, sizeof(*v->scopes))))
 		return 1;
-	j->scopes[j->nscopes++] = *st;
+	v->scopes[v->nscopes++] = *st;
 	return 0;
 }
 
 static int on_proc(const struct ledger_proc_stat *st, void *arg)
 {
-	struct ljoin *j = arg;
+	struct lread *r = arg;
+	struct top_ledger *v = r->v;
 
-	if ((j->err = grow((void **)&j->procs, j->nprocs, sizeof(*j->procs))))
+	if ((r->err = grow((void **)&v->procs, v->nprocs, sizeof(*v->procs))))
 		return 1;
-	j->procs[j->nprocs++] = *st;
+	v->procs[v->nprocs++] = *st;
 	return 0;
 }
 
 static int on_denial(const struct ledger_denial_event *ev, void *arg)
 {
-	struct ljoin *j = arg;
+	struct lread *r = arg;
+	struct top_ledger *v = r->v;
 
-	if ((j->err = grow((void **)&j->denied, j->ndenied, sizeof(*j->denied))))
+	if ((r->err = grow((void **)&v->denied, v->ndenied, sizeof(*v->denied))))
 		return 1;
-	j->denied[j->ndenied++] = ev->d.pid;
+	v->denied[v->ndenied++] = ev->d.pid;
 	return 0;
+}
+
+int top_ledger_read(struct ledger *l, struct top_ledger *v)
+{
+	struct lread r = { .v = v };
+	uint64_t since = 0;
+	int ret;
+
+	memset(v, 0, sizeof(*v));
+	ret = ledger_foreach_scope(l, on_scope, &r);
+	if (!ret)
+		ret = ledger_foreach_proc(l, on_proc, &r);
+	if (!ret)
+		ret = ledger_foreach_denial(l, &since, on_denial, &r);
+	if (r.err)
+		ret = r.err;
+	if (ret > 0)
+		ret = -EIO;
+	if (ret)
+		top_ledger_free(v);
+	return ret;
+}
+
+void top_ledger_free(struct top_ledger *v)
+{
+	free(v->scopes);
+	free(v->procs);
+	free(v->denied);
+	memset(v, 0, sizeof(*v));
+}
+
+const struct ledger_proc_stat *top_ledger_proc(const struct top_ledger *v, pid_t pid, uint64_t start)
+{
+	size_t i;
+
+	if (!start)
+		return NULL;
+	for (i = 0; i < v->nprocs; i++)
+		if (v->procs[i].pid == pid && v->procs[i].start_time == start)
+			return &v->procs[i];
+	return NULL;
 }
 
 /* cgroup path c is anc or below it ("/a" contains "/a" and "/a/b", not "/ab"). */
@@ -605,7 +662,7 @@ static void consider(struct top_row *r, int col, enum ledger_scope_type type, ui
 	r->quota.scope[col] = (int)type;
 }
 
-static void join_row(struct top_row *r, const struct ljoin *j)
+static void join_row(struct top_row *r, const struct top_ledger *j)
 {
 	const struct ledger_proc_stat *p = NULL;
 	size_t i;
@@ -621,9 +678,7 @@ static void join_row(struct top_row *r, const struct ljoin *j)
 	for (i = 0; i < j->ndenied; i++)
 		if (j->denied[i] == r->pid)
 			r->quota.denials++;
-	for (i = 0; i < j->nprocs && !p; i++)
-		if (j->procs[i].pid == r->pid)
-			p = &j->procs[i];
+	p = top_ledger_proc(j, r->pid, r->start_time);
 	if (!p)
 		return;
 	r->quota.managed = true;
@@ -637,7 +692,9 @@ static void join_row(struct top_row *r, const struct ljoin *j)
 		for (i = 0; i < j->nscopes; i++) {
 			const struct ledger_scope_stat *st = &j->scopes[i];
 
-			if ((st->scope.type == LEDGER_SCOPE_JOB && (!p->job[0] || strcmp(st->scope.name, p->job))) ||
+			/* its own pid limits are p->limit[]; another process's are not its */
+			if (st->scope.type == LEDGER_SCOPE_PROCESS ||
+			    (st->scope.type == LEDGER_SCOPE_JOB && (!p->job[0] || strcmp(st->scope.name, p->job))) ||
 			    (st->scope.type == LEDGER_SCOPE_CGROUP && !cgroup_within(p->cgroup, st->scope.name)))
 				continue;
 			consider(r, col, st->scope.type, st->limit[k], st->usage[k]);
@@ -654,32 +711,27 @@ void top_count_denial(struct top_snap *s, pid_t pid)
 			s->rows[r].quota.denials++;
 }
 
+void top_join_ledger_view(struct top_snap *s, const struct top_ledger *v)
+{
+	size_t r;
+
+	for (r = 0; r < s->nrows; r++)
+		if (s->rows[r].kind == TOP_PROC)
+			join_row(&s->rows[r], v);
+	s->ledger_joined = true;
+}
+
 int top_join_ledger(struct top_snap *s, struct ledger *l)
 {
-	struct ljoin j = { 0 };
-	uint64_t since = 0;
-	size_t r;
+	struct top_ledger v;
 	int ret;
 
-	ret = ledger_foreach_scope(l, on_scope, &j);
-	if (!ret)
-		ret = ledger_foreach_proc(l, on_proc, &j);
-	if (!ret)
-		ret = ledger_foreach_denial(l, &since, on_denial, &j);
-	if (j.err)
-		ret = j.err;
-	if (ret > 0)
-		ret = -EIO;
-	if (!ret) {
-		for (r = 0; r < s->nrows; r++)
-			if (s->rows[r].kind == TOP_PROC)
-				join_row(&s->rows[r], &j);
-		s->ledger_joined = true;
-	}
-	free(j.scopes);
-	free(j.procs);
-	free(j.denied);
-	return ret;
+	ret = top_ledger_read(l, &v);
+	if (ret)
+		return ret;
+	top_join_ledger_view(s, &v);
+	top_ledger_free(&v);
+	return 0;
 }
 
 /* --- BPF counters and rates ----------------------------------------------------------------------- */
@@ -781,6 +833,30 @@ void top_join_rates(struct top_snap *s, const struct top_counters *prev, const s
 	}
 	s->rates_joined = true;
 	s->rate_interval = dt;
+}
+
+/* --- the join of every source ---------------------------------------------------------------------- */
+
+static int count_kdenial(const struct kq_event *ev, void *arg)
+{
+	top_count_denial(arg, (pid_t)ev->tgid);
+	return 0;
+}
+
+int top_join(struct top_snap *s, const struct top_sources *src)
+{
+	uint64_t since = 0;
+	int ret = 0;
+
+	if (src->ledger) {
+		ret = top_join_ledger(s, src->ledger);
+		/* The kernel's refusals and kills (BPF LSM quotas) count in DENY too, as the ledger's refusals do. */
+		if (!ret && src->kq)
+			kq_events_read(src->kq, &since, count_kdenial, s);
+	}
+	if (src->prev && src->cur)
+		top_join_rates(s, src->prev, src->cur);
+	return ret;
 }
 
 static enum top_key sort_key;

@@ -39,6 +39,8 @@ struct top_row {
 	enum top_kind kind;
 	pid_t pid;			/* tgid; 0 for kernel and unknown rows */
 	bool resolved;			/* pid, comm and uid came from /proc (false: the thread was gone) */
+	uint64_t start_time;		/* the process's start (/proc/PID/stat field 22) when the snapshot
+					 * resolved it; 0 unknown (unresolved, or gone just then) */
 	uid_t uid;
 	char user[TOP_USER_LEN];	/* "" when unknown */
 	char comm[TOP_COMM_LEN];
@@ -49,11 +51,11 @@ struct top_row {
 	uint32_t devmask;		/* bit i: objects on top_snap.devs[i] */
 	/*
 	 * Quota use from the ledger: filled by top_join_ledger(). Index: enum nl_res_type, plus NL_RES_NTYPES
-	 * for MR bytes. A process with kernel objects but no live ledger slot is "unmanaged".
+	 * for MR bytes. A process with kernel objects but no live ledger slot of its own is "unmanaged".
 	 */
 	struct {
 		bool joined;		/* the ledger was read for this snapshot */
-		bool managed;		/* the process is attached to the ledger */
+		bool managed;		/* the process is attached to the ledger (pid and start time: see top_join) */
 		char job[64];		/* its job ("" none) */
 		uint64_t used[NL_RES_NTYPES + 1];	/* the process's own charged usage (ledger accounting) */
 		uint64_t limit[NL_RES_NTYPES + 1];	/* tightest applicable limit; UINT64_MAX: no limit */
@@ -135,8 +137,9 @@ const char *top_ext_ack(const struct top_ctx *t);
 /*
  * Take one snapshot: devices, ports, summaries, dumps of every kind, aggregated per tgid (RES_PID is
  * the creating thread: mapped through /proc/<tid>/status), kernel objects per owner name. Rows not
- * matching f are dropped (device totals still count them). 0 or -errno; a snapshot with no device is
- * not an error (ndevs_total == 0); -ENODEV when a device disappeared meanwhile (take it again).
+ * matching f are dropped (device totals still count them). A device removed, or a dump the kernel marked
+ * inconsistent, while it looked: it looks again (three times in all). 0 or -errno (s released); a
+ * snapshot with no device is not an error (ndevs_total == 0).
  */
 int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s);
 void top_snap_free(struct top_snap *s);
@@ -145,10 +148,37 @@ void top_snap_free(struct top_snap *s);
 void top_sort(struct top_snap *s, enum top_key key, bool reverse);
 
 /*
- * Join the ledger's view into the process rows: managed or not, the process's usage, and per kind the
- * tightest applicable limit (pid, job, cgroups containing its cgroup, global: least headroom wins).
- * 0 or -errno (rows untouched on error).
+ * The join: the ledger, the kernel quotas' refusals and the monitor's counters put beside each process row
+ * of a snapshot, the one written for top (batch and screen), `monitor --audit` and the exporter.
+ *
+ * "Managed" is one thing everywhere: the process has a live slot in the ledger taken by that very process,
+ * pid and start time (/proc/PID/stat field 22) both, the start time the snapshot read with the row's pid.
+ * A slot of another process that had (or has since taken) the pid does not make the row managed, nor
+ * does any slot a row whose start time is unknown.
  */
+
+/* The ledger's side of the join, read once: every scope (in ledger_foreach_scope()'s order: global,
+ * cgroups, jobs, processes), the live attached processes, the pid of each refusal in the ring. */
+struct top_ledger {
+	struct ledger_scope_stat *scopes;
+	size_t nscopes;
+	struct ledger_proc_stat *procs;
+	size_t nprocs;
+	pid_t *denied;
+	size_t ndenied;
+};
+
+/* Read it. 0 or -errno (-ENOMEM, -EIO; v left empty). */
+int top_ledger_read(struct ledger *l, struct top_ledger *v);
+void top_ledger_free(struct top_ledger *v);
+/* The slot of the process pid started at start (see above), or NULL: unmanaged (always when start is 0). */
+const struct ledger_proc_stat *top_ledger_proc(const struct top_ledger *v, pid_t pid, uint64_t start);
+/*
+ * Into every process row: managed or not, the process's usage, and per kind the tightest applicable limit
+ * (pid, job, cgroups containing its cgroup, global: least headroom wins), its refusals in the ring.
+ */
+void top_join_ledger_view(struct top_snap *s, const struct top_ledger *v);
+/* top_ledger_read() and top_join_ledger_view(): 0 or -errno (rows untouched on error). */
 int top_join_ledger(struct top_snap *s, struct ledger *l);
 /* One more refusal for the process pid (the kernel's, after top_join_ledger()). */
 void top_count_denial(struct top_snap *s, pid_t pid);
@@ -168,6 +198,20 @@ int top_counters_read(int fd, struct top_counters *out);
 void top_counters_free(struct top_counters *c);
 /* Rates between two reads (prev older than cur) into the process rows; counters that went down count 0. */
 void top_join_rates(struct top_snap *s, const struct top_counters *prev, const struct top_counters *cur);
+
+struct kq;
+
+/* The sources of one join, each optional (NULL: not joined), opened and kept by the caller. */
+struct top_sources {
+	struct ledger *ledger;		/* quota columns, managed */
+	struct kq *kq;			/* the kernel quotas' refusals and kills, counted with the ledger's
+					 * (only when the ledger was joined) */
+	const struct top_counters *prev, *cur;	/* rates: two reads of the monitor's counters, prev older */
+};
+
+/* Join src into s's process rows: the ledger, then the kernel's refusals, then rates. 0, or the ledger's
+ * -errno (then neither quota columns nor the kernel's refusals; rates still). */
+int top_join(struct top_snap *s, const struct top_sources *src);
 
 /* Parse a "Tgid:"/"Uid:"/"Name:" status text (/proc/PID/status); exposed for tests. */
 int top_parse_status(const char *text, pid_t *tgid, uid_t *uid, char *comm, size_t commlen);

@@ -315,6 +315,31 @@ compare_with_rdma() {
 	assert_success
 }
 
+@test "quota: a process that got the pid of a killed managed one is not managed (top, export, monitor --audit)" {
+	export RDMACTL_LEDGER=$T/ledger
+	"$RDMACTL" quota init >/dev/null
+	local out=$T/preloaded m
+	LD_PRELOAD=$PRELOAD "$HOLDRES" -q 1 >"$out" 2>&1 3>&- &
+	m=$!
+	pids+=("$m")
+	wait_for 60 grep -q ready "$out" || { cat "$out" >&2; return 1; }
+	run -0 "$RDMACTL" top -b -n1 -j --pid "$m"
+	jq -e '.processes[0].quota.managed == true' <<<"$output"
+	# killed: its slot stays in the ledger until a gc; the next process started takes its pid
+	kill -9 "$m"
+	wait "$m" || true
+	echo $((m - 1)) >/proc/sys/kernel/ns_last_pid
+	start_holdres -q 2
+	[ "$hr" = "$m" ] || { echo "pid $m not reused (got $hr)" >&2; return 1; }
+	run -0 "$RDMACTL" top -b -n1 -j --pid "$hr"
+	jq -e '.processes[0] | .qp == 2 and .quota.managed == false' <<<"$output"
+	run -0 "$RDMACTL" export --once --per-process
+	assert_line --regexp "^rdmactl_process_managed\\{pid=\"$hr\",.*\\} 0$"
+	# the audit's gc reclaims the slot first: unmanaged there too
+	run -0 "$RDMACTL" monitor --audit -j --interval 30 --duration 1
+	jq -s -e --argjson p "$hr" '[.[] | select(.pid == $p)] | length == 1 and .[0].managed == false' <<<"$output"
+}
+
 @test "quota: a process under rdmactl run shows its job limit and ledger use; one started without run is unmanaged" {
 	export RDMACTL_LEDGER=$T/ledger
 	"$RDMACTL" quota init >/dev/null
