@@ -85,15 +85,104 @@ static struct ibv_device *find_dev(struct ibv_device **list, const char *name)
 	return NULL;
 }
 
-int pp_rc_open(struct pp_rc **out, const struct pp_rc_opts *o, char *err, size_t len)
+/* The device named in the options (else the first), opened, and its port asked. */
+static int open_port(struct pp_rc *rc, char *err, size_t len)
 {
-	struct ibv_qp_init_attr init = {
-		.cap = { .max_send_wr = 1, .max_recv_wr = o->rx_depth, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)o->ib_port };
 	struct ibv_device **list;
 	struct ibv_device *dev;
+	int ret;
+
+	list = ibv_get_device_list(NULL);
+	if (!list) {
+		ret = -errno;
+		return fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot list RDMA devices: %s", strerror(-ret));
+	}
+	dev = find_dev(list, rc->o.dev);
+	if (!dev) {
+		ret = fail(rc, PP_FAIL_SETUP, -ENODEV, err, len,
+			   rc->o.dev ? "device %s not found" : "no RDMA device%s", rc->o.dev ? rc->o.dev : "");
+		ibv_free_device_list(list);
+		return ret;
+	}
+	rc->ctx = ibv_open_device(dev);
+	ret = -errno;
+	ibv_free_device_list(list);
+	if (!rc->ctx)
+		return fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot open the device: %s", strerror(-ret));
+	if (ibv_query_port(rc->ctx, (uint8_t)rc->o.ib_port, &rc->port))
+		return fail(rc, PP_FAIL_SETUP, -ENODEV, err, len, "port %d of %s does not exist", rc->o.ib_port,
+			    ibv_get_device_name(rc->ctx->device));
+	return 0;
+}
+
+/* What the QP stands on: the completion channel (events mode only), the PD, the buffer's MR, the CQ. */
+static int create_cq(struct pp_rc *rc, char *err, size_t len)
+{
+	int ret;
+
+	if (rc->o.events) {
+		rc->channel = ibv_create_comp_channel(rc->ctx);
+		if (!rc->channel) {
+			ret = -errno;
+			return fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot create a completion channel: %s",
+				    strerror(-ret));
+		}
+		fcntl(rc->channel->fd, F_SETFL, fcntl(rc->channel->fd, F_GETFL) | O_NONBLOCK);
+	}
+	rc->pd = ibv_alloc_pd(rc->ctx);
+	if (!rc->pd) {
+		ret = -errno;
+		return fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot allocate a PD: %s", strerror(-ret));
+	}
+	rc->mr = ibv_reg_mr(rc->pd, rc->buf, rc->o.size, IBV_ACCESS_LOCAL_WRITE);
+	if (!rc->mr) {
+		ret = -errno;
+		return fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot register a %u-byte MR: %s", rc->o.size,
+			    strerror(-ret));
+	}
+	rc->cq = ibv_create_cq(rc->ctx, (int)rc->o.rx_depth + 1, NULL, rc->channel, 0);
+	if (!rc->cq) {
+		ret = -errno;
+		return fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot create a CQ of %u entries: %s",
+			    rc->o.rx_depth + 1, strerror(-ret));
+	}
+	return 0;
+}
+
+/* The RC QP, moved to INIT, its receives posted and, in events mode, the CQ armed. */
+static int create_qp(struct pp_rc *rc, char *err, size_t len)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = rc->cq,
+		.recv_cq = rc->cq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = rc->o.rx_depth, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = (uint8_t)rc->o.ib_port };
+	int ret;
+
+	rc->qp = ibv_create_qp(rc->pd, &init);
+	if (!rc->qp) {
+		ret = -errno;
+		return fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot create an RC QP (rx depth %u): %s",
+			    rc->o.rx_depth, strerror(-ret));
+	}
+	if (init.cap.max_inline_data >= rc->o.size)
+		rc->send_flags |= IBV_SEND_INLINE;
+	ret = ibv_modify_qp(rc->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		return fail(rc, PP_FAIL_SETUP, -ret, err, len, "cannot move the QP to INIT: %s", strerror(ret));
+	rc->routs = post_recv(rc, (int)rc->o.rx_depth);
+	if (rc->routs < (int)rc->o.rx_depth)
+		return fail(rc, PP_FAIL_SETUP, -ENOMEM, err, len, "could post only %d of %u receives", rc->routs,
+			    rc->o.rx_depth);
+	if (rc->o.events && ibv_req_notify_cq(rc->cq, 0))
+		return fail(rc, PP_FAIL_SETUP, -EIO, err, len, "cannot request CQ notification");
+	return 0;
+}
+
+int pp_rc_open(struct pp_rc **out, const struct pp_rc_opts *o, char *err, size_t len)
+{
 	struct pp_rc *rc;
 	long page = sysconf(_SC_PAGESIZE);
 	int ret;
@@ -109,93 +198,19 @@ int pp_rc_open(struct pp_rc **out, const struct pp_rc_opts *o, char *err, size_t
 	}
 	memset(rc->buf, 0x7b, o->size);
 
-	list = ibv_get_device_list(NULL);
-	if (!list) {
-		ret = -errno;
-		fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot list RDMA devices: %s", strerror(-ret));
-		goto out;
-	}
-	dev = find_dev(list, o->dev);
-	if (!dev) {
-		ret = fail(rc, PP_FAIL_SETUP, -ENODEV, err, len,
-			   o->dev ? "device %s not found" : "no RDMA device%s", o->dev ? o->dev : "");
-		ibv_free_device_list(list);
-		goto out;
-	}
-	rc->ctx = ibv_open_device(dev);
-	ret = -errno;
-	ibv_free_device_list(list);
-	if (!rc->ctx) {
-		fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot open the device: %s", strerror(-ret));
-		goto out;
-	}
-	if (ibv_query_port(rc->ctx, (uint8_t)o->ib_port, &rc->port)) {
-		ret = fail(rc, PP_FAIL_SETUP, -ENODEV, err, len, "port %d of %s does not exist", o->ib_port,
-			   ibv_get_device_name(rc->ctx->device));
-		goto out;
-	}
-	if (o->events) {
-		rc->channel = ibv_create_comp_channel(rc->ctx);
-		if (!rc->channel) {
-			ret = -errno;
-			fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot create a completion channel: %s",
-			     strerror(-ret));
-			goto out;
-		}
-		fcntl(rc->channel->fd, F_SETFL, fcntl(rc->channel->fd, F_GETFL) | O_NONBLOCK);
-	}
-	rc->pd = ibv_alloc_pd(rc->ctx);
-	if (!rc->pd) {
-		ret = -errno;
-		fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot allocate a PD: %s", strerror(-ret));
-		goto out;
-	}
-	rc->mr = ibv_reg_mr(rc->pd, rc->buf, o->size, IBV_ACCESS_LOCAL_WRITE);
-	if (!rc->mr) {
-		ret = -errno;
-		fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot register a %u-byte MR: %s", o->size, strerror(-ret));
-		goto out;
-	}
-	rc->cq = ibv_create_cq(rc->ctx, (int)o->rx_depth + 1, NULL, rc->channel, 0);
-	if (!rc->cq) {
-		ret = -errno;
-		fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot create a CQ of %u entries: %s", o->rx_depth + 1,
-		     strerror(-ret));
-		goto out;
-	}
-	init.send_cq = init.recv_cq = rc->cq;
-	rc->qp = ibv_create_qp(rc->pd, &init);
-	if (!rc->qp) {
-		ret = -errno;
-		fail(rc, PP_FAIL_SETUP, ret, err, len, "cannot create an RC QP (rx depth %u): %s", o->rx_depth,
-		     strerror(-ret));
-		goto out;
-	}
-	if (init.cap.max_inline_data >= o->size)
-		rc->send_flags |= IBV_SEND_INLINE;
-	ret = ibv_modify_qp(rc->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	ret = open_port(rc, err, len);
+	if (!ret)
+		ret = create_cq(rc, err, len);
+	if (!ret)
+		ret = create_qp(rc, err, len);
 	if (ret) {
-		fail(rc, PP_FAIL_SETUP, -ret, err, len, "cannot move the QP to INIT: %s", strerror(ret));
-		ret = -ret;
-		goto out;
-	}
-	rc->routs = post_recv(rc, (int)o->rx_depth);
-	if (rc->routs < (int)o->rx_depth) {
-		ret = fail(rc, PP_FAIL_SETUP, -ENOMEM, err, len, "could post only %d of %u receives", rc->routs,
-			   o->rx_depth);
-		goto out;
-	}
-	if (o->events && ibv_req_notify_cq(rc->cq, 0)) {
-		ret = fail(rc, PP_FAIL_SETUP, -EIO, err, len, "cannot request CQ notification");
-		goto out;
+		pp_rc_close(rc);
+		return ret;
 	}
 	/* The PSN only needs to differ between runs. */
 	rc->psn = (uint32_t)(pp_now_ns() ^ ((uint64_t)getpid() << 12)) & 0xffffff;
 	*out = rc;
 	return 0;
-out:
-	pp_rc_close(rc);
-	return ret;
 }
 
 void pp_rc_close(struct pp_rc *rc)
@@ -313,25 +328,114 @@ static int wait_event(struct pp_rc *rc, uint64_t dl)
 	}
 }
 
+/*
+ * The next completions into wc (room for two): how many, or -ETIMEDOUT when none came before the
+ * deadline; another failure is said in err. Events mode may return 0 (an event with nothing to poll).
+ */
+static int next_completions(struct pp_rc *rc, struct ibv_wc *wc, uint64_t dl, char *err, size_t len)
+{
+	int ne, ret, k;
+
+	if (rc->channel) {
+		ret = wait_event(rc, dl);
+		if (ret == -ETIMEDOUT)
+			return ret;
+		if (ret)
+			return fail(rc, PP_FAIL_POST, ret, err, len, "waiting for a completion event failed");
+		ne = ibv_poll_cq(rc->cq, 2, wc);
+	} else {
+		/* Busy poll like ibv_rc_pingpong; look at the clock only now and then. */
+		for (k = 0;; k++) {
+			ne = ibv_poll_cq(rc->cq, 2, wc);
+			if (ne)
+				break;
+			if ((k & 1023) == 1023 && pp_now_ns() > dl)
+				return -ETIMEDOUT;
+		}
+	}
+	if (ne < 0)
+		return fail(rc, PP_FAIL_POST, -EIO, err, len, "polling the CQ failed");
+	return ne;
+}
+
+/* A run's progress: its iterations, the sends and receives completed, when each send was posted. */
+struct rc_progress {
+	unsigned int iters;
+	unsigned int scnt;
+	unsigned int rcnt;
+	uint64_t *t_post;
+};
+
+/* One completion counted, receives reposted when few are left, and the next send posted when due. */
+static int on_completion(struct pp_rc *rc, struct rc_progress *p, const struct ibv_wc *wc, char *err, size_t len)
+{
+	if (wc->status != IBV_WC_SUCCESS) {
+		rc->wc_status = wc->status;
+		rc->wc_recv = wc->wr_id == WRID_RECV;
+		rc->done_iters = p->rcnt < p->scnt ? p->rcnt : p->scnt;
+		return fail(rc, PP_FAIL_WC, -EIO, err, len, "%s completion failed after %u of %u iterations: %s",
+			    wc->wr_id == WRID_SEND ? "send" : "receive", rc->done_iters, p->iters,
+			    ibv_wc_status_str(wc->status));
+	}
+	if (wc->wr_id == WRID_SEND) {
+		p->scnt++;
+	} else if (wc->wr_id == WRID_RECV) {
+		if (--rc->routs <= 1) {
+			rc->routs += post_recv(rc, (int)rc->o.rx_depth - rc->routs);
+			if (rc->routs < (int)rc->o.rx_depth)
+				return fail(rc, PP_FAIL_POST, -ENOMEM, err, len, "cannot repost receives");
+		}
+		p->rcnt++;
+	} else {
+		return fail(rc, PP_FAIL_POST, -EPROTO, err, len, "completion for unknown wr_id %llu",
+			    (unsigned long long)wc->wr_id);
+	}
+	rc->pending &= ~(int)wc->wr_id;
+	if (p->scnt < p->iters && !rc->pending) {
+		p->t_post[p->scnt] = pp_now_ns();
+		if (post_send(rc))
+			return fail(rc, PP_FAIL_POST, -EIO, err, len, "cannot post a send");
+		rc->pending = WRID_RECV | WRID_SEND;
+	}
+	return 0;
+}
+
+/* A finished run's result; lat has room for one sample per iteration. */
+static void rc_result(const struct pp_rc *rc, const struct rc_progress *p, uint64_t start, uint64_t end,
+		      double *lat, struct pp_result *res)
+{
+	unsigned int iters = p->iters, i;
+
+	/* One sample per iteration: from one send to the next (a full round trip), the last to the end. */
+	for (i = 0; i < iters; i++)
+		lat[i] = (double)((i + 1 < iters ? p->t_post[i + 1] : end) - p->t_post[i]) / 1000.0;
+	res->iters = iters;
+	res->seconds = (double)(end - start) / 1e9;
+	res->bytes = (uint64_t)rc->o.size * iters * 2;
+	res->gbps = res->seconds > 0 ? (double)res->bytes * 8 / res->seconds / 1e9 : 0;
+	res->cq_events = rc->events;
+	pp_stats_compute(lat, iters, &res->lat);
+}
+
 int pp_rc_run(struct pp_rc *rc, bool client, struct pp_result *res, char *err, size_t len)
 {
-	unsigned int iters = rc->o.iters, scnt = 0, rcnt = 0, i;
-	uint64_t *t_post, start, end, dl, tmo = (uint64_t)rc->o.timeout_ms * 1000000ull;
+	struct rc_progress p = { .iters = rc->o.iters };
+	uint64_t start, end, dl, tmo = (uint64_t)rc->o.timeout_ms * 1000000ull;
 	struct ibv_wc wc[2];
 	double *lat;
 	int ne, ret = 0, k;
 
 	memset(res, 0, sizeof(*res));
-	t_post = calloc(iters + 1, sizeof(*t_post));
-	lat = calloc(iters + 1, sizeof(*lat));
-	if (!t_post || !lat) {
-		ret = fail(rc, PP_FAIL_SETUP, -ENOMEM, err, len, "out of memory for %u samples", iters);
+	p.t_post = calloc(p.iters + 1, sizeof(*p.t_post));
+	lat = calloc(p.iters + 1, sizeof(*lat));
+	if (!p.t_post || !lat) {
+		ret = fail(rc, PP_FAIL_SETUP, -ENOMEM, err, len, "out of memory for %u samples", p.iters);
 		goto out;
 	}
 	rc->pending = WRID_RECV;
 	start = pp_now_ns();
-	if (client && iters) {
-		t_post[0] = start;
+	if (client && p.iters) {
+		p.t_post[0] = start;
 		if (post_send(rc)) {
 			ret = fail(rc, PP_FAIL_POST, -EIO, err, len, "cannot post a send");
 			goto out;
@@ -339,89 +443,33 @@ int pp_rc_run(struct pp_rc *rc, bool client, struct pp_result *res, char *err, s
 		rc->pending |= WRID_SEND;
 	}
 	dl = start + tmo;
-	while (rcnt < iters || scnt < iters) {
-		if (rc->channel) {
-			ret = wait_event(rc, dl);
-			ne = 0;
-			if (ret == -ETIMEDOUT)
-				goto stall;
-			if (ret) {
-				fail(rc, PP_FAIL_POST, ret, err, len, "waiting for a completion event failed");
-				goto out;
-			}
-			ne = ibv_poll_cq(rc->cq, 2, wc);
-		} else {
-			/* Busy poll like ibv_rc_pingpong; look at the clock only now and then. */
-			for (k = 0;; k++) {
-				ne = ibv_poll_cq(rc->cq, 2, wc);
-				if (ne)
-					break;
-				if ((k & 1023) == 1023 && pp_now_ns() > dl)
-					goto stall;
-			}
-		}
+	while (p.rcnt < p.iters || p.scnt < p.iters) {
+		ne = next_completions(rc, wc, dl, err, len);
+		if (ne == -ETIMEDOUT)
+			goto stall;
 		if (ne < 0) {
-			ret = fail(rc, PP_FAIL_POST, -EIO, err, len, "polling the CQ failed");
+			ret = ne;
 			goto out;
 		}
 		if (ne)
 			dl = pp_now_ns() + tmo;
 		for (k = 0; k < ne; k++) {
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				rc->wc_status = wc[k].status;
-				rc->wc_recv = wc[k].wr_id == WRID_RECV;
-				rc->done_iters = rcnt < scnt ? rcnt : scnt;
-				ret = fail(rc, PP_FAIL_WC, -EIO, err, len, "%s completion failed after %u of %u iterations: %s",
-					   wc[k].wr_id == WRID_SEND ? "send" : "receive", rc->done_iters, iters,
-					   ibv_wc_status_str(wc[k].status));
+			ret = on_completion(rc, &p, &wc[k], err, len);
+			if (ret)
 				goto out;
-			}
-			if (wc[k].wr_id == WRID_SEND) {
-				scnt++;
-			} else if (wc[k].wr_id == WRID_RECV) {
-				if (--rc->routs <= 1) {
-					rc->routs += post_recv(rc, (int)rc->o.rx_depth - rc->routs);
-					if (rc->routs < (int)rc->o.rx_depth) {
-						ret = fail(rc, PP_FAIL_POST, -ENOMEM, err, len, "cannot repost receives");
-						goto out;
-					}
-				}
-				rcnt++;
-			} else {
-				ret = fail(rc, PP_FAIL_POST, -EPROTO, err, len, "completion for unknown wr_id %llu",
-					   (unsigned long long)wc[k].wr_id);
-				goto out;
-			}
-			rc->pending &= ~(int)wc[k].wr_id;
-			if (scnt < iters && !rc->pending) {
-				t_post[scnt] = pp_now_ns();
-				if (post_send(rc)) {
-					ret = fail(rc, PP_FAIL_POST, -EIO, err, len, "cannot post a send");
-					goto out;
-				}
-				rc->pending = WRID_RECV | WRID_SEND;
-			}
 		}
 	}
 	end = pp_now_ns();
-	rc->done_iters = iters;
-	/* One sample per iteration: from one send to the next (a full round trip), the last to the end. */
-	for (i = 0; i < iters; i++)
-		lat[i] = (double)((i + 1 < iters ? t_post[i + 1] : end) - t_post[i]) / 1000.0;
-	res->iters = iters;
-	res->seconds = (double)(end - start) / 1e9;
-	res->bytes = (uint64_t)rc->o.size * iters * 2;
-	res->gbps = res->seconds > 0 ? (double)res->bytes * 8 / res->seconds / 1e9 : 0;
-	res->cq_events = rc->events;
-	pp_stats_compute(lat, iters, &res->lat);
+	rc->done_iters = p.iters;
+	rc_result(rc, &p, start, end, lat, res);
 	goto out;
 stall:
-	rc->done_iters = rcnt < scnt ? rcnt : scnt;
+	rc->done_iters = p.rcnt < p.scnt ? p.rcnt : p.scnt;
 	ret = fail(rc, PP_FAIL_STALL, -ETIMEDOUT, err, len,
 		   "no completion for %d s after %u of %u iterations (sent %u, received %u)", rc->o.timeout_ms / 1000,
-		   rc->done_iters, iters, scnt, rcnt);
+		   rc->done_iters, p.iters, p.scnt, p.rcnt);
 out:
-	free(t_post);
+	free(p.t_post);
 	free(lat);
 	return ret;
 }
