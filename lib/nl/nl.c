@@ -144,15 +144,6 @@ int nl_res_from_name(const char *name)
 	return -1;
 }
 
-const char *nl_qp_type_name(uint8_t t)
-{
-	/* enum ib_qp_type */
-	static const char *const names[] = { "SMI", "GSI", "RC", "UC", "UD", "RAW_IPV6", "RAW_ETHERTYPE",
-					     "UNKNOWN", "RAW_PACKET", "XRC_INI", "XRC_TGT" };
-
-	return t < sizeof(names) / sizeof(names[0]) ? names[t] : "UNKNOWN";
-}
-
 const char *nl_qp_state_name(uint8_t s)
 {
 	static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
@@ -627,41 +618,4 @@ int nl_res_dump(struct nl_sock *s, uint32_t dev_index, enum nl_res_type t, struc
 	if (ret == -EINVAL && t == NL_RES_SRQ)
 		ret = -EOPNOTSUPP;
 	return ret;
-}
-
-struct dev_list {
-	struct nl_dev *v;
-	size_t n, cap;
-};
-
-static int dev_add(const struct nl_dev *d, void *arg)
-{
-	struct dev_list *l = arg;
-	struct nl_dev *v;
-
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 4;
-		v = realloc(l->v, l->cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-	}
-	l->v[l->n++] = *d;
-	return 0;
-}
-
-int nl_dev_list(struct nl_sock *s, struct nl_dev **devs, size_t *n)
-{
-	struct dev_list l = { 0 };
-	struct nl_handlers h = { .dev = dev_add, .arg = &l };
-	int ret;
-
-	ret = nl_dev_dump(s, &h);
-	if (ret) {
-		free(l.v);
-		return ret;
-	}
-	*devs = l.v;
-	*n = l.n;
-	return 0;
 }

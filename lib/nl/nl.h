@@ -126,11 +126,7 @@ int nl_summary_dump(struct nl_sock *s, struct nl_handlers *h);
 /* Objects of one kind on one device. -EOPNOTSUPP when the kernel does not track/dump that kind. */
 int nl_res_dump(struct nl_sock *s, uint32_t dev_index, enum nl_res_type t, struct nl_handlers *h);
 
-/* Convenience: all devices into a malloc'ed array (free() it); 0 devices is not an error. */
-int nl_dev_list(struct nl_sock *s, struct nl_dev **devs, size_t *n);
-
-/* Names for the numbers in replies ("RC", "RTS", "ACTIVE"); "?" style fallbacks, never NULL. */
-const char *nl_qp_type_name(uint8_t t);
+/* Names for the numbers in replies ("RTS", "ACTIVE"); "UNKNOWN" past the table, never NULL. */
 const char *nl_qp_state_name(uint8_t s);
 const char *nl_port_state_name(uint8_t s);
 

@@ -39,7 +39,7 @@ static int on_res(const struct nl_res *r, void *arg)
 	sink += strlen(r->dev_name) + r->id + r->pid + r->mrlen + strlen(nl_res_name(r->type));
 	if (r->kern_name)
 		sink += strlen(r->kern_name);
-	sink += strlen(nl_qp_type_name(r->qp_type)) + strlen(nl_qp_state_name(r->state));
+	sink += r->qp_type + strlen(nl_qp_state_name(r->state));
 	return 0;
 }
 

@@ -8,6 +8,44 @@
 
 #include "nl/nl.h"
 
+struct dev_list {
+	struct nl_dev *v;
+	size_t n, cap;
+};
+
+static int dev_add(const struct nl_dev *d, void *arg)
+{
+	struct dev_list *l = arg;
+	struct nl_dev *v;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4;
+		v = realloc(l->v, l->cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+	}
+	l->v[l->n++] = *d;
+	return 0;
+}
+
+/* All devices into a malloc'ed array (free() it); 0 devices is not an error. */
+static int list_devs(struct nl_sock *s, struct nl_dev **devs, size_t *n)
+{
+	struct dev_list l = { 0 };
+	struct nl_handlers h = { .dev = dev_add, .arg = &l };
+	int ret;
+
+	ret = nl_dev_dump(s, &h);
+	if (ret) {
+		free(l.v);
+		return ret;
+	}
+	*devs = l.v;
+	*n = l.n;
+	return 0;
+}
+
 static int count_res(const struct nl_res *r, void *arg)
 {
 	(void)r;
@@ -24,7 +62,7 @@ int main(void)
 	size_t ndev, i;
 	int t, ret;
 
-	if (nl_open(&s) || nl_dev_list(s, &devs, &ndev)) {
+	if (nl_open(&s) || list_devs(s, &devs, &ndev)) {
 		fprintf(stderr, "nlcapture: cannot list RDMA devices\n");
 		return 1;
 	}
