@@ -159,15 +159,15 @@ static int on_event(const struct mon_event *e, void *arg)
 	dev = dev_name_of(e->dev_index, e->ts_ns / 1e9);
 	if (mopt.dev && strcmp(dev, mopt.dev))
 		return 0;
-	msum.events++;
-	msum.types[e->op == MON_OP_DESTROY][e->type]++;
+	monitor_summary.events++;
+	monitor_summary.types[e->op == MON_OP_DESTROY][e->type]++;
 	p = proc_sum(e->tgid, e->user ? e->comm : "[kernel]");
 	if (p)
 		p->n[e->op == MON_OP_DESTROY][e->type]++;
 	if (mopt.stats)
 		return 0;
 	text_header();
-	mon_event_print(e, dev, e->ts_ns + mon_realtime_offset(mon), util_verbose);
+	mon_event_print(e, dev, e->ts_ns + mon_realtime_offset(monitor_bpf), util_verbose);
 	return 0;
 }
 
@@ -219,8 +219,8 @@ static void print_start(void)
 	out_open_object(NULL);
 	print_string(PRINT_JSON, "time", NULL, mon_time_iso(clock_rt_ns(), tbuf, sizeof(tbuf)));
 	print_string(PRINT_JSON, "event", NULL, "start");
-	print_string(PRINT_JSON, "mode", NULL, mon_mode(mon));
-	print_bool(PRINT_JSON, "commit_del", NULL, mon_has_commit_del(mon));
+	print_string(PRINT_JSON, "mode", NULL, mon_mode(monitor_bpf));
+	print_bool(PRINT_JSON, "commit_del", NULL, mon_has_commit_del(monitor_bpf));
 	print_int(PRINT_JSON, "pid", NULL, getpid());
 	print_string(PRINT_JSON, "device_events", NULL, dev_source);
 	out_close_object();
@@ -245,27 +245,28 @@ int cmd_monitor(int argc, char **argv)
 	if (mopt.audit)
 		return run_audit();
 
-	err = mon_open(&mo, &mon);
+	err = mon_open(&mo, &monitor_bpf);
 	if (err) {
 		open_error(err);
 		return EXIT_FAIL;
 	}
-	pr_debug("attached with %s%s", mon_mode(mon), mon_has_commit_del(mon) ? " (+ commit_del)" : "");
+	pr_debug("attached with %s%s", mon_mode(monitor_bpf), mon_has_commit_del(monitor_bpf) ? " (+ commit_del)" : "");
 	ufd = device_events_open();
 	pr_debug("device events from %s", dev_source);
 	dev_names_load(); /* after: a device added from now on is in the dump or in the device events */
 	if (out_is_json())
 		print_start();
-	msum.start = last_stats = clock_mono_s();
-	next_prune = msum.start + 10;
-	next_stats = mopt.stats ? msum.start + mopt.stats : 0;
-	end = mopt.duration ? msum.start + mopt.duration : 0;
+	monitor_summary.start = last_stats = clock_mono_s();
+	next_prune = monitor_summary.start + 10;
+	next_stats = mopt.stats ? monitor_summary.start + mopt.stats : 0;
+	end = mopt.duration ? monitor_summary.start + mopt.duration : 0;
 	if (mopt.stats)
 		print_rates(0, false); /* baseline */
 	text_header();
 
 	while (!monitor_exiting) {
-		struct pollfd pfd[3] = { { mon_fd(mon), POLLIN, 0 }, { ufd, POLLIN, 0 }, { rename_fd, POLLIN, 0 } };
+		struct pollfd pfd[3] = { { mon_fd(monitor_bpf), POLLIN, 0 }, { ufd, POLLIN, 0 },
+					 { rename_fd, POLLIN, 0 } };
 		int n = poll(pfd, 3, 100); /* negative fds are ignored */
 
 		if (n < 0 && errno != EINTR) {
@@ -277,7 +278,7 @@ int cmd_monitor(int argc, char **argv)
 		 * are flushed after each burst (at least every 100 ms), always at a line boundary.
 		 */
 		out_set_batched(true);
-		err = mon_consume(mon);
+		err = mon_consume(monitor_bpf);
 		out_set_batched(false);
 		if (err < 0 && err != -EINTR) {
 			pr_err("reading events: %s", strerror(-err));
@@ -291,7 +292,7 @@ int cmd_monitor(int argc, char **argv)
 			uevent_read(rename_fd, true);
 		poll_denials(&l, &since, &next_ledger);
 		poll_kdenials(&kq, &ksince, &next_kq);
-		mon_lost(mon, &lost);
+		mon_lost(monitor_bpf, &lost);
 		report_lost(&lost, &seen_lost);
 		if (mopt.stats && clock_mono_s() >= next_stats) {
 			double t = clock_mono_s();
@@ -299,24 +300,24 @@ int cmd_monitor(int argc, char **argv)
 			print_rates(t - last_stats, true);
 			last_stats = t;
 			next_stats = t + mopt.stats;
-			mon_counters_prune(mon_counters_fd(mon));
+			mon_counters_prune(mon_counters_fd(monitor_bpf));
 		}
 		if (clock_mono_s() >= next_prune) {
 			/* Exited processes whose counts balance: keeps the map from filling up on a long run. */
-			mon_counters_prune(mon_counters_fd(mon));
+			mon_counters_prune(mon_counters_fd(monitor_bpf));
 			next_prune = clock_mono_s() + 10;
 		}
 		if (end && clock_mono_s() >= end)
 			break;
 	}
 	/* Drain what is already in the ring so the summary matches the stream. */
-	mon_consume(mon);
+	mon_consume(monitor_bpf);
 	out_flush();
 	if (l)
 		poll_denials(&l, &since, &next_ledger);
 	if (kq)
 		poll_kdenials(&kq, &ksince, &next_kq);
-	mon_lost(mon, &lost);
+	mon_lost(monitor_bpf, &lost);
 	report_lost(&lost, &seen_lost);
 	print_summary(&lost);
 	if (l)
@@ -326,7 +327,7 @@ int cmd_monitor(int argc, char **argv)
 		close(ufd);
 	if (rename_fd >= 0)
 		close(rename_fd);
-	mon_close(mon);
+	mon_close(monitor_bpf);
 	stats_free();
 	return EXIT_OK;
 }

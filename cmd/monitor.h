@@ -37,10 +37,10 @@ struct monitor_sum {
 	uint64_t events, devices, denials;
 	double start;
 };
-extern struct monitor_sum msum;
+extern struct monitor_sum monitor_summary;
 
 /* The loaded BPF monitor. */
-extern struct mon *mon;
+extern struct mon *monitor_bpf;
 
 /* The column header of the text stream, once (not with -j or --stats). */
 void text_header(void);

@@ -38,7 +38,7 @@ static int on_denial(const struct ledger_denial_event *ev, void *arg)
 		return 0;
 	if (mopt.type >= 0 && (!kind || strcmp(kind, mon_type_name(mopt.type))))
 		return 0;
-	msum.denials++;
+	monitor_summary.denials++;
 	if (mopt.stats)
 		return 0;
 	proc_comm(ev->d.pid, comm, sizeof(comm));
@@ -122,7 +122,7 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 		return 0;
 	if (mopt.type >= 0 && strcmp(kind, mon_type_name(mopt.type)))
 		return 0;
-	msum.denials++;
+	monitor_summary.denials++;
 	if (mopt.stats)
 		return 0;
 	if (ev->scope.type == KQ_SCOPE_CGROUP) {

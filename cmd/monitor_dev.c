@@ -151,7 +151,7 @@ static void print_device(const char *action, const char *dev, const char *old, c
 
 	if (mopt.dev && strcmp(mopt.dev, dev) && (!old || strcmp(mopt.dev, old)))
 		return;
-	msum.devices++;
+	monitor_summary.devices++;
 	if (mopt.stats)
 		return;
 	t = clock_rt_ns();

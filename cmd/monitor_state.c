@@ -5,8 +5,8 @@
 
 struct monitor_opts mopt = { .type = -1, .interval = 2.0 };
 volatile sig_atomic_t monitor_exiting;
-struct monitor_sum msum;
-struct mon *mon;
+struct monitor_sum monitor_summary;
+struct mon *monitor_bpf;
 
 static bool header_done;
 

@@ -21,24 +21,24 @@ struct proc_sum *proc_sum(pid_t tgid, const char *comm)
 	struct proc_sum *p;
 	size_t i;
 
-	if (last < msum.n && msum.procs[last].tgid == tgid)
-		return &msum.procs[last];
-	for (i = 0; i < msum.n; i++)
-		if (msum.procs[i].tgid == tgid)
-			return &msum.procs[last = i];
-	if (msum.n == msum.cap) {
-		size_t cap = msum.cap ? msum.cap * 2 : 64;
-		p = realloc(msum.procs, cap * sizeof(*p));
+	if (last < monitor_summary.n && monitor_summary.procs[last].tgid == tgid)
+		return &monitor_summary.procs[last];
+	for (i = 0; i < monitor_summary.n; i++)
+		if (monitor_summary.procs[i].tgid == tgid)
+			return &monitor_summary.procs[last = i];
+	if (monitor_summary.n == monitor_summary.cap) {
+		size_t cap = monitor_summary.cap ? monitor_summary.cap * 2 : 64;
+		p = realloc(monitor_summary.procs, cap * sizeof(*p));
 		if (!p)
 			return NULL;
-		msum.procs = p;
-		msum.cap = cap;
+		monitor_summary.procs = p;
+		monitor_summary.cap = cap;
 	}
-	p = &msum.procs[msum.n];
+	p = &monitor_summary.procs[monitor_summary.n];
 	memset(p, 0, sizeof(*p));
 	p->tgid = tgid;
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
-	last = msum.n++;
+	last = monitor_summary.n++;
 	return p;
 }
 
@@ -62,7 +62,7 @@ static void print_type_counts(const char *key, const uint64_t n[2][RESTRACK_NTYP
 
 void print_summary(const struct mon_lost *lost)
 {
-	double dur = clock_mono_s() - msum.start;
+	double dur = clock_mono_s() - monitor_summary.start;
 	uint64_t ring = lost ? lost->ring : 0, counters = lost ? lost->counters : 0, pending = lost ? lost->pending : 0;
 	size_t i;
 
@@ -70,25 +70,26 @@ void print_summary(const struct mon_lost *lost)
 	print_string(PRINT_JSON, "event", NULL, "summary");
 	print_text("\nSummary: %" PRIu64 " events in %.1f s, %" PRIu64 " device events, %" PRIu64 " denials, lost %" PRIu64
 		   " (ring %" PRIu64 ", counters %" PRIu64 ", pending %" PRIu64 ")\n",
-		   msum.events, dur, msum.devices, msum.denials, ring + counters + pending, ring, counters, pending);
+		   monitor_summary.events, dur, monitor_summary.devices, monitor_summary.denials, ring + counters + pending,
+		   ring, counters, pending);
 	print_fixed(PRINT_JSON, "duration_s", NULL, dur, 3);
-	print_uint(PRINT_JSON, "events", NULL, msum.events);
-	print_uint(PRINT_JSON, "device_events", NULL, msum.devices);
-	print_uint(PRINT_JSON, "denials", NULL, msum.denials);
+	print_uint(PRINT_JSON, "events", NULL, monitor_summary.events);
+	print_uint(PRINT_JSON, "device_events", NULL, monitor_summary.devices);
+	print_uint(PRINT_JSON, "denials", NULL, monitor_summary.denials);
 	out_open_object("lost");
 	print_uint(PRINT_JSON, "ring", NULL, ring);
 	print_uint(PRINT_JSON, "counters", NULL, counters);
 	print_uint(PRINT_JSON, "pending", NULL, pending);
 	out_close_object();
 	print_text("  %-22s", "all (create/destroy)");
-	print_type_counts("types", (const uint64_t(*)[RESTRACK_NTYPES])msum.types);
+	print_type_counts("types", (const uint64_t(*)[RESTRACK_NTYPES])monitor_summary.types);
 	print_nl();
 	out_open_array("processes");
-	for (i = 0; i < msum.n; i++) {
+	for (i = 0; i < monitor_summary.n; i++) {
 		out_open_object(NULL);
-		print_int(PRINT_ANY, "pid", "  %-7" PRId64, msum.procs[i].tgid);
-		print_string(PRINT_ANY, "comm", " %-14s", msum.procs[i].comm);
-		print_type_counts("types", (const uint64_t(*)[RESTRACK_NTYPES])msum.procs[i].n);
+		print_int(PRINT_ANY, "pid", "  %-7" PRId64, monitor_summary.procs[i].tgid);
+		print_string(PRINT_ANY, "comm", " %-14s", monitor_summary.procs[i].comm);
+		print_type_counts("types", (const uint64_t(*)[RESTRACK_NTYPES])monitor_summary.procs[i].n);
 		print_nl();
 		out_close_object();
 	}
@@ -199,7 +200,7 @@ void print_rates(double dt, bool show)
 		print_fixed(PRINT_JSON, "interval_s", NULL, dt, 3);
 		out_open_array("processes");
 	}
-	mon_counters_foreach(mon_counters_fd(mon), rate_cb, &show);
+	mon_counters_foreach(mon_counters_fd(monitor_bpf), rate_cb, &show);
 	if (show) {
 		out_close_array();
 		out_close_object();
@@ -217,7 +218,7 @@ void print_rates(double dt, bool show)
 
 void stats_free(void)
 {
-	free(msum.procs);
+	free(monitor_summary.procs);
 	free(rates.v);
 	free(rates.nv);
 }
