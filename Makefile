@@ -243,10 +243,12 @@ $(OUT)/spank_rdmactl.so: slurm/spank_rdmactl.c $(OUT)/preload-obj/librdmactl-app
 	$(Q)$(CC) $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -DRDMACTL_BINDIR='"$(BINDIR)"' \
 		-DRDMACTL_LIBDIR='"$(LIBDIR)"' -shared -o $@ $< $(OUT)/preload-obj/librdmactl-app.a -lpthread -lrt
 
-# The hooks.d file of the OCI hook, naming the rdmactl that make install puts in BINDIR.
+# The hooks.d file of the OCI hook, naming the rdmactl that make install puts in BINDIR: one recipe, for the
+# build's copy (the lab's podman reads it) and for make install (BINDIR may be given to it alone).
+gen_oci_hooks = sed 's|@BINDIR@|$(BINDIR)|g' oci/rdmactl.json.in > $(1)
 $(OUT)/oci-hooks/rdmactl.json: oci/rdmactl.json.in Makefile
 	$(call msg,GEN,$@)
-	$(Q)mkdir -p $(dir $@) && sed 's|@BINDIR@|$(BINDIR)|g' $< > $@
+	$(Q)mkdir -p $(dir $@) && $(call gen_oci_hooks,$@)
 
 # The same verbs program linked statically with the rxe provider: no preload can see it (kernel quotas).
 $(OUT)/lab-progs/kqverbs-static: tests/lab/progs/kqverbs.c | $(OUT)/lab-progs
@@ -357,7 +359,7 @@ install: all
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 completions/rdmactl $(DESTDIR)$(BASH_COMPDIR)/rdmactl
 	install -d $(DESTDIR)$(OCI_HOOKSDIR)
-	sed 's|@BINDIR@|$(BINDIR)|g' oci/rdmactl.json.in > $(DESTDIR)$(OCI_HOOKSDIR)/rdmactl.json
+	$(call gen_oci_hooks,$(DESTDIR)$(OCI_HOOKSDIR)/rdmactl.json)
 	$(if $(SPANK_SO),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
 		install -m 755 $(SPANK_SO) $(DESTDIR)$(SLURM_PLUGINDIR)/spank_rdmactl.so)
 

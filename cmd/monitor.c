@@ -226,6 +226,24 @@ static void print_start(void)
 	out_close_object();
 }
 
+/* What the loop does from time to time: --stats' rates, and the prune of the per-process counters. */
+static void periodic(double *next_stats, double *last_stats, double *next_prune)
+{
+	if (mopt.stats && clock_mono_s() >= *next_stats) {
+		double t = clock_mono_s();
+
+		print_rates(t - *last_stats, true);
+		*last_stats = t;
+		*next_stats = t + mopt.stats;
+		mon_counters_prune(mon_counters_fd(monitor_bpf));
+	}
+	if (clock_mono_s() >= *next_prune) {
+		/* Exited processes whose counts balance: keeps the map from filling up on a long run. */
+		mon_counters_prune(mon_counters_fd(monitor_bpf));
+		*next_prune = clock_mono_s() + 10;
+	}
+}
+
 int cmd_monitor(int argc, char **argv)
 {
 	struct mon_opts mo = { .events = true, .pin_counters = true, .cb = on_event };
@@ -294,19 +312,7 @@ int cmd_monitor(int argc, char **argv)
 		poll_kdenials(&kq, &ksince, &next_kq);
 		mon_lost(monitor_bpf, &lost);
 		report_lost(&lost, &seen_lost);
-		if (mopt.stats && clock_mono_s() >= next_stats) {
-			double t = clock_mono_s();
-
-			print_rates(t - last_stats, true);
-			last_stats = t;
-			next_stats = t + mopt.stats;
-			mon_counters_prune(mon_counters_fd(monitor_bpf));
-		}
-		if (clock_mono_s() >= next_prune) {
-			/* Exited processes whose counts balance: keeps the map from filling up on a long run. */
-			mon_counters_prune(mon_counters_fd(monitor_bpf));
-			next_prune = clock_mono_s() + 10;
-		}
+		periodic(&next_stats, &last_stats, &next_prune);
 		if (end && clock_mono_s() >= end)
 			break;
 	}

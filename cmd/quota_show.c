@@ -106,12 +106,72 @@ static bool rdmacg_limits(int k, const struct rdmacg_line *kl, int n)
 	return false;
 }
 
+/* The kernel's limits and usage of a scope (kernel_of). */
+struct kq_view {
+	uint64_t max[KQ_NK], refused[KQ_NK], killed[KQ_NK];
+	int64_t use[KQ_NK];
+};
+
+/*
+ * A scope's kinds: a row each (the table leaves out what neither limits nor holds anything, -v and JSON show
+ * every kind) with its limit, usage and headroom, the kernel's (kern: NULL without), and who enforces it.
+ * The number of rows printed.
+ */
+static int show_kinds(const struct ledger_scope_stat *st, const struct kq_view *kern, const struct rdmacg_line *kmax,
+		      int nmax)
+{
+	int k, rows = 0;
+
+	for (k = 0; k < LEDGER_NKINDS; k++) {
+		uint64_t limit = st->limit[k], usage = st->usage[k];
+		bool unlimited = limit == LEDGER_UNLIMITED;
+
+		/* the table leaves out what neither limits nor holds anything (-v shows every kind); JSON has all */
+		bool kl = kern && k < KQ_NK && kern->max[k] != KQ_UNLIMITED;
+		bool cg = st->scope.type == LEDGER_SCOPE_CGROUP && rdmacg_limits(k, kmax, nmax);
+
+		if (!out_is_json() && !util_verbose && unlimited && !usage && !kl)
+			continue;
+		if (!rows++)
+			print_text("  %-9s %10s %10s %10s%s\n", "kind", "limit", "usage", "headroom",
+				   kern ? "     kernel    k-usage  enforced by" : "  enforced by");
+		print_string(PRINT_FP, NULL, "  %-9s", ledger_kind_names[k]);
+		out_open_object(ledger_kind_names[k]);
+		print_amount("limit", k, limit, unlimited, false);
+		print_amount("usage", k, usage, false, k == LEDGER_WR);
+		print_amount("headroom", k, usage >= limit ? 0 : limit - usage, unlimited, unlimited || k == LEDGER_WR);
+		print_uint(PRINT_JSON, "refused", NULL, st->refused[k]);
+		if (kern && k < KQ_NK) {
+			print_amount("kernel_limit", k, kern->max[k], kern->max[k] == KQ_UNLIMITED, false);
+			print_amount("kernel_usage", k, (uint64_t)kern->use[k], false, false);
+			print_uint(PRINT_JSON, "kernel_refused", NULL, kern->refused[k]);
+			print_uint(PRINT_JSON, "kernel_killed", NULL, kern->killed[k]);
+		} else if (kern) {
+			print_text(" %10s %10s", "-", "-");
+		}
+		/* who stops a creation past the limit: the interceptor (ledger), the BPF LSM programs, rdma.max */
+		out_open_array("enforced_by");
+		print_text("  ");
+		if (!unlimited)
+			print_string(PRINT_ANY, NULL, "%s", "interceptor");
+		if (kl)
+			print_string(PRINT_ANY, NULL, unlimited ? "%s" : ",%s", "kernel");
+		if (cg)
+			print_string(PRINT_ANY, NULL, unlimited && !kl ? "%s" : ",%s", "rdma.max");
+		if (unlimited && !kl && !cg)
+			print_text("-");
+		out_close_array();
+		out_close_object();
+		print_nl();
+	}
+	return rows;
+}
+
 static int show_scope(const struct ledger_scope_stat *st, void *arg)
 {
 	struct rdmacg_line kmax[RDMACG_MAX_DEVS], kcur[RDMACG_MAX_DEVS];
-	uint64_t kq_max[KQ_NK], kq_refused[KQ_NK], kq_killed[KQ_NK];
-	int64_t kq_use[KQ_NK];
-	int nmax = 0, ncur = 0, k, rows = 0;
+	struct kq_view kq;
+	int nmax = 0, ncur = 0, rows;
 	bool kern;
 
 	(void)arg;
@@ -125,7 +185,7 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 		nmax = nmax < 0 ? 0 : nmax;
 		ncur = ncur < 0 ? 0 : ncur;
 	}
-	kern = kernel_of(&st->scope, kq_max, kq_use, kq_refused, kq_killed);
+	kern = kernel_of(&st->scope, kq.max, kq.use, kq.refused, kq.killed);
 	out_open_object(NULL);
 	print_string(PRINT_JSON, "scope", NULL, ledger_scope_type_name(st->scope.type));
 	switch (st->scope.type) {
@@ -165,48 +225,7 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 		print_text("%s\n", st->nprocs == 1 ? "" : "es");
 	}
 	out_open_object("kinds");
-	for (k = 0; k < LEDGER_NKINDS; k++) {
-		uint64_t limit = st->limit[k], usage = st->usage[k];
-		bool unlimited = limit == LEDGER_UNLIMITED;
-
-		/* the table leaves out what neither limits nor holds anything (-v shows every kind); JSON has all */
-		bool kl = kern && k < KQ_NK && kq_max[k] != KQ_UNLIMITED;
-		bool cg = st->scope.type == LEDGER_SCOPE_CGROUP && rdmacg_limits(k, kmax, nmax);
-
-		if (!out_is_json() && !util_verbose && unlimited && !usage && !kl)
-			continue;
-		if (!rows++)
-			print_text("  %-9s %10s %10s %10s%s\n", "kind", "limit", "usage", "headroom",
-				   kern ? "     kernel    k-usage  enforced by" : "  enforced by");
-		print_string(PRINT_FP, NULL, "  %-9s", ledger_kind_names[k]);
-		out_open_object(ledger_kind_names[k]);
-		print_amount("limit", k, limit, unlimited, false);
-		print_amount("usage", k, usage, false, k == LEDGER_WR);
-		print_amount("headroom", k, usage >= limit ? 0 : limit - usage, unlimited, unlimited || k == LEDGER_WR);
-		print_uint(PRINT_JSON, "refused", NULL, st->refused[k]);
-		if (kern && k < KQ_NK) {
-			print_amount("kernel_limit", k, kq_max[k], kq_max[k] == KQ_UNLIMITED, false);
-			print_amount("kernel_usage", k, (uint64_t)kq_use[k], false, false);
-			print_uint(PRINT_JSON, "kernel_refused", NULL, kq_refused[k]);
-			print_uint(PRINT_JSON, "kernel_killed", NULL, kq_killed[k]);
-		} else if (kern) {
-			print_text(" %10s %10s", "-", "-");
-		}
-		/* who stops a creation past the limit: the interceptor (ledger), the BPF LSM programs, rdma.max */
-		out_open_array("enforced_by");
-		print_text("  ");
-		if (!unlimited)
-			print_string(PRINT_ANY, NULL, "%s", "interceptor");
-		if (kl)
-			print_string(PRINT_ANY, NULL, unlimited ? "%s" : ",%s", "kernel");
-		if (cg)
-			print_string(PRINT_ANY, NULL, unlimited && !kl ? "%s" : ",%s", "rdma.max");
-		if (unlimited && !kl && !cg)
-			print_text("-");
-		out_close_array();
-		out_close_object();
-		print_nl();
-	}
+	rows = show_kinds(st, kern ? &kq : NULL, kmax, nmax);
 	out_close_object();
 	if (!rows)
 		print_text("  no limits, nothing in use\n");

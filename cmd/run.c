@@ -402,6 +402,46 @@ static int wait_exit(pid_t pid)
 	return EXIT_FAIL;
 }
 
+/* The job's name: --job, else CMD's name and rdmactl's pid. */
+static void job_name(const char *cmd, char *job, size_t len)
+{
+	char *c;
+
+	if (run_opts.job) {
+		snprintf(job, len, "%s", run_opts.job);
+		return;
+	}
+	c = strdup(cmd);
+	snprintf(job, len, "%.40s-%d", c ? basename(c) : "run", (int)getpid());
+	free(c);
+}
+
+/*
+ * The cgroup CMD is moved into, opened (*cgfd; -1: none): with --kernel the job's own (its directory in kdir,
+ * made with the kernel's limits), else --cgroup's. 0, or an exit status (said why).
+ */
+static int job_cgroup(const char *job, char *kdir, size_t len, int *cgfd)
+{
+	int ret;
+
+	*cgfd = -1;
+	if (run_opts.kernel) {
+		ret = kernel_cgroup(job, kdir, len);
+		if (ret)
+			return ret;
+		*cgfd = open_cgroup(kdir);
+		if (*cgfd < 0) {
+			kernel_cgroup_release(kdir);
+			return EXIT_FAIL;
+		}
+	} else if (run_opts.cgroup) {
+		*cgfd = open_cgroup(run_opts.cgroup);
+		if (*cgfd < 0)
+			return EXIT_FAIL;
+	}
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -423,28 +463,10 @@ int cmd_run(int argc, char **argv)
 		       PRELOAD_NAME, strerror(-ret));
 		return EXIT_FAIL;
 	}
-	if (run_opts.job) {
-		snprintf(job, sizeof(job), "%s", run_opts.job);
-	} else {
-		char *cmd = strdup(argv[run_opts.cmd]);
-
-		snprintf(job, sizeof(job), "%.40s-%d", cmd ? basename(cmd) : "run", (int)getpid());
-		free(cmd);
-	}
-	if (run_opts.kernel) {
-		ret = kernel_cgroup(job, kdir, sizeof(kdir));
-		if (ret)
-			return ret;
-		cgfd = open_cgroup(kdir);
-		if (cgfd < 0) {
-			kernel_cgroup_release(kdir);
-			return EXIT_FAIL;
-		}
-	} else if (run_opts.cgroup) {
-		cgfd = open_cgroup(run_opts.cgroup);
-		if (cgfd < 0)
-			return EXIT_FAIL;
-	}
+	job_name(argv[run_opts.cmd], job, sizeof(job));
+	ret = job_cgroup(job, kdir, sizeof(kdir), &cgfd);
+	if (ret)
+		return ret;
 	ret = ledger_open(NULL, LEDGER_CREATE, &l);
 	if (ret) {
 		pr_err("cannot open the ledger %s: %s (rdmactl quota init recreates it)", ledger_default_path(),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/cgroup.h"
 #include "core/kinds.h"
 #include "core/util.h"
 #include "kq/internal.h"
@@ -33,22 +34,6 @@ static int read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* The kernel's scope of a ledger scope (a job has none). */
-static int scope_of(const struct kq_backstop *b, struct kq_scope *sc)
-{
-	memset(sc, 0, sizeof(*sc));
-	switch (b->scope->type) {
-	case LEDGER_SCOPE_CGROUP:
-		return kq_scope_cgroup(b->cgdir, sc);
-	case LEDGER_SCOPE_PROCESS:
-		return kq_scope_pid((pid_t)b->scope->pid, b->scope->start_time, sc);
-	case LEDGER_SCOPE_GLOBAL:
-		sc->type = KQ_SCOPE_GLOBAL;
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
 
 /*
  * Write the cgroup's rdma.max from its ledger limits: hca_handle = ctx, hca_object = sum of the object
@@ -118,7 +103,7 @@ static int write_rdma_max(const struct kq_backstop *b, const uint64_t *limit)
 
 int kq_backstop_set(const struct kq_backstop *b, int k, uint64_t value, const uint64_t *limit)
 {
-	char why[600];
+	char why[600], root[PATH_MAX];
 	struct kq_scope sc;
 	struct kq *q;
 	int err, i;
@@ -135,7 +120,8 @@ int kq_backstop_set(const struct kq_backstop *b, int k, uint64_t value, const ui
 			pr_err("cannot set the kernel limit: %s", kq_error());
 			return -1;
 		}
-		err = scope_of(b, &sc);
+		cgroup2_root(root, sizeof(root));
+		err = kq_scope_of_ledger(b->scope, root, &sc);
 		if (err) {
 			pr_err("cannot set the kernel limit: %s", kq_error());
 			kq_close(q);
