@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/out.h"
+#include "core/proc.h"
 #include "core/util.h"
 #include "engines/policy.h"
 #include "quota.h"
@@ -159,7 +160,7 @@ static int find_hcas(struct hca *h, unsigned int *n)
 		if (strncmp(de->d_name, "uverbs", 6))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/ibdev", dir, de->d_name);
-		if (quota_read_file(path, buf, sizeof(buf)))
+		if (path_read(path, buf, sizeof(buf)) < 0)
 			continue;
 		buf[strcspn(buf, "\n")] = '\0';
 		if (!cdi_name_ok(buf) || !strcmp(buf, "all")) {

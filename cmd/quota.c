@@ -284,22 +284,6 @@ const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t le
 	return buf;
 }
 
-
-int quota_read_file(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return 0;
-}
-
-
-
 /* --kernel: the scope's kernel backstop (lib/kq/backstop.c), with the scope's ledger limits after the change. */
 static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 {

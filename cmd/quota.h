@@ -36,7 +36,6 @@ const char *quota_ledger_file(void);
 void quota_warn_owner(const struct ledger *l);
 const char *quota_scope_desc(const struct ledger_scope *s, char *buf, size_t len);
 const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t len);
-int quota_read_file(const char *path, char *buf, size_t len);
 /*
  * Set (or, set false, unset) every kind of limit[] that is not LEDGER_UNLIMITED on the cgroup dir, as
  * 'rdmactl quota set KIND N --cgroup DIR --kernel' does (wr without --kernel), in this process: the OCI

@@ -81,24 +81,32 @@ int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie)
 	return 0;
 }
 
-ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len)
+ssize_t path_read(const char *path, char *buf, size_t len)
 {
-	char path[64];
 	ssize_t n;
 	int fd;
 
 	if (!len)
 		return -EINVAL;
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
 	close(fd);
 	if (n < 0)
-		return -errno;
+		return n;
 	buf[n] = '\0';
 	return n;
+}
+
+ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	return path_read(path, buf, len);
 }
 
 bool lsm_active(const char *lsm, char *why, size_t len)

@@ -19,6 +19,9 @@ int proc_cgroup(pid_t pid, char *buf, size_t len);
 int proc_stat_start(pid_t pid, uint64_t *start, bool *zombie);
 /* The process a thread id belongs to (/proc/PID/status Tgid): pid itself for a process, or when /proc cannot tell. */
 pid_t proc_tgid(pid_t pid);
+/* A file of /proc, /sys or the cgroup2 mount read with one read (up to len - 1 bytes) into buf, terminated:
+ * its length, or -errno. */
+ssize_t path_read(const char *path, char *buf, size_t len);
 /* /proc/PID/FILE read whole (up to len - 1 bytes) into buf, terminated: its length, or -errno. */
 ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len);
 /* Is the LSM named lsm active (in /sys/kernel/security/lsm, securityfs mounted if it was not)? If not, why

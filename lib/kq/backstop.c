@@ -10,6 +10,7 @@
 
 #include "core/cgroup.h"
 #include "core/kinds.h"
+#include "core/proc.h"
 #include "core/util.h"
 #include "kq/internal.h"
 #include "kq/kq.h"
@@ -20,19 +21,6 @@ bool kq_backstop_object_kind(int k)
 	return k >= 0 && k < LEDGER_NKINDS && kind_rdmacg[k] == KIND_CG_O;
 }
 
-/* path read whole (up to len - 1 bytes) into buf, terminated; -errno */
-static int read_file(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return 0;
-}
 
 
 /*
@@ -46,6 +34,7 @@ static int write_rdma_max(const struct kq_backstop *b, const uint64_t *limit)
 	uint64_t sum = 0;
 	bool unl = false;
 	int k, i, ndev, n = 0;
+	ssize_t rd;
 	FILE *f;
 
 	for (k = 0; k < LEDGER_NKINDS; k++) {
@@ -66,10 +55,11 @@ static int write_rdma_max(const struct kq_backstop *b, const uint64_t *limit)
 		snprintf(object, sizeof(object), "%" PRIu64, sum);
 
 	snprintf(path, sizeof(path), "%s/rdma.max", b->cgdir);
-	if (read_file(path, cur, sizeof(cur))) {
+	rd = path_read(path, cur, sizeof(cur));
+	if (rd < 0) {
 		pr_err("cannot set the kernel limit: %s: %s (enable the rdma controller: echo +rdma > "
 		       "PARENT/cgroup.subtree_control)",
-		       path, strerror(errno));
+		       path, strerror((int)-rd));
 		return -1;
 	}
 	ndev = rdmacg_parse(cur, devs, RDMACG_MAX_DEVS);

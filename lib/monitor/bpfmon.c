@@ -399,7 +399,6 @@ void mon_lost(const struct mon *m, struct mon_lost *out)
 {
 	out->ring = __atomic_load_n(&m->skel->bss->lost_events, __ATOMIC_RELAXED);
 	out->counters = __atomic_load_n(&m->skel->bss->lost_counters, __ATOMIC_RELAXED);
-	out->pending = 0; /* destroys are no longer prepared ahead: nothing to lose there */
 }
 
 int64_t mon_realtime_offset(const struct mon *m)

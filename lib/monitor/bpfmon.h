@@ -37,7 +37,6 @@
 struct mon_lost {
 	uint64_t ring;     /* event ring full: event not delivered (still counted in the counters map) */
 	uint64_t counters; /* counters map full: a tgid could not be counted */
-	uint64_t pending;  /* always 0: kept for the JSON keys "pending" and "lost_pending" */
 };
 
 struct mon_opts {
