@@ -463,6 +463,11 @@ static __noinline int late_ctx(struct file *file, __u32 types) /* a call: its st
 	return 0;
 }
 
+/*
+ * 122 lines, on purpose: every uverbs ioctl on the host passes here while a kernel limit exists, and most
+ * return at the switch's early exit; the switch is the one place that tells a creation from the rest, and
+ * pieces of it as global functions would add a call (and a verification of their own) to every ioctl.
+ */
 SEC("lsm.s/file_ioctl")
 int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 {
