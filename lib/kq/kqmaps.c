@@ -436,7 +436,7 @@ int kq_scope_pid(pid_t pid, uint64_t start, struct kq_scope *out)
 		err = proc_stat_start(pid, &start, NULL);
 	if (err)
 		return kq_fail(err, "pid %d: %s", (int)pid, err == -ESRCH ? "no such process" : strerror(-err));
-	/* a number of another pid namespace: the programs know the host's (kqload.c asks the kernel) */
+	/* a number of another pid namespace: the programs know the host's (kq_host_pid asks the kernel) */
 	if (!kq_pidns_host()) {
 		err = kq_host_pid(pid, start, &host, &start);
 		if (err)
