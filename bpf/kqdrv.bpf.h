@@ -265,33 +265,49 @@ struct devx_umem___kqd {
 #define KQD_MLX5_DEVX_UMEM 0x1002
 
 /*
+ * What the kernel made, for a uobject of type id: when it is mlx5's DEVX object or UMEM, true with its kind
+ * (KQ_NK: no counted kind) and its bytes (a UMEM's, for mr_bytes); false for anything else. Read by the
+ * commit (below) and by the population (bpf/kqpop.bpf.h), which counts what exists at the first limit.
+ */
+static __always_inline bool kq_drv_made(void *uobjp, __u32 id, __u32 *kind, __u64 *bytes)
+{
+	struct ib_uobject___kqd *u = uobjp;
+	__u64 oid;
+	void *obj;
+
+	*kind = KQ_NK;
+	*bytes = 0;
+	if (id != KQD_MLX5_DEVX_OBJ && id != KQD_MLX5_DEVX_UMEM)
+		return false;
+	if (!bpf_core_type_exists(struct devx_obj___kqd) || !bpf_core_type_exists(struct devx_umem___kqd))
+		return false; /* mlx5_ib was not loaded when the programs were: no mlx5 device either */
+	if (BPF_CORE_READ(u, context, device, ops.driver_id) != KQD_DRIVER_MLX5)
+		return false;
+	obj = BPF_CORE_READ(u, object);
+	if (!obj)
+		return false;
+	if (id == KQD_MLX5_DEVX_OBJ) {
+		oid = BPF_CORE_READ((struct devx_obj___kqd *)obj, obj_id);
+		*kind = kq_devx_kind((oid >> 32) & 0xffff) & 0xf;
+	} else {
+		*bytes = BPF_CORE_READ((struct devx_umem___kqd *)obj, umem, length);
+	}
+	return true;
+}
+
+/*
  * A driver's uobject is committed: when it is mlx5's DEVX object or UMEM, its record is made to say what the
  * kernel made (a request rewritten after the check, or one that began before the programs were attached).
  */
 static __always_inline void kq_drv_commit(void *uobjp, __u32 id)
 {
-	struct ib_uobject___kqd *u = uobjp;
 	struct kq_obj *o, n = {};
-	__u64 key = (__u64)uobjp, bytes = 0, oid;
-	__u32 kind = KQ_NK, types;
+	__u64 key = (__u64)uobjp, bytes;
+	__u32 kind, types;
 	bool over = false;
-	void *obj;
 
-	if (id != KQD_MLX5_DEVX_OBJ && id != KQD_MLX5_DEVX_UMEM)
+	if (!kq_drv_made(uobjp, id, &kind, &bytes))
 		return;
-	if (!bpf_core_type_exists(struct devx_obj___kqd) || !bpf_core_type_exists(struct devx_umem___kqd))
-		return; /* mlx5_ib was not loaded when the programs were */
-	if (BPF_CORE_READ(u, context, device, ops.driver_id) != KQD_DRIVER_MLX5)
-		return;
-	obj = BPF_CORE_READ(u, object);
-	if (!obj)
-		return;
-	if (id == KQD_MLX5_DEVX_OBJ) {
-		oid = BPF_CORE_READ((struct devx_obj___kqd *)obj, obj_id);
-		kind = kq_devx_kind((oid >> 32) & 0xffff) & 0xf;
-	} else {
-		bytes = BPF_CORE_READ((struct devx_umem___kqd *)obj, umem, length);
-	}
 	o = bpf_map_lookup_elem(&kq_objs, &key);
 	if (o && o->kind == kind && o->bytes == bytes)
 		return; /* what the check charged is what the kernel made */

@@ -13,8 +13,10 @@
  * record only charged objects, so what a task without limits made is in no record, and a table the whole
  * host's objects could fill is never asked to hold them. Every uverbs file a task holds
  * (an fd: iter/task_file; a mapping whose fd was closed: iter/task_vma) is a context, keyed by its struct
- * ib_uverbs_file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its kind,
- * an MR's length, and the tgid and cgroup of the task holding the file. The first task that shows a file
+ * ib_uverbs_file as kq_opened keys it, and each object on its ib_uverbs_file's uobjects list is recorded with its
+ * kind, an MR's length (an mlx5 DEVX object: the kind of its opcode; a DEVX UMEM: its length, as mr_bytes; both
+ * read from the kernel's copy as the commit reads them, kq_drv_made), and the tgid and cgroup of the task holding
+ * the file. The first task that shows a file
  * wins (a file shared by several processes, through fork or fd passing, is theirs); later sightings find
  * it walked (kq_walked: once a round, however many fds and mappings show it) and walk nothing. Every insert
  * is BPF_NOEXIST: a record a program made meanwhile wins.
@@ -110,14 +112,16 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 	    bpf_probe_read_kernel(&id, sizeof(id), &ao->id))
 		return;
 	kind = kind_of_object(id);
-	if (kind >= KQ_NK)
-		return;
+	if (kind < KQ_NK) {
+		if (kind == KQ_MR && !bpf_probe_read_kernel(&obj, sizeof(obj), &u->object) && obj)
+			bpf_probe_read_kernel(&o.bytes, sizeof(o.bytes), &((struct ib_mr___kq *)obj)->length);
+	} else if (!kq_drv_made((void *)uobj, id, &kind, &o.bytes) || (kind >= KQ_NK && !o.bytes)) {
+		return; /* counted by no kind: neither a core object nor an mlx5 DEVX object or UMEM that is */
+	}
 	o.kind = kind;
 	o.pad = KQ_OBJ_FOUND;
 	o.tgid = w->tgid;
 	o.cgid = w->cgid;
-	if (kind == KQ_MR && !bpf_probe_read_kernel(&obj, sizeof(obj), &u->object) && obj)
-		bpf_probe_read_kernel(&o.bytes, sizeof(o.bytes), &((struct ib_mr___kq *)obj)->length);
 	/* a program recorded it (EEXIST); any other failure (kq_objs full) is a miss: the count is not whole */
 	err = map_err(bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST));
 	if (err) {

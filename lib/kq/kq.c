@@ -184,15 +184,16 @@ static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const st
 		if (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o.cgid))
 			continue;
 		at = charge_slot(&o, sc, epoch, &mine);
-		if (mine || at < 0 || o.kind >= KQ_NK)
-			continue;
+		if (mine || at < 0 || (o.kind >= KQ_NK && !o.bytes))
+			continue; /* counted by nothing (a DEVX UMEM is counted by its bytes alone) */
 		o.sc[at] = *sc;
 		o.sc[at].epoch = epoch;
 		if (at == o.n)
 			o.n++;
 		if (bpf_map_update_elem(q->fd[M_OBJS], &key, &o, BPF_EXIST))
 			continue;
-		base[o.kind]++;
+		if (o.kind < KQ_NK)
+			base[o.kind]++;
 		if (o.bytes)
 			base[KQ_MR_BYTES] += (__s64)o.bytes;
 	}
