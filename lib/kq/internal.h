@@ -61,5 +61,15 @@ int kq_need_host_ns(const char *what, bool cgroup);
  * process has the number now, with kq_error() saying which.
  */
 int kq_host_pid(pid_t pid, uint64_t start, pid_t *host, uint64_t *host_start);
+/*
+ * kqmaps.c: the pinned iterator program prog_NAME (its path written to path): its fd, or -errno (not said:
+ * the caller knows what a missing pin means). kq_iter_run makes an iterator of it (for li; NULL: every
+ * task), reads it to its end len bytes at a time into buf and hands each read to each (NULL: dropped; a
+ * non-zero return ends the walk and is returned); a failure is said with kq_fail as "cannot WHAT".
+ */
+union bpf_iter_link_info;
+int kq_iter_open(const char *name, char *path, size_t len);
+int kq_iter_run(int prog, const char *path, union bpf_iter_link_info *li, void *buf, size_t len,
+		int (*each)(const void *buf, size_t n, void *arg), void *arg, const char *what);
 
 #endif

@@ -185,36 +185,17 @@ static void empty_map(int fd)
 			break;
 }
 
-/* Run one pinned iterator to its end; -ENOENT when it is not pinned (an older layout). */
+/* One population iterator over every task: -ENOENT (not said) when the programs pinned have none. */
 static int run_iter(const char *name)
 {
 	char path[256], buf[256];
-	int pfd, lfd, ifd, err = 0;
-	ssize_t r;
+	int prog, err;
 
-	snprintf(path, sizeof(path), "%s/prog_%s", KQ_PIN_DIR, name);
-	pfd = bpf_obj_get(path);
-	if (pfd < 0)
-		return -errno;
-	lfd = bpf_link_create(pfd, 0, BPF_TRACE_ITER, NULL);
-	if (lfd < 0) {
-		err = kq_fail(-errno, "cannot attach %s: %s", path, strerror(errno));
-		close(pfd);
-		return err;
-	}
-	ifd = bpf_iter_create(lfd);
-	if (ifd < 0)
-		err = kq_fail(-errno, "cannot run %s: %s", path, strerror(errno));
-	while (ifd >= 0 && (r = read(ifd, buf, sizeof(buf))) != 0) {
-		if (r < 0 && errno != EINTR && errno != EAGAIN) {
-			err = kq_fail(-errno, "cannot run %s: %s", path, strerror(errno));
-			break;
-		}
-	}
-	if (ifd >= 0)
-		close(ifd);
-	close(lfd);
-	close(pfd);
+	prog = kq_iter_open(name, path, sizeof(path));
+	if (prog < 0)
+		return prog;
+	err = kq_iter_run(prog, path, NULL, buf, sizeof(buf), NULL, NULL, "count what the scope holds");
+	close(prog);
 	return err;
 }
 

@@ -341,6 +341,70 @@ static int64_t boottime_offset(void)
 	return off;
 }
 
+int kq_iter_open(const char *name, char *path, size_t len)
+{
+	int fd;
+
+	snprintf(path, len, "%s/prog_%s", KQ_PIN_DIR, name);
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
+}
+
+int kq_iter_run(int prog, const char *path, union bpf_iter_link_info *li, void *buf, size_t len,
+		int (*each)(const void *buf, size_t n, void *arg), void *arg, const char *what)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, lo, .iter_info = li, .iter_info_len = li ? sizeof(*li) : 0);
+	int lfd, ifd, err = 0;
+	ssize_t r;
+
+	lfd = bpf_link_create(prog, 0, BPF_TRACE_ITER, li ? &lo : NULL);
+	if (lfd < 0)
+		return kq_fail(-errno, "cannot %s: %s (attaching %s)", what, strerror(errno), path);
+	ifd = bpf_iter_create(lfd);
+	if (ifd < 0) {
+		err = kq_fail(-errno, "cannot %s: %s (running %s)", what, strerror(errno), path);
+		close(lfd);
+		return err;
+	}
+	while ((r = read(ifd, buf, len)) != 0) {
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			err = kq_fail(-errno, "cannot %s: %s (reading %s)", what, strerror(errno), path);
+			break;
+		}
+		if (each && (err = each(buf, (size_t)r, arg)))
+			break;
+	}
+	close(ifd);
+	close(lfd);
+	return err;
+}
+
+struct pidof {
+	pid_t pid;
+	size_t n;
+	struct kq_pidof first;
+};
+
+/* kq_iter_pid's records name one process, every thread the same (a kernel that ignored the pidfd walks every task) */
+static int pidof_each(const void *buf, size_t n, void *arg)
+{
+	const struct kq_pidof *rec = buf;
+	struct pidof *p = arg;
+	size_t i;
+
+	for (i = 0; i < n / sizeof(*rec); i++, p->n++) {
+		if (!p->n)
+			p->first = rec[i];
+		if (rec[i].tgid != p->first.tgid || rec[i].start_ns != p->first.start_ns)
+			return kq_fail(-ENOTSUP, "cannot ask the kernel for pid %d's host pid: this kernel walks every "
+				       "task (task iterators for one process need Linux 6.1); set the limit from "
+				       "the host's pid namespace (nsenter -t 1 -p rdmactl ...)", (int)p->pid);
+	}
+	return 0;
+}
+
 /*
  * The kernel names the process: a task iterator made for its pidfd (kq_iter_pid) writes the host's pid and
  * the start time of each of its threads. The pidfd is taken before the start time is compared and asked
@@ -350,13 +414,11 @@ static int64_t boottime_offset(void)
 int kq_host_pid(pid_t pid, uint64_t start, pid_t *host, uint64_t *host_start)
 {
 	union bpf_iter_link_info li = {};
-	LIBBPF_OPTS(bpf_link_create_opts, lo, .iter_info = &li, .iter_info_len = sizeof(li));
-	struct kq_pidof rec[64], first = {};
-	char path[256];
+	struct kq_pidof rec[64];
+	struct pidof p = { .pid = pid };
+	char what[64], path[256];
 	uint64_t now = 0;
-	int pidfd, pfd = -1, lfd = -1, ifd = -1, err = 0;
-	size_t nrec = 0, i;
-	ssize_t r;
+	int pidfd, prog, err;
 
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0)
@@ -367,59 +429,28 @@ int kq_host_pid(pid_t pid, uint64_t start, pid_t *host, uint64_t *host_start)
 		err = kq_fail(-ESRCH, "pid %d: no such process (the number is another process's now)", (int)pid);
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/prog_kq_iter_pid", KQ_PIN_DIR);
-	pfd = bpf_obj_get(path);
-	if (pfd < 0) {
-		err = kq_fail(-errno, "pid %d is a number of this pid namespace, and the host's cannot be asked: %s: %s "
+	prog = kq_iter_open("kq_iter_pid", path, sizeof(path));
+	if (prog < 0) {
+		err = kq_fail(prog, "pid %d is a number of this pid namespace, and the host's cannot be asked: %s: %s "
 			      "(programs pinned by an older rdmactl, or none: set the limit from the host's pid namespace, "
-			      "nsenter -t 1 -p rdmactl ...)", (int)pid, path, strerror(errno));
+			      "nsenter -t 1 -p rdmactl ...)", (int)pid, path, strerror(-prog));
 		goto out;
 	}
 	li.task.pid_fd = (__u32)pidfd;
-	lfd = bpf_link_create(pfd, 0, BPF_TRACE_ITER, &lo);
-	if (lfd < 0) {
-		err = kq_fail(-errno, "cannot ask the kernel for pid %d's host pid: %s", (int)pid, strerror(errno));
+	snprintf(what, sizeof(what), "ask the kernel for pid %d's host pid", (int)pid);
+	err = kq_iter_run(prog, path, &li, rec, sizeof(rec), pidof_each, &p, what);
+	close(prog);
+	if (err)
 		goto out;
-	}
-	ifd = bpf_iter_create(lfd);
-	if (ifd < 0) {
-		err = kq_fail(-errno, "cannot ask the kernel for pid %d's host pid: %s", (int)pid, strerror(errno));
-		goto out;
-	}
-	while ((r = read(ifd, rec, sizeof(rec))) != 0) {
-		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			err = kq_fail(-errno, "cannot ask the kernel for pid %d's host pid: %s", (int)pid, strerror(errno));
-			goto out;
-		}
-		for (i = 0; i < (size_t)r / sizeof(rec[0]); i++, nrec++) {
-			if (!nrec)
-				first = rec[i];
-			/* one process: every thread names the same (a kernel that ignored the pidfd walks every task) */
-			if (rec[i].tgid != first.tgid || rec[i].start_ns != first.start_ns) {
-				err = kq_fail(-ENOTSUP, "cannot ask the kernel for pid %d's host pid: this kernel walks every "
-					      "task (task iterators for one process need Linux 6.1); set the limit from "
-					      "the host's pid namespace (nsenter -t 1 -p rdmactl ...)", (int)pid);
-				goto out;
-			}
-		}
-	}
 	/* the same process: still there, and /proc's start time here is the kernel's (plus a time namespace's offset) */
-	if (!nrec || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) ||
-	    ((int64_t)first.start_ns + boottime_offset()) / (int64_t)KQ_PID_NS_PER_TICK != (int64_t)start) {
+	if (!p.n || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) ||
+	    ((int64_t)p.first.start_ns + boottime_offset()) / (int64_t)KQ_PID_NS_PER_TICK != (int64_t)start) {
 		err = kq_fail(-ESRCH, "pid %d: no such process (it ended while its host pid was asked)", (int)pid);
 		goto out;
 	}
-	*host = (pid_t)first.tgid;
-	*host_start = first.start_ns / KQ_PID_NS_PER_TICK;
+	*host = (pid_t)p.first.tgid;
+	*host_start = p.first.start_ns / KQ_PID_NS_PER_TICK;
 out:
-	if (ifd >= 0)
-		close(ifd);
-	if (lfd >= 0)
-		close(lfd);
-	if (pfd >= 0)
-		close(pfd);
 	close(pidfd);
 	return err;
 }
