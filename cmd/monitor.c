@@ -249,7 +249,11 @@ int cmd_monitor(int argc, char **argv)
 {
 	struct mon_opts mo = { .events = true, .pin_counters = true, .cb = on_event };
 	struct mon_lost lost = { 0 }, seen_lost = { 0 };
-	struct sigaction sa = { .sa_handler = on_signal };
+	/*
+	 * SA_RESTART: a signal must not cut a write() to a slow reader short (stdio drops the rest of its buffer
+	 * on EINTR, events counted but never printed); poll() still returns on it, and the loop sees the flag.
+	 */
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	struct ledger *l = NULL;
 	uint64_t since = 0, ksince = 0;
 	struct kq *kq = NULL;

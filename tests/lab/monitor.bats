@@ -187,6 +187,36 @@ pingpong_pair() {
 	run -0 jq -s -e --argjson l "$lost" '[.[] | select(.event == "lost")] | length >= 1 and .[-1].lost_ring == $l' "$MON"
 }
 
+@test "Ctrl-C while the monitor waits on a slow reader: every event it counted is in the stream, whole" {
+	local fifo=$BATS_TEST_TMPDIR/fifo go=$BATS_TEST_TMPDIR/go reader ops events rc=0
+	mkfifo "$fifo"
+	# The reader passes the start line on, then takes nothing until the monitor has been interrupted: the
+	# pipe (64 KiB) fills and the monitor is waiting in write() when the signal comes.
+	(IFS= read -r l && printf '%s\n' "$l" && until [ -e "$go" ]; do sleep 0.1; done && exec cat) <"$fifo" >"$MON" &
+	reader=$!
+	"$RDMACTL" monitor -j >"$fifo" 2>"$MON.err" 3>&- &
+	MONPID=$!
+	wait_for 60 grep -q '"event":"start"' "$MON"
+	# about 1.8 MB of JSON lines; half the events the ring holds (16384), so none is lost there
+	run -0 "$STORM" -d rxe0 -p 2 -n 1000 -k pd,mr
+	echo "$output" >"$BATS_TEST_TMPDIR/storm.json"
+	wait_for 30 grep -qx pipe_write "/proc/$MONPID/wchan"
+	kill -INT "$MONPID"
+	sleep 0.5
+	touch "$go"
+	wait "$MONPID" || rc=$?
+	MONPID=
+	wait "$reader"
+	[ "$rc" -eq 0 ]
+	ops=$(jq .ops "$BATS_TEST_TMPDIR/storm.json")
+	events=$(grep -c '"event":"\(create\|destroy\)"' "$MON")
+	echo "ops $ops, create/destroy lines $events, summary: $(tail -n 1 "$MON" | jq -c '{events, lost}')" >&2
+	# every line whole, and the stream holds every event the summary counts: none was dropped unsaid
+	run -0 jq -c . "$MON"
+	run -0 jq -e --argjson n "$events" --argjson ops "$ops" \
+		'.event == "summary" and .events == $n and .lost.ring == 0 and $n == $ops' <(tail -n 1 "$MON")
+}
+
 @test "--pid and --type filter the stream; text mode prints one line per event" {
 	start_monitor --type qp
 	pingpong_pair 18604
