@@ -165,33 +165,44 @@ static int charge_slot(const struct kq_obj *o, const struct kq_scope *sc, __u32 
 /*
  * Count into base what the scope's processes hold and was not charged to it (cg: a cgroup scope's ids), and
  * mark those objects as charged to it so that their destroy gives it back. An object destroyed meanwhile
- * fails the BPF_EXIST update and is left out, as it should be.
+ * fails the BPF_EXIST update and is left out, as it should be. *untaken: the population's records (charged
+ * to no scope) that the scope did not take, which kq_drop_found must remove; the walk sees every record
+ * that exists throughout (a key deleted under it sends get_next_key back to the first), and only the
+ * population makes such records, so with none seen there is nothing to drop.
  */
-static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg, __s64 base[KQ_NK])
+static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg, __s64 base[KQ_NK],
+		  size_t *untaken)
 {
 	__u64 key, next, *prev = NULL;
 	struct kq_obj o;
-	bool mine;
+	bool mine, found;
 	int at;
 
+	*untaken = 0;
 	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o))
 			continue;
-		if (sc->type == KQ_SCOPE_PID && o.tgid != KQ_PID_TGID(sc->id))
+		found = o.pad == KQ_OBJ_FOUND && !o.n;
+		if ((sc->type == KQ_SCOPE_PID && o.tgid != KQ_PID_TGID(sc->id)) ||
+		    (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o.cgid))) {
+			*untaken += found;
 			continue;
-		if (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o.cgid))
-			continue;
+		}
 		at = charge_slot(&o, sc, epoch, &mine);
-		if (mine || at < 0 || (o.kind >= KQ_NK && !o.bytes))
+		if (mine || at < 0 || (o.kind >= KQ_NK && !o.bytes)) {
+			*untaken += found;
 			continue; /* counted by nothing (a DEVX UMEM is counted by its bytes alone) */
+		}
 		o.sc[at] = *sc;
 		o.sc[at].epoch = epoch;
 		if (at == o.n)
 			o.n++;
-		if (bpf_map_update_elem(q->fd[M_OBJS], &key, &o, BPF_EXIST))
+		if (bpf_map_update_elem(q->fd[M_OBJS], &key, &o, BPF_EXIST)) {
+			*untaken += found && errno != ENOENT; /* ENOENT: destroyed meanwhile, nothing to drop */
 			continue;
+		}
 		if (o.kind < KQ_NK)
 			base[o.kind]++;
 		if (o.bytes)
@@ -208,6 +219,7 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 {
 	struct idset cg = {};
 	uint64_t one = sc->type == KQ_SCOPE_PID ? KQ_PID_TGID(sc->id) : sc->id; /* the population knows tgids */
+	size_t untaken = 0;
 	int err = 0;
 
 	if (sc->type == KQ_SCOPE_CGROUP) {
@@ -218,9 +230,10 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 	err = kq_populate(q, sc->type, sc->type == KQ_SCOPE_CGROUP ? cg.v : &one,
 			  sc->type == KQ_SCOPE_CGROUP ? cg.n : sc->type == KQ_SCOPE_PID);
 	if (!err)
-		err = rescan(q, sc, lim->epoch, &cg, lim->base);
+		err = rescan(q, sc, lim->epoch, &cg, lim->base, &untaken);
 	/* the records the population made that the scope did not take: nothing is charged to them */
-	kq_drop_found(q);
+	if (err || untaken)
+		kq_drop_found(q);
 	free(cg.v);
 	return err;
 }
