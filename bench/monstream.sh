@@ -53,10 +53,7 @@ DEVC=/sys/fs/bpf/rdmactl/devcounters
 ktypes='{"pd":0,"cq":1,"qp":2,"cm_id":3,"mr":4,"ctx":5,"counter":6,"srq":7}'
 : >"$tmp/mismatches"
 
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
+. bench/bench.bash # median
 # The per-device counters (struct mon_counts per device index) as one JSON object keyed by device index.
 devcounters() {
 	bpftool -j map dump pinned "$DEVC" | jq -c 'map(.formatted // . | {key: (.key | tostring), value}) | from_entries'
