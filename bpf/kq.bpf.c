@@ -162,6 +162,18 @@ struct kq_task {
 	__u32 gen;
 	__u32 unscoped;
 	__u64 cgid;
+	/*
+	 * The last uverbs file (its struct ib_uverbs_file) the thread found without scopes (no record, or one
+	 * charged to nothing), as of kq_state.fgen then: while fgen is the same, no file got scopes since.
+	 */
+	__u64 nofile;
+	__u32 fgen;
+	/* kq_state.gen and fgen when kq_begin left begun uncharged and unrecorded (free_of) */
+	__u32 bgen;
+	__u32 bfgen;
+	__u32 pad;
+	/* the object the thread's last allocation began with nothing to charge: its commit has nothing to do */
+	__u64 begun;
 };
 
 struct {
@@ -235,7 +247,7 @@ static __always_inline void objs_delete(__u64 *key)
  */
 static __always_inline __u64 ufile_of(struct file *file)
 {
-	return (__u64)BPF_CORE_READ(file, private_data);
+	return (__u64)file->private_data; /* a BTF pointer in every hook: read directly, no helper call */
 }
 
 /* The scopes, the check, the reservation, the charges and the records: bpf/kqcharge.bpf.h. */
@@ -460,6 +472,8 @@ static __noinline int late_ctx(struct file *file, __u32 types) /* a call: its st
 	/* charged to nothing: not kept (only charged objects are recorded) */
 	if (!o->n)
 		objs_delete(&key);
+	else
+		file_scoped(o);
 	return 0;
 }
 
@@ -473,8 +487,10 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct ureq r;
 	struct scan sc = { .arg = arg };
+	struct kq_task *t;
 	__u32 types, kind = KQ_NK;
 	__u64 mr[2] = {}; /* struct ib_uverbs_reg_mr's start and length */
+	__u64 ufile;
 	int nattr = KQ_FIRST_ATTRS, err;
 	bool scanned = false;
 
@@ -482,6 +498,13 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		return 0;
 	types = limited_types();
 	if (!types || !is_uverbs(file))
+		return 0;
+	/*
+	 * A thread without scopes, through a file without them: nothing it asks can be refused or reserved (each
+	 * branch below lets such a request pass), so it is not read at all.
+	 */
+	ufile = ufile_of(file);
+	if (free_of(types, ufile, &t))
 		return 0;
 	if (bpf_copy_from_user(&r, sizeof(r), (void *)arg)) {
 		/* shorter than that (the copy stops at a page nobody mapped): the header alone */
@@ -493,7 +516,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		nattr = r.h.num_attrs;
 	/* A driver's own object or method (mlx5 DEVX, UARs...): by the driver's table (bpf/kqdrv.bpf.h). */
 	if ((r.h.object_id | r.h.method_id) & UVERBS_ID_NS_MASK)
-		return kq_drv_ioctl(arg, &r.h, types, ufile_of(file));
+		return kq_drv_ioctl(arg, &r.h, types, ufile);
 	switch (r.h.object_id) {
 	case UVERBS_OBJECT_CQ:
 		if (r.h.method_id == UVERBS_METHOD_CQ_CREATE)
@@ -565,7 +588,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 				__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
 				unreserve(tid);
-				bpf_map_update_elem(&kq_resv, &tid, &kq_obj_rereg, BPF_ANY);
+				resv_put(tid, &kq_obj_rereg);
 			}
 			return 0;
 		}
@@ -589,7 +612,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	/* a length no device can pin (an implicit ODP MR's UINT64_MAX), or one whose end wraps: not for limited tasks */
 	if (kind == KQ_MR && (mr[1] > KQ_MR_MAXLEN || mr[0] + mr[1] < mr[0]))
 		return limited_task(types) ? -EDQUOT : 0;
-	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0, ufile_of(file));
+	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0, ufile);
 }
 
 /* Attached only while a limit exists (lib/kq/kq.c): the clean refusal of a context past its limit. */
@@ -742,6 +765,33 @@ int BPF_PROG(kq_opened, struct inode *inode, struct file *filp, int ret)
 	return 0;
 }
 
+/* The thread's allocation under way is one with a charge (or a driver's): kq_commit looks at it. */
+static __always_inline void begun_clear(void)
+{
+	struct kq_task *t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, 0);
+
+	if (t)
+		t->begun = 0;
+}
+
+/*
+ * Is uobj the object this thread's kq_begin left uncharged (free_of), with no scope come since onto the
+ * thread's path or the file's (gen, fgen, its cgroup)? Then its commit has nothing to count (a commit finds
+ * no record and charges nothing; an MR's length counts only for a record) and returns at once.
+ */
+static __always_inline bool begun_free(__u64 uobj)
+{
+	struct kq_task *t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, 0);
+	struct kq_state *st;
+
+	if (!t || t->begun != uobj)
+		return false;
+	t->begun = 0;
+	st = state();
+	return st && t->bgen == *(volatile __u32 *)&st->gen && t->bfgen == *(volatile __u32 *)&st->fgen &&
+	       t->cgid == bpf_get_current_cgroup_id();
+}
+
 SEC("fexit/rdma_alloc_begin_uobject")
 int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, struct ib_uobject___kq *ret)
 {
@@ -752,6 +802,7 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 	if ((unsigned long)ret >= (unsigned long)-4095 || !ret)
 		return 0;
 	if (obj->id & UVERBS_ID_NS_MASK) {
+		begun_clear();
 		kq_drv_begin(obj->id, (__u64)ret);
 		return 0;
 	}
@@ -761,8 +812,23 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 	o.kind = kind;
 	types = limited_types();
 	/* the reservation its request made is its charge; only a creation without one can go past a limit */
-	if (types && !take_reservation(kind, &o) && charge(types, &o, kind, 1, (__u64)ret->ufile))
-		bpf_send_signal(SIGKILL);
+	if (types && !take_reservation(kind, &o)) {
+		struct kq_task *t;
+		__u64 ufile = (__u64)ret->ufile;
+
+		/* nothing to charge it to: not recorded, and its commit has nothing to do (kq_commit) */
+		if (free_of(types, ufile, &t)) {
+			if (t) {
+				t->begun = (__u64)ret;
+				t->bgen = t->gen;
+				t->bfgen = t->fgen;
+			}
+			return 0;
+		}
+		if (charge(types, &o, kind, 1, ufile))
+			bpf_send_signal(SIGKILL);
+	}
+	begun_clear();
 	key = (__u64)ret;
 	record(&key, &o);
 	return 0;
@@ -772,7 +838,7 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 SEC("fexit/ib_uverbs_ioctl")
 int BPF_PROG(kq_ioctl_done, struct file *filp, unsigned int cmd, unsigned long arg, long ret)
 {
-	unreserve((__u32)bpf_get_current_pid_tgid());
+	unreserve((__u32)bpf_get_current_pid_tgid()); /* no lookup while nobody holds one (kq_state.nresv) */
 	return 0;
 }
 
@@ -790,6 +856,8 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 	const struct uverbs_api_object___kq *ao = uobj->uapi_object; /* read directly, but a pointer BTF lacks */
 	__u32 id = 0, kind;
 
+	if (begun_free(key))
+		return 0;
 	if (bpf_core_read(&id, sizeof(id), &ao->id))
 		return 0;
 	if (id & UVERBS_ID_NS_MASK) {

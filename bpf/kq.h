@@ -146,11 +146,24 @@ struct kq_state {
 	 */
 	__u32 gen;
 	/*
+	 * Files whose context record was given scopes so far: the programs add 1 after each such record is in
+	 * kq_objs (a limited opener's context, a late one), rdmactl after a new scope's rescan gave existing
+	 * records the scope, so that a thread's cached "this file has no scopes" (kq_task.nofile) is looked at
+	 * again.
+	 */
+	__u32 fgen;
+	/*
 	 * Records in kq_objs: +1 at each insert, -1 at each delete, from both sides (atomic adds; rdmactl
 	 * stores 0 where it empties the map with nothing attached). On a cache line of its own: every
 	 * charged create and destroy writes it, and every hook reads the fields above.
 	 */
 	__s64 nobjs __attribute__((aligned(64)));
+	/*
+	 * Reservations in kq_resv: +1 at each insert, -1 at each delete (the programs only). While it is 0 no
+	 * thread holds one, and the hooks that would give one back or take one (most uverbs calls' returns, every
+	 * allocation of a task without limits) skip their lookup.
+	 */
+	__s64 nresv;
 };
 
 /*

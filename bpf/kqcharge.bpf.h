@@ -78,13 +78,13 @@ static __noinline bool scoped_walk(__u32 types) /* a call: its stack apart */
  * walked again). gen is read before the walk, so a scope made during it makes the next call walk again.
  * false when it cannot tell (no storage: the walk decides).
  */
-static __always_inline bool unscoped(__u32 types)
+static __always_inline bool unscoped_t(__u32 types, struct kq_state *st, struct kq_task **tp)
 {
-	struct kq_state *st = state();
 	struct kq_task *t;
 	__u64 cg;
 	__u32 gen;
 
+	*tp = NULL;
 	if (!st)
 		return false;
 	gen = *(volatile __u32 *)&st->gen; /* before the walk (x86 keeps loads in order) */
@@ -92,12 +92,20 @@ static __always_inline bool unscoped(__u32 types)
 	t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return false;
+	*tp = t;
 	if (t->gen == gen && t->cgid == cg && t->cgid)
 		return t->unscoped;
 	t->unscoped = !scoped_walk(types);
 	t->gen = gen;
 	t->cgid = cg;
 	return t->unscoped;
+}
+
+static __always_inline bool unscoped(__u32 types)
+{
+	struct kq_task *t;
+
+	return unscoped_t(types, state(), &t);
 }
 
 /*
@@ -116,6 +124,37 @@ static __always_inline struct kq_obj *file_scopes(__u64 ufile)
 		return NULL;
 	f = bpf_map_lookup_elem(&kq_objs, &ufile);
 	return f && f->kind == KQ_CTX && f->n ? f : NULL;
+}
+
+/*
+ * Has a creation by the current thread through the file (ufile) nothing to count against: no scope applies to
+ * the thread (unscoped) and the file has none (file_scopes NULL)? The file's answer is kept in the thread's
+ * task storage with kq_state.fgen (read before the lookup): while fgen is the same, no file got scopes, so a
+ * thread without limits using a file without them (most of a host while a limit exists somewhere) pays one
+ * task storage lookup a hook. A file at the same address later (the first closed, another opened) is a new
+ * record, and that moved fgen. *tp: the thread's storage when it is free (NULL: none).
+ */
+static __always_inline bool free_of(__u32 types, __u64 ufile, struct kq_task **tp)
+{
+	struct kq_state *st = state();
+	struct kq_task *t;
+	__u32 fgen;
+
+	if (!st || !unscoped_t(types, st, tp))
+		return false;
+	t = *tp;
+	if (!ufile)
+		return true;
+	fgen = *(volatile __u32 *)&st->fgen; /* before the lookup (x86 keeps loads in order) */
+	if (t && t->nofile == ufile && t->fgen == fgen)
+		return true;
+	if (file_scopes(ufile))
+		return false;
+	if (t) {
+		t->nofile = ufile;
+		t->fgen = fgen;
+	}
+	return true;
 }
 
 /*
@@ -325,15 +364,46 @@ static __always_inline bool past(__s64 u, __u64 max)
 	return max != KQ_UNLIMITED && u > 0 && (__u64)u > max;
 }
 
+/* kq_resv got an entry (d = 1) or lost one (d = -1): kq_state.nresv. */
+static __always_inline void resv_add(__s64 d)
+{
+	struct kq_state *st = state();
+
+	if (st)
+		__sync_fetch_and_add(&st->nresv, d);
+}
+
+/* May a thread hold a reservation (kq_resv not empty)? Only then is it looked up. */
+static __always_inline bool resv_any(void)
+{
+	struct kq_state *st = state();
+
+	return !st || *(volatile __s64 *)&st->nresv;
+}
+
 /* Give back the reservation this thread holds, if any. */
 static __always_inline void unreserve(__u32 tid)
 {
-	struct kq_obj *r = bpf_map_lookup_elem(&kq_resv, &tid);
+	struct kq_obj *r;
 
+	if (!resv_any())
+		return;
+	r = bpf_map_lookup_elem(&kq_resv, &tid);
 	if (!r)
 		return;
 	credit(r);
-	bpf_map_delete_elem(&kq_resv, &tid);
+	if (!bpf_map_delete_elem(&kq_resv, &tid))
+		resv_add(-1);
+}
+
+/* Keep o as this thread's reservation (none held: unreserve first). 0, or the map's error. */
+static __always_inline long resv_put(__u32 tid, const struct kq_obj *o)
+{
+	long err = bpf_map_update_elem(&kq_resv, &tid, o, BPF_NOEXIST);
+
+	if (!err)
+		resv_add(1);
+	return err;
 }
 
 /* An empty record: what a reservation starts from (a map value, so that no call's stack holds one). */
@@ -364,7 +434,7 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 	if (!f && unscoped(types))
 		return 0;
 	/* no room to keep it: refused, cleanly */
-	if (bpf_map_update_elem(&kq_resv, &tid, &kq_obj_none, BPF_ANY))
+	if (resv_put(tid, &kq_obj_none))
 		return -EDQUOT;
 	r = bpf_map_lookup_elem(&kq_resv, &tid);
 	if (!r)
@@ -450,12 +520,16 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct kq_obj *r = bpf_map_lookup_elem(&kq_resv, &tid);
+	struct kq_obj *r;
 
+	if (!resv_any())
+		return false;
+	r = bpf_map_lookup_elem(&kq_resv, &tid);
 	if (!r || r->kind != kind)
 		return false;
 	*o = *r;
-	bpf_map_delete_elem(&kq_resv, &tid);
+	if (!bpf_map_delete_elem(&kq_resv, &tid))
+		resv_add(-1);
 	return true;
 }
 
@@ -478,6 +552,18 @@ static __always_inline void lost(long err)
 		return;
 	__sync_fetch_and_add(&st->lost, 1);
 	st->lost_err = (__s32)err;
+}
+
+/* A file's context record with scopes is in kq_objs: the threads' cached "no scopes" are looked at again. */
+static __always_inline void file_scoped(const struct kq_obj *o)
+{
+	struct kq_state *st;
+
+	if (o->kind != KQ_CTX || !o->n)
+		return;
+	st = state();
+	if (st)
+		__sync_fetch_and_add(&st->fgen, 1);
 }
 
 /*
@@ -506,11 +592,14 @@ __noinline int record(const __u64 *keyp, struct kq_obj *o)
 	err = map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_NOEXIST));
 	if (!err) {
 		objs_add(1);
+		file_scoped(&v);
 		return 0;
 	}
 	/* a record under its key already (a destroy no program saw, before the attach): replaced */
-	if (err == -17 /* EEXIST */ && !map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_EXIST)))
+	if (err == -17 /* EEXIST */ && !map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_EXIST))) {
+		file_scoped(&v);
 		return 0;
+	}
 	/*
 	 * Not recorded (kq_objs full, past the room the check keeps for this): its destroy will find nothing to
 	 * give back. Its charge stays (the safe side: the scope counts it until its limit is set again), and it

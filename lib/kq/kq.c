@@ -231,6 +231,11 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 			  sc->type == KQ_SCOPE_CGROUP ? cg.n : sc->type == KQ_SCOPE_PID);
 	if (!err)
 		err = rescan(q, sc, lim->epoch, &cg, lim->base, &untaken);
+	/*
+	 * after the rescan gave files' records the scope, never before: a thread that cached "this file has no
+	 * scopes" since looks again (bpf/kqcharge.bpf.h, free_of), before the limit goes in
+	 */
+	__atomic_add_fetch(&q->st->fgen, 1, __ATOMIC_SEQ_CST);
 	/* the records the population made that the scope did not take: nothing is charged to them */
 	if (err || untaken)
 		kq_drop_found(q);
