@@ -6,7 +6,7 @@
  *
  *   lsm.s/file_ioctl    reads the uverbs ioctl's header (and every attribute of INVOKE_WRITE when the write
  *                       command is not first, the length of an MR) and answers -EDQUOT when the creation would
- *                       go past a limit: the clean refusal. What it lets through it reserves (kq_resv).
+ *                       go past a limit: the clean refusal. What it lets through it reserves (kq_task).
  *   fexit/ib_uverbs_ioctl  gives back a reservation no object took (the kernel refused the request).
  *   lsm/file_ioctl_compat  32-bit programs' uverbs ioctls: refused for processes with kernel limits.
  *   lsm/file_open       contexts: one per open uverbs file; refused past the ctx limit, reserved otherwise
@@ -140,20 +140,6 @@ struct {
 } kq_events SEC(".maps");
 
 /*
- * Reservations: a creation the ioctl hook (or file_open, for a context) let through has its charge made
- * already, kept here by thread (its kind, scopes and MR bytes) until the kernel allocates the object
- * (kq_begin, kq_opened take it as the object's charge) or the call returns without one (kq_ioctl_done gives
- * it back). Only a creation that comes without one (a legacy write(), a request rewritten after the check) is
- * charged at the allocation, and killed there past a limit.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, struct kq_obj);
-} kq_resv SEC(".maps");
-
-/*
  * What each thread last found on its path (bpf/kqcharge.bpf.h, unscoped): no scope in kq_limits, as of
  * kq_state.gen and its cgroup then. A thread without scopes (most of a host) pays one lookup here instead of
  * a walk of its scopes at each hook of a creation.
@@ -174,6 +160,16 @@ struct kq_task {
 	__u32 pad;
 	/* the object the thread's last allocation began with nothing to charge: its commit has nothing to do */
 	__u64 begun;
+	/*
+	 * The thread's reservation (held): a creation the ioctl hook (or file_open, for a context) let through
+	 * has its charge made already, kept here until the kernel allocates the object (kq_begin, kq_opened take
+	 * it as the object's charge) or the call returns without one (kq_ioctl_done gives it back). Only a
+	 * creation that comes without one (a legacy write(), a request rewritten after the check) is charged at
+	 * the allocation, and killed there past a limit. In the thread's storage: no map insert nor delete.
+	 */
+	__u32 held;
+	__u32 pad2;
+	struct kq_obj resv;
 };
 
 struct {
@@ -584,12 +580,14 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 			 * (a new MR kept; the old one's destroy follows), never killed, so that an honest rereg at
 			 * the MR limit passes.
 			 */
-			{
-				__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-				unreserve(tid);
-				resv_put(tid, &kq_obj_rereg);
-			}
+			t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (!t) /* no room to keep it: a limited task is refused, cleanly */
+				return limited_task(types) ? -EDQUOT : 0;
+			unreserve_t(t);
+			t->resv = kq_obj_rereg;
+			t->held = 1;
+			resv_add(1);
 			return 0;
 		}
 		kind = kind_of_write(sc.wcmd);
@@ -751,7 +749,7 @@ int BPF_PROG(kq_opened, struct inode *inode, struct file *filp, int ret)
 	__u32 types;
 
 	if (ret) {
-		unreserve((__u32)bpf_get_current_pid_tgid());
+		unreserve();
 		return 0;
 	}
 	o.kind = KQ_CTX;
@@ -768,7 +766,7 @@ int BPF_PROG(kq_opened, struct inode *inode, struct file *filp, int ret)
 /* The thread's allocation under way is one with a charge (or a driver's): kq_commit looks at it. */
 static __always_inline void begun_clear(void)
 {
-	struct kq_task *t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, 0);
+	struct kq_task *t = task_of();
 
 	if (t)
 		t->begun = 0;
@@ -781,7 +779,7 @@ static __always_inline void begun_clear(void)
  */
 static __always_inline bool begun_free(__u64 uobj)
 {
-	struct kq_task *t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, 0);
+	struct kq_task *t = task_of();
 	struct kq_state *st;
 
 	if (!t || t->begun != uobj)
@@ -838,7 +836,7 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 SEC("fexit/ib_uverbs_ioctl")
 int BPF_PROG(kq_ioctl_done, struct file *filp, unsigned int cmd, unsigned long arg, long ret)
 {
-	unreserve((__u32)bpf_get_current_pid_tgid()); /* no lookup while nobody holds one (kq_state.nresv) */
+	unreserve(); /* no lookup while nobody holds one (kq_state.nresv) */
 	return 0;
 }
 

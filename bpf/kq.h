@@ -159,9 +159,9 @@ struct kq_state {
 	 */
 	__s64 nobjs __attribute__((aligned(64)));
 	/*
-	 * Reservations in kq_resv: +1 at each insert, -1 at each delete (the programs only). While it is 0 no
-	 * thread holds one, and the hooks that would give one back or take one (most uverbs calls' returns, every
-	 * allocation of a task without limits) skip their lookup.
+	 * Reservations held (bpf/kq.bpf.c, kq_task.held): +1 as a thread takes one, -1 as it goes (the programs
+	 * only). While it is 0 no thread holds one, and the hooks that would give one back or take one (most
+	 * uverbs calls' returns, every allocation of a task without limits) skip the thread's storage.
 	 */
 	__s64 nresv;
 };

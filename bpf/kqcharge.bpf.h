@@ -364,7 +364,7 @@ static __always_inline bool past(__s64 u, __u64 max)
 	return max != KQ_UNLIMITED && u > 0 && (__u64)u > max;
 }
 
-/* kq_resv got an entry (d = 1) or lost one (d = -1): kq_state.nresv. */
+/* A thread took a reservation (d = 1) or its reservation went (d = -1): kq_state.nresv. */
 static __always_inline void resv_add(__s64 d)
 {
 	struct kq_state *st = state();
@@ -373,7 +373,7 @@ static __always_inline void resv_add(__s64 d)
 		__sync_fetch_and_add(&st->nresv, d);
 }
 
-/* May a thread hold a reservation (kq_resv not empty)? Only then is it looked up. */
+/* May a thread hold a reservation (kq_state.nresv not 0)? Only then is the thread's storage looked at. */
 static __always_inline bool resv_any(void)
 {
 	struct kq_state *st = state();
@@ -381,29 +381,26 @@ static __always_inline bool resv_any(void)
 	return !st || *(volatile __s64 *)&st->nresv;
 }
 
-/* Give back the reservation this thread holds, if any. */
-static __always_inline void unreserve(__u32 tid)
+/* The current thread's storage, if it has one (none: it never reserved, nor cached anything). */
+static __always_inline struct kq_task *task_of(void)
 {
-	struct kq_obj *r;
-
-	if (!resv_any())
-		return;
-	r = bpf_map_lookup_elem(&kq_resv, &tid);
-	if (!r)
-		return;
-	credit(r);
-	if (!bpf_map_delete_elem(&kq_resv, &tid))
-		resv_add(-1);
+	return bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, 0);
 }
 
-/* Keep o as this thread's reservation (none held: unreserve first). 0, or the map's error. */
-static __always_inline long resv_put(__u32 tid, const struct kq_obj *o)
+/* Give back the reservation this thread holds, if any. */
+static __always_inline void unreserve_t(struct kq_task *t)
 {
-	long err = bpf_map_update_elem(&kq_resv, &tid, o, BPF_NOEXIST);
+	if (!t || !t->held)
+		return;
+	credit(&t->resv);
+	t->held = 0;
+	resv_add(-1);
+}
 
-	if (!err)
-		resv_add(1);
-	return err;
+static __always_inline void unreserve(void)
+{
+	if (resv_any())
+		unreserve_t(task_of());
 }
 
 /* An empty record: what a reservation starts from (a map value, so that no call's stack holds one). */
@@ -415,13 +412,13 @@ static const struct kq_obj kq_obj_rereg = { .kind = KQ_MR, .pad = KQ_OBJ_REREG }
  * The check, as a reservation: one of kind (and bytes of mr_bytes) added at once to every limited scope of the
  * task, and taken off again when one of them would go past its limit: -EDQUOT, counted. Two creators at
  * limit - 1 can therefore not both pass (each add is atomic, the second sees the first's). What passed stays
- * charged, as this thread's reservation (kq_resv, filled in place), for the allocation to take (kq_begin,
+ * charged, as this thread's reservation (its kq_task, filled in place), for the allocation to take (kq_begin,
  * kq_opened).
  */
 static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile) /* a call: its stack apart */
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct kq_obj *r, *f = NULL;
+	struct kq_task *t;
 	struct kq_scope sc;
 	int i, err = 0;
 
@@ -429,16 +426,19 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 	if (kind > KQ_NK || (kind == KQ_NK && !bytes))
 		return 0;
 	f = file_scopes(ufile);
-	unreserve(tid); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
-	/* nothing to reserve in: no map update (most creations on a host with limits somewhere) */
-	if (!f && unscoped(types))
+	/* nothing to reserve in: no reservation (most creations on a host with limits somewhere) */
+	if (!f && unscoped_t(types, state(), &t)) {
+		unreserve_t(t); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
 		return 0;
-	/* no room to keep it: refused, cleanly */
-	if (resv_put(tid, &kq_obj_none))
-		return -EDQUOT;
-	r = bpf_map_lookup_elem(&kq_resv, &tid);
-	if (!r)
-		return -EDQUOT;
+	}
+	t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return -EDQUOT; /* no room to keep it: refused, cleanly */
+	unreserve_t(t);
+	r = &t->resv;
+	__builtin_memset(r, 0, sizeof(*r));
+	t->held = 1;
+	resv_add(1);
 	r->kind = kind;
 	if (f) { /* its record names the file's opener, as the file's scopes are charged */
 		r->tgid = f->tgid;
@@ -512,24 +512,23 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 	}
 	/* refused: what the scopes before the one that refused got is taken off again; nothing limited: no reservation */
 	if (err || !r->n)
-		unreserve(tid);
+		unreserve_t(t);
 	return err;
 }
 
 /* Take the thread's reservation for an object of kind being allocated: o becomes its charge. */
 static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct kq_obj *r;
+	struct kq_task *t;
 
 	if (!resv_any())
 		return false;
-	r = bpf_map_lookup_elem(&kq_resv, &tid);
-	if (!r || r->kind != kind)
+	t = task_of();
+	if (!t || !t->held || t->resv.kind != kind)
 		return false;
-	*o = *r;
-	if (!bpf_map_delete_elem(&kq_resv, &tid))
-		resv_add(-1);
+	*o = t->resv;
+	t->held = 0;
+	resv_add(-1);
 	return true;
 }
 
