@@ -809,24 +809,31 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 		return 0;
 	o.kind = kind;
 	types = limited_types();
-	/* the reservation its request made is its charge; only a creation without one can go past a limit */
-	if (types && !take_reservation(kind, &o)) {
-		struct kq_task *t;
+	if (types) {
+		struct kq_task *t = resv_any() ? task_of() : NULL;
 		__u64 ufile = (__u64)ret->ufile;
 
-		/* nothing to charge it to: not recorded, and its commit has nothing to do (kq_commit) */
-		if (free_of(types, ufile, &t)) {
-			if (t) {
-				t->begun = (__u64)ret;
-				t->bgen = t->gen;
-				t->bfgen = t->fgen;
+		/* the reservation its request made is its charge; only a creation without one can go past a limit */
+		if (!take_reservation_t(t, kind, &o)) {
+			/* nothing to charge it to: not recorded, and its commit has nothing to do (kq_commit) */
+			if (free_of(types, ufile, &t)) {
+				if (t) {
+					t->begun = (__u64)ret;
+					t->bgen = t->gen;
+					t->bfgen = t->fgen;
+				}
+				return 0;
 			}
-			return 0;
+			if (charge(types, &o, kind, 1, ufile))
+				bpf_send_signal(SIGKILL);
 		}
-		if (charge(types, &o, kind, 1, ufile))
-			bpf_send_signal(SIGKILL);
+		if (t)
+			t->begun = 0; /* charged: kq_commit looks at it */
+		else
+			begun_clear();
+	} else {
+		begun_clear();
 	}
-	begun_clear();
 	key = (__u64)ret;
 	record(&key, &o);
 	return 0;

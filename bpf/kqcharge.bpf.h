@@ -516,20 +516,21 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 	return err;
 }
 
-/* Take the thread's reservation for an object of kind being allocated: o becomes its charge. */
-static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
+/* Take the reservation of the thread (t: its storage, or NULL) for an object of kind being allocated. */
+static __always_inline bool take_reservation_t(struct kq_task *t, __u32 kind, struct kq_obj *o)
 {
-	struct kq_task *t;
-
-	if (!resv_any())
-		return false;
-	t = task_of();
 	if (!t || !t->held || t->resv.kind != kind)
 		return false;
 	*o = t->resv;
 	t->held = 0;
 	resv_add(-1);
 	return true;
+}
+
+/* Take the thread's reservation for an object of kind being allocated: o becomes its charge. */
+static __always_inline bool take_reservation(__u32 kind, struct kq_obj *o)
+{
+	return resv_any() && take_reservation_t(task_of(), kind, o);
 }
 
 /*

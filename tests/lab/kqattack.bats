@@ -357,6 +357,43 @@ host_pid_of() {
 	step p 2 "step 2 pd=64 errno=0"
 }
 
+@test "a process that created through another's uverbs file while neither had limits is limited at once when the opener gets one" {
+	local out=$BATS_TEST_TMPDIR/f opener child
+	mkdir "$CG/other"
+	# the programs attached by a limit elsewhere; the opener's child creates a PD through the opener's file while
+	# nothing limits either (the programs remember that this file has no scopes, as of then)
+	run -0 "$RDMACTL" quota set pd 100 --cgroup "$CG/other" --kernel
+	"$KQA" steps -F -S "$out" -c 2 >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q warm "$out" || { cat "$out" >&2; false; }
+	opener=$(sed -n 's/^warm pid=[0-9]* opener=\([0-9]*\)$/\1/p' "$out")
+	child=$(sed -n 's/^warm pid=\([0-9]*\) .*/\1/p' "$out")
+	[ -n "$opener" ] && [ -n "$child" ] || { cat "$out" >&2; false; }
+	PIDS+=("$child")
+	# a --pid limit on the opener: its file's PD (the child's) counts, and the child gets 2 more, not 64
+	run -0 "$RDMACTL" quota set pd 3 --pid "$opener" --kernel
+	step "${out##*/}" 1 "step 1 pd=2 errno=122"
+	[ "$(nl_count kqattack pd)" = 3 ] || { echo "$(nl_count kqattack pd) PDs" >&2; false; }
+	run -0 "$RDMACTL" -j quota show --pid "$opener"
+	run -0 jq -e '.scopes[0].kinds.pd.kernel_usage == 3' <<<"$output" || { echo "$output" >&2; false; }
+}
+
+@test "a process sharing a limited process's file table creates through the limited one's new file within its limit" {
+	local out=$BATS_TEST_TMPDIR/clonefiles go=$BATS_TEST_TMPDIR/go pid
+	# its own file first, without scopes (remembered so), closed; then the limited process's new file, often at
+	# the same address: what the second holds counts against the opener's limit (2), whoever sends the request
+	"$KQA" clonefiles -c 10 -W "$go" >"$out" 2>&1 3>&- &
+	pid=$!
+	PIDS+=($pid)
+	wait_for 60 grep -q waiting "$out" || { cat "$out" >&2; false; }
+	run -0 "$RDMACTL" quota set pd 2 --pid "$pid" --kernel
+	touch "$go"
+	wait "$pid" || { cat "$out" >&2; false; }
+	run -0 cat "$out"
+	assert_line "clonefiles ok=2 refused=8 other=0"
+	PIDS=()
+}
+
 @test "uverbs devices past the 32nd (dynamic major): a limit holds there with EDQUOT, nobody is killed" {
 	local i d ibdev=
 	for i in $(seq 1 33); do

@@ -31,10 +31,19 @@
  *       sends N ALLOC_PD requests through it. Prints "take fd=1|0 ctrunc=1|0 errno=E" (what the receive gave:
  *       the kernel drops an fd an LSM refuses and flags the message MSG_CTRUNC; pidfd_getfd fails with E),
  *       then, with a file, "take pd=OK errno=E" (E: the first refusal).
- *   kqattack steps -S PREFIX [-c K] [-d DEV]
+ *   kqattack steps -S PREFIX [-c K] [-d DEV] [-F]
  *       Opens the device and allocates one PD (the programs now know the thread: "warm pid=P"), then K times
  *       prints "ready k", waits for the file PREFIX.k and allocates PDs until one is refused (at most 64):
- *       "step k pd=N errno=E". A test changes the thread's scopes between the steps.
+ *       "step k pd=N errno=E". A test changes the thread's scopes between the steps. -F: the opener forks
+ *       after the open, and its child, sharing the opener's uverbs file, does the rest ("warm pid=CHILD
+ *       opener=P"); the opener waits for it.
+ *   kqattack clonefiles [-d DEV] [-c N] [-W START]
+ *       Prints "clonefiles pid=P" (and with -W waits for START: a test limits P then). P makes a process C
+ *       that shares its file table (clone with CLONE_FILES: a process of its own, not a thread). C opens the
+ *       device, allocates and frees a PD through its own file (no scope anywhere: the programs remember that
+ *       file as one without scopes) and closes it; then P opens the device (its uverbs file often where C's
+ *       was: the kernel reuses the memory) and C sends N ALLOC_PD through P's file, in the shared table.
+ *       Prints "clonefiles ok=O refused=R other=X": what P's file holds counts against P's limits.
  *   kqattack rereg [-d DEV] [-c N]
  *       Registers N MRs of 64 KiB, then changes the first one's access with the REREG_MR command (through
  *       INVOKE_WRITE): the kernel allocates a second MR object for the call (the driver may make a new MR),
@@ -50,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -431,15 +441,28 @@ static int cmd_rereg(int n)
 	return 0;
 }
 
-static int cmd_steps(const char *prefix, int k)
+static int cmd_steps(const char *prefix, int k, bool forked)
 {
 	struct ibv_context *ctx = open_dev();
 	char file[4096], what[32];
-	int i, n;
+	pid_t opener = getpid(), child;
+	int i, n, status;
 
-	if (!ctx || !ibv_alloc_pd(ctx))
+	if (!ctx)
 		return 1;
-	printf("warm pid=%d\n", (int)getpid());
+	if (forked) {
+		child = fork();
+		if (child < 0)
+			return 1;
+		if (child > 0)
+			return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	}
+	if (!ibv_alloc_pd(ctx))
+		return 1;
+	if (forked)
+		printf("warm pid=%d opener=%d\n", (int)getpid(), (int)opener);
+	else
+		printf("warm pid=%d\n", (int)getpid());
 	for (i = 1; i <= k; i++) {
 		snprintf(file, sizeof(file), "%s.%d", prefix, i);
 		snprintf(what, sizeof(what), "ready %d", i);
@@ -448,6 +471,67 @@ static int cmd_steps(const char *prefix, int k)
 			;
 		printf("step %d pd=%d errno=%d\n", i, n, n < 64 ? errno : 0);
 	}
+	return 0;
+}
+
+static int cmd_clonefiles(int n, const char *start)
+{
+	int c2p[2], p2c[2], fd = -1, ok = 0, refused = 0, other = 0, i, status;
+	struct ibv_context *ctx;
+	pid_t c;
+
+	cpu_set_t one;
+
+	printf("clonefiles pid=%d\n", (int)getpid());
+	if (start)
+		wait_file(start, "waiting");
+	/* both on one CPU: the kernel's allocator hands out the memory just freed on the same CPU first */
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	if (pipe(c2p) || pipe(p2c))
+		return 1;
+	c = (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
+	if (c < 0)
+		return 1;
+	if (c == 0) {
+		struct ibv_context *own = open_dev();
+		struct ibv_pd *pd = own ? ibv_alloc_pd(own) : NULL;
+		char b = 'c';
+
+		if (!pd)
+			_exit(1);
+		ibv_dealloc_pd(pd);
+		ibv_close_device(own);
+		if (write(c2p[1], &b, 1) != 1 || read(p2c[0], &fd, sizeof(fd)) != sizeof(fd))
+			_exit(1);
+		for (i = 0; i < n; i++) {
+			int err = padded_alloc_pd(fd, 0);
+
+			if (!err)
+				ok++;
+			else if (err == EDQUOT)
+				refused++;
+			else
+				other++;
+		}
+		printf("clonefiles ok=%d refused=%d other=%d\n", ok, refused, other);
+		_exit(0);
+	}
+	{
+		char b;
+
+		if (read(c2p[0], &b, 1) != 1)
+			return 1;
+	}
+	ctx = open_dev();
+	if (!ctx)
+		return 1;
+	if (write(p2c[1], &ctx->cmd_fd, sizeof(int)) != sizeof(int))
+		return 1;
+	if (waitpid(c, &status, 0) != c || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 1;
+	ibv_close_device(ctx);
 	return 0;
 }
 
@@ -565,13 +649,13 @@ int main(int argc, char **argv)
 	int opt, children = 20, pad = 16, threads = 2;
 	long rounds = 1000;
 	__u64 start = 0, length = 0;
-	bool odp = false;
+	bool odp = false, forked = false;
 
 	if (argc < 2)
 		goto usage;
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:c:p:H:W:wa:l:ok:m:t:r:S:P:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:c:p:H:W:wa:l:ok:m:t:r:S:P:f:F")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'c': children = atoi(optarg); break;
@@ -589,6 +673,7 @@ int main(int argc, char **argv)
 		case 'S': sock = optarg; break;
 		case 'P': tpid = atoi(optarg); break;
 		case 'f': tfd = atoi(optarg); break;
+		case 'F': forked = true; break;
 		default: goto usage;
 		}
 	}
@@ -608,10 +693,12 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "take") && (sock || (tpid > 0 && tfd >= 0)))
 		return cmd_take(sock, tpid, tfd, children);
 	if (!strcmp(mode, "steps") && sock && strlen(sock) < 4000)
-		return cmd_steps(sock, children);
+		return cmd_steps(sock, children, forked);
+	if (!strcmp(mode, "clonefiles"))
+		return cmd_clonefiles(children, startfile);
 	if (!strcmp(mode, "rereg"))
 		return cmd_rereg(children);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|rereg [options] (see the source)\n");
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|clonefiles|rereg [options] (see the source)\n");
 	return 2;
 }
