@@ -129,6 +129,15 @@ struct {
 	__type(value, struct devc);
 } devcache SEC(".maps");
 
+/* Pinned for readers of the counters (bpf/restrack.h): the program only adds to lost_counters. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct mon_status);
+} status SEC(".maps");
+
 /* kprobe fallback: rdma_restrack_add's argument, from entry to return. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -369,8 +378,14 @@ static __always_inline struct mon_counts *counts_of(void *map, __u32 key)
 	if (!c) {
 		bpf_map_update_elem(map, &key, &zero, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(map, &key);
-		if (!c)
+		if (!c) {
+			__u32 zero = 0;
+			struct mon_status *st = bpf_map_lookup_elem(&status, &zero);
+
 			__sync_fetch_and_add(&lost_counters, 1);
+			if (st) /* what a reader of the pins sees: the counts are no longer complete */
+				__sync_fetch_and_add(&st->lost_counters, 1);
+		}
 	}
 	return c;
 }

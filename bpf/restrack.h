@@ -73,4 +73,31 @@ struct mon_counts {
  */
 #define MON_DEVCOUNTERS_MAX 256
 
+/*
+ * The status map (one entry, mmapable): what a reader of the pinned counters needs to know to trust them
+ * as counts of what exists (rdmactl top's counters mode, lib/monitor/monbase.c). lost_counters is the
+ * program's (it only ever adds); the baseline is user space's, written through the mapping field by field
+ * (never with a map update, which would copy over lost_counters), seq last.
+ */
+#define MON_BASE_DEVS 32
+struct mon_devbase {
+	__u32 index;       /* ib_device index; unused slots past mon_status.ndevs */
+	__u32 pad;
+	/* Objects per restrack type on the device, every owner, minus the device counters' live count
+	 * (create - destroy) at the baseline: kernel truth now = base + live now. */
+	__s64 base[RESTRACK_NTYPES];
+	__s64 base_mr_bytes;
+};
+
+struct mon_status {
+	__u64 lost_counters; /* the program: an owner or a device not counted (a counters map full) */
+	__u64 seq;           /* user space: 0 until a baseline is established, then its attempt number */
+	__u32 complete;      /* 1: no user object the counters did not see (see monbase.c) */
+	__u32 ndevs;
+	__u32 counters_id;   /* user space: map ids of the counters this baseline belongs to (a reader that */
+	__u32 devcounters_id; /* opened the pins of two different monitors tells by them) */
+	__u64 established_ns; /* CLOCK_MONOTONIC of the baseline */
+	struct mon_devbase dev[MON_BASE_DEVS];
+};
+
 #endif

@@ -318,6 +318,7 @@ int cmd_monitor(int argc, char **argv)
 		mon_lost(monitor_bpf, &lost);
 		report_lost(&lost, &seen_lost);
 		periodic(&next_stats, &last_stats, &next_prune);
+		monitor_baseline();
 		if (end && clock_mono_s() >= end)
 			break;
 	}

@@ -42,6 +42,9 @@ extern struct monitor_sum monitor_summary;
 /* The loaded BPF monitor. */
 extern struct mon *monitor_bpf;
 
+/* monitor_base.c: try to establish the baseline of the pinned counters (now, and again later until it holds). */
+void monitor_baseline(void);
+
 /* The column header of the text stream, once (not with -j or --stats). */
 void text_header(void);
 

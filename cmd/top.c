@@ -40,7 +40,7 @@ static void on_signal(int sig)
 	top_exiting = 1;
 }
 
-enum { OPT_PID = 0x100, OPT_DEV, OPT_USER, OPT_COMM, OPT_LEDGER };
+enum { OPT_PID = 0x100, OPT_DEV, OPT_USER, OPT_COMM, OPT_LEDGER, OPT_NO_QP_STATES };
 
 static const struct argp_option options[] = {
 	{ "batch", 'b', NULL, 0, "Batch mode: print snapshots as text (or JSON with -j) instead of a screen", 0 },
@@ -49,6 +49,9 @@ static const struct argp_option options[] = {
 	{ "sort", 's', "KEY", 0,
 	  "Sort by KEY: qp, mr, mr_bytes, cq, pd, ctx, srq, cm_id (largest first), pid, user, comm", 0 },
 	{ "reverse", 'r', NULL, 0, "Reverse the sort order", 0 },
+	{ "no-qp-states", OPT_NO_QP_STATES, NULL, 0,
+	  "Leave QP states out; counts then come from a running monitor's counters when they are provably "
+	  "complete (no per-object dump; JSON \"source\"), else from the dump as always", 0 },
 	{ "pid", OPT_PID, "PID", 0, "Only this process (repeatable)", 1 },
 	{ "dev", OPT_DEV, "DEV", 0, "Only this RDMA device", 1 },
 	{ "user", OPT_USER, "USER", 0, "Only processes of this user (name or uid)", 1 },
@@ -87,6 +90,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'r':
 		o.view.reverse = true;
+		break;
+	case OPT_NO_QP_STATES:
+		o.view.no_qp_states = true;
 		break;
 	case OPT_PID:
 		if (o.npids == MAX_PIDS)
@@ -153,6 +159,8 @@ static struct {
 	struct top_counters prev;
 	bool have_prev;
 	int rates_err;
+	char source_why[192];	/* why the dump and not the counters, as last told with -v */
+	bool told_counters;
 } extra;
 
 /* The ledger, opened at the first success and kept; NULL (told with -v) while it cannot be. */
@@ -215,10 +223,26 @@ int top_take(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, 
 	struct top_sources src = { 0 };
 	struct top_counters cur;
 	struct kq *q = NULL;
+	char why[sizeof(s->source_why)] = "";
 	bool have_cur;
-	int ret;
+	int ret = -1;
 
-	ret = top_snapshot(t, f, s);
+	if (v->no_qp_states) {
+		/* O(processes) when the monitor's counts are provably complete; else the dump, as without the option */
+		ret = top_snapshot_counters(t, f, s, why, sizeof(why));
+		if (!quiet && (ret ? strcmp(why, extra.source_why) : !extra.told_counters)) {
+			if (ret)
+				pr_debug("counts from the per-object dump: %s", why);
+			else
+				pr_debug("counts from the monitor's counters (no per-object dump)");
+		}
+		extra.told_counters = !ret;
+		snprintf(extra.source_why, sizeof(extra.source_why), "%s", ret ? why : "");
+	}
+	if (ret)
+		ret = top_snapshot(t, f, s);
+	if (!ret && s->source == TOP_SRC_DUMP)
+		snprintf(s->source_why, sizeof(s->source_why), "%s", why);
 	if (ret) {
 		if (!quiet)
 			top_take_error(t, ret);

@@ -13,6 +13,8 @@
 
 /* Lines of text printed so far in this snapshot (the screen's layout). */
 static size_t nlines;
+/* --no-qp-states (set per snapshot from the view). */
+static bool no_states;
 
 static void end_line(void)
 {
@@ -30,6 +32,8 @@ static void print_qp_states(const struct top_counts *c)
 {
 	unsigned int k;
 
+	if (no_states)
+		return;
 	out_open_object("qp_states");
 	for (k = 0; k < TOP_QP_NSTATES; k++)
 		print_uint(PRINT_JSON, top_qp_state_name(k), NULL, c->qp_state[k]);
@@ -45,6 +49,8 @@ static void print_qp_state_col(const struct top_counts *c)
 	const char *sep = "";
 	unsigned int k;
 
+	if (no_states)
+		return;
 	print_text(" ");
 	for (k = 0; k < TOP_QP_NSTATES; k++)
 		if (c->qp_state[k]) {
@@ -101,8 +107,12 @@ static void print_head(const struct top_snap *s, const struct top_view *v)
 	print_text(" - %u device%s, %zu row%s", s->ndevs, s->ndevs == 1 ? "" : "s", s->nrows,
 		   s->nrows == 1 ? "" : "s");
 	print_string(PRINT_ANY, "sort", " - sort %s", top_key_names[v->key < TOP_NKEYS ? v->key : 0]);
-	print_text("%s - %.1f ms%s", v->reverse ? " (reversed)" : "", s->elapsed_ms,
+	print_text("%s - %.1f ms%s%s", v->reverse ? " (reversed)" : "", s->elapsed_ms,
+		   s->source == TOP_SRC_COUNTERS ? " - from the monitor's counters" : "",
 		   v->screen ? " - q quit, s/S sort, r reverse" : "");
+	print_string(PRINT_JSON, "source", NULL, s->source == TOP_SRC_COUNTERS ? "counters" : "dump");
+	if (v->no_qp_states)
+		print_string(PRINT_JSON, "source_reason", NULL, s->source_why[0] ? s->source_why : NULL);
 	end_line();
 	print_bool(PRINT_JSON, "privileged", NULL, s->privileged);
 	print_uint(PRINT_JSON, "unresolved_threads", NULL, s->unresolved);
@@ -213,7 +223,8 @@ static void print_columns(const struct top_snap *s)
 	show_container = has_containers(s);
 	if (show_container)
 		print_text(" %-12s", "CONTAINER");
-	print_text(" QP-STATES");
+	if (!no_states)
+		print_text(" QP-STATES");
 	end_line();
 }
 
@@ -348,11 +359,15 @@ static void print_row(const struct top_snap *s, const struct top_row *r, uint32_
 	print_string(PRINT_JSON, "pod_uid", NULL, r->pod_uid[0] ? r->pod_uid : NULL);
 	print_string(PRINT_JSON, "container_id", NULL, r->container_id[0] ? r->container_id : NULL);
 	print_counts(PRINT_ANY, &r->c, unsupported);
-	out_open_array("devices");
-	for (i = 0; i < s->ndevs; i++)
-		if (r->devmask & (1u << i))
-			print_string(PRINT_JSON, NULL, NULL, s->devs[i].dev.name);
-	out_close_array();
+	if (s->source == TOP_SRC_COUNTERS) {
+		print_null(PRINT_JSON, "devices", NULL); /* the per-process counters know no devices */
+	} else {
+		out_open_array("devices");
+		for (i = 0; i < s->ndevs; i++)
+			if (r->devmask & (1u << i))
+				print_string(PRINT_JSON, NULL, NULL, s->devs[i].dev.name);
+		out_close_array();
+	}
 	print_quota(s, r);
 	print_rates(s, r);
 	if (show_container)
@@ -370,6 +385,7 @@ void top_print(const struct top_snap *s, const struct top_view *v, struct top_la
 	size_t r;
 
 	nlines = 0;
+	no_states = v->no_qp_states;
 	out_open_object(NULL);
 	print_head(s, v);
 	out_open_array("devices");

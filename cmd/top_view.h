@@ -14,6 +14,8 @@ struct top_view {
 	enum top_key key;
 	bool reverse;
 	bool screen;		/* the header line also names the screen's keys */
+	bool no_qp_states;	/* --no-qp-states: no QP states (JSON qp_states, text QP-STATES); the counts
+				 * may then come from the monitor's counters (top_snapshot_counters) */
 };
 
 /* Lines of one text snapshot, for the screen: the column header, the process rows after it. */

@@ -41,6 +41,7 @@ struct mon {
 	bool dealloc_hook; /* ib_dealloc_device can be hooked: the device index cache is on */
 	bool pinned;
 	bool attached;
+	struct mon_status *status;       /* the status map, mapped read-write (the baseline is written here) */
 	int64_t rt_offset;
 };
 
@@ -241,11 +242,11 @@ int mon_prog_stats(const struct mon *m, uint64_t *run_ns, uint64_t *runs)
 }
 
 /* The counters maps a monitor pins (the per-owner ones first: top's rates need them), owned by the newest. */
-static const char *const pins[] = { MON_PIN_COUNTERS, MON_PIN_DEVCOUNTERS };
+static const char *const pins[] = { MON_PIN_COUNTERS, MON_PIN_DEVCOUNTERS, MON_PIN_STATUS };
 
 static struct bpf_map *pin_map(struct mon *m, size_t i)
 {
-	return i ? m->skel->maps.devcounters : m->skel->maps.counters;
+	return i == 2 ? m->skel->maps.status : i ? m->skel->maps.devcounters : m->skel->maps.counters;
 }
 
 static void pin_counters(struct mon *m)
@@ -337,6 +338,19 @@ int mon_open(const struct mon_opts *opts, struct mon **out)
 		}
 		m->slots = p;
 	}
+	{
+		void *p = mmap(NULL, sizeof(struct mon_status), PROT_READ | PROT_WRITE, MAP_SHARED,
+			       bpf_map__fd(m->skel->maps.status), 0);
+
+		if (p == MAP_FAILED) {
+			err = fail(-errno, "cannot map the status: %s", strerror(errno));
+			if (m->slots)
+				munmap((void *)m->slots, m->slots_len);
+			ring_buffer__free(m->rb);
+			goto err;
+		}
+		m->status = p;
+	}
 	if (opts->pin_counters)
 		pin_counters(m);
 	m->rt_offset = (int64_t)(clock_rt_ns() - clock_mono_ns());
@@ -353,6 +367,8 @@ void mon_close(struct mon *m)
 	if (!m)
 		return;
 	unpin_counters(m);
+	if (m->status)
+		munmap(m->status, sizeof(struct mon_status));
 	if (m->slots)
 		munmap((void *)m->slots, m->slots_len);
 	ring_buffer__free(m->rb);
@@ -404,6 +420,16 @@ void mon_lost(const struct mon *m, struct mon_lost *out)
 int64_t mon_realtime_offset(const struct mon *m)
 {
 	return m->rt_offset;
+}
+
+struct mon_status *mon_status_of(const struct mon *m)
+{
+	return m->status;
+}
+
+int mon_devcounters_fd(const struct mon *m)
+{
+	return bpf_map__fd(m->skel->maps.devcounters);
 }
 
 int mon_counters_fd(const struct mon *m)

@@ -29,6 +29,8 @@
 #define MON_PIN_COUNTERS MON_PIN_DIR "/counters"
 /* The same counts per device (key: ib_device index, MON_DEV_NONE for none), every owner summed. */
 #define MON_PIN_DEVCOUNTERS MON_PIN_DIR "/devcounters"
+/* struct mon_status (bpf/restrack.h): lost counters and the baseline that makes the counts complete. */
+#define MON_PIN_STATUS MON_PIN_DIR "/status"
 
 /* Set to 1 to skip fentry/fexit and attach kprobes (tests the fallback). */
 #define MON_ENV_KPROBE "RDMACTL_MON_KPROBE"
@@ -92,8 +94,17 @@ void mon_lost(const struct mon *m, struct mon_lost *out);
 /* Offset to add to mon_event.ts_ns (CLOCK_MONOTONIC) to get CLOCK_REALTIME nanoseconds. */
 int64_t mon_realtime_offset(const struct mon *m);
 
-/* The counters map of an open monitor (owned by m: do not close). */
+/* The counters maps of an open monitor (owned by m: do not close). */
 int mon_counters_fd(const struct mon *m);
+int mon_devcounters_fd(const struct mon *m);
+/* Its status map, mapped read-write (owned by m): the baseline is written there (monbase.c). */
+struct mon_status *mon_status_of(const struct mon *m);
+/* Open the status a running monitor pins (read-only); -ENOENT when none. */
+int mon_status_open_pinned(int *fd);
+/* One read of it (a copy); 0 or -errno. */
+int mon_status_read(int fd, struct mon_status *out);
+/* The kernel's id of the map behind fd (to tell whether pins belong to one monitor); 0 on failure. */
+uint32_t mon_map_id(int fd);
 /* Open the map pinned by a running monitor; caller closes the fd. -ENOENT when none is pinned. */
 int mon_counters_open_pinned(int *fd);
 /* The per-device counters a monitor pins (MON_PIN_DEVCOUNTERS), read-only; mon_counters_foreach() reads them

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include <bpf/bpf.h>
 
@@ -29,6 +30,31 @@ int mon_counters_open_pinned(int *fd)
 int mon_devcounters_open_pinned(int *fd)
 {
 	return open_ro(MON_PIN_DEVCOUNTERS, fd);
+}
+
+int mon_status_open_pinned(int *fd)
+{
+	return open_ro(MON_PIN_STATUS, fd);
+}
+
+int mon_status_read(int fd, struct mon_status *out)
+{
+	__u32 key = 0;
+
+	if (bpf_map_lookup_elem(fd, &key, out))
+		return -errno;
+	return 0;
+}
+
+uint32_t mon_map_id(int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.id;
 }
 
 int mon_counters_read(int fd, pid_t tgid, struct mon_counts *out)

@@ -431,7 +431,8 @@ static int dev_gone(struct top_ctx *t, uint32_t index, int err)
 	return index == UINT32_MAX ? err : -ENODEV;
 }
 
-static int snapshot_once(struct top_ctx *t, const struct top_filter *f, struct top_snap *s)
+/* Devices, ports, summaries and, when objects, every per-object dump aggregated into rows. */
+static int snapshot_once(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, bool objects)
 {
 	struct agg a = { .t = t, .s = s };
 	struct nl_handlers h = { .arg = &a };
@@ -484,6 +485,8 @@ static int snapshot_once(struct top_ctx *t, const struct top_filter *f, struct t
 				d->unsupported |= 1u << ty;
 				continue;
 			}
+			if (!objects)
+				continue;
 			ret = nl_res_dump(t->nl, d->dev.index, ty, &h);
 			if (ret == -EOPNOTSUPP) {
 				d->unsupported |= 1u << ty;
@@ -516,7 +519,7 @@ int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap 
 	int ret, tries = 0;
 
 	/* A device removed, or a dump the kernel marked inconsistent, while we looked: look again. */
-	while ((ret = snapshot_once(t, f, s)) == -ENODEV || ret == -EINTR) {
+	while ((ret = snapshot_once(t, f, s, true)) == -ENODEV || ret == -EINTR) {
 		top_snap_free(s);
 		if (++tries == 3)
 			break;
@@ -533,6 +536,199 @@ void top_snap_free(struct top_snap *s)
 	map_free(s->map);
 	free(s->rows);
 	memset(s, 0, sizeof(*s));
+}
+
+/* --- counters mode --------------------------------------------------------------------------------- */
+
+struct pins {
+	int status, counters, devcounters;
+};
+
+static void pins_close(struct pins *p)
+{
+	if (p->status >= 0)
+		close(p->status);
+	if (p->counters >= 0)
+		close(p->counters);
+	if (p->devcounters >= 0)
+		close(p->devcounters);
+}
+
+/* The three pins of one monitor, and its status as it stands: complete, nothing lost. */
+static int pins_open(struct pins *p, struct mon_status *st, char *why, size_t len)
+{
+	int ret;
+
+	p->status = p->counters = p->devcounters = -1;
+	ret = mon_status_open_pinned(&p->status);
+	if (!ret)
+		ret = mon_counters_open_pinned(&p->counters);
+	if (!ret)
+		ret = mon_devcounters_open_pinned(&p->devcounters);
+	if (!ret)
+		ret = mon_status_read(p->status, st);
+	if (ret) {
+		snprintf(why, len, "%s", ret == -ENOENT ? "no monitor pins its counters at " MON_PIN_DIR
+				 " (start 'rdmactl monitor')" : strerror(-ret));
+		return ret;
+	}
+	if (st->lost_counters) {
+		snprintf(why, len, "the monitor lost %llu counts (a counters map was full)",
+			 (unsigned long long)st->lost_counters);
+		return -ENOSPC;
+	}
+	if (!st->seq || !st->complete) {
+		snprintf(why, len, "the monitor has no complete baseline (user objects of before it exist, or it "
+			 "is still trying)");
+		return -ENODATA;
+	}
+	if (st->counters_id != mon_map_id(p->counters) || st->devcounters_id != mon_map_id(p->devcounters)) {
+		snprintf(why, len, "the pins belong to different monitors (one restarted)");
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+static int counters_rows(struct top_ctx *t, struct top_snap *s, const struct top_counters *c)
+{
+	struct agg a = { .t = t, .s = s };
+	uint32_t present = 0;
+	unsigned int i, ty;
+	size_t k;
+	int idx;
+
+	for (i = 0; i < s->ndevs; i++)
+		present |= s->devs[i].summary.present;
+	s->map = calloc(1, sizeof(*s->map));
+	if (!s->map)
+		return -ENOMEM;
+	for (k = 0; k < c->n; k++) {
+		const struct mon_counts *m = &c->v[k].c;
+		struct top_row *r;
+		bool any = false;
+
+		if (c->v[k].tgid <= 0)
+			continue; /* kernel objects: no owner names in the counters */
+		for (ty = 0; ty < RESTRACK_NTYPES; ty++)
+			if (kind_nl_of_restrack[ty] >= 0 && (present & (1u << kind_nl_of_restrack[ty])) &&
+			    top_live(m, ty) > 0)
+				any = true;
+		if (!any)
+			continue;
+		idx = row_of_tid(&a, c->v[k].tgid);
+		if (idx < 0)
+			return idx;
+		r = &s->rows[idx];
+		for (ty = 0; ty < RESTRACK_NTYPES; ty++) {
+			int n = kind_nl_of_restrack[ty];
+
+			if (n >= 0 && (present & (1u << n)))
+				r->c.n[n] += (uint64_t)top_live(m, ty);
+		}
+		if (present & (1u << NL_RES_MR))
+			r->c.mr_bytes += m->mr_bytes_create - m->mr_bytes_destroy;
+	}
+	return 0;
+}
+
+static int counters_once(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, char *why, size_t len)
+{
+	struct top_counters c1 = { 0 }, c2 = { 0 }, d1 = { 0 }, d2 = { 0 };
+	struct mon_status st, st2;
+	struct pins p;
+	uint64_t t0 = clock_mono_ns();
+	unsigned int i, ty;
+	size_t r, w;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	ret = pins_open(&p, &st, why, len);
+	if (ret)
+		goto out;
+	/* counters, device counters, the kernel's summary, the same two reads again in reverse */
+	ret = top_counters_read(p.counters, &c1);
+	if (!ret)
+		ret = top_counters_read(p.devcounters, &d1);
+	if (!ret) {
+		ret = snapshot_once(t, NULL, s, false);
+		if (ret)
+			snprintf(why, len, "RDMA netlink: %s", strerror(-ret));
+	}
+	if (!ret)
+		ret = top_counters_read(p.devcounters, &d2);
+	if (!ret)
+		ret = top_counters_read(p.counters, &c2);
+	if (!ret)
+		ret = mon_status_read(p.status, &st2);
+	if (ret) {
+		if (!*why)
+			snprintf(why, len, "reading the counters: %s", strerror(-ret));
+		goto out;
+	}
+	if (!top_counters_equal(&c1, &c2) || !top_counters_equal(&d1, &d2) || st2.seq != st.seq ||
+	    st2.lost_counters) {
+		snprintf(why, len, "objects were created or destroyed while top read");
+		ret = -EAGAIN;
+		goto out;
+	}
+	if (top_counters_negative(&c2)) {
+		snprintf(why, len, "pid %d has destroyed more than the counters saw created",
+			 (int)top_counters_negative(&c2));
+		ret = -ESTALE;
+		goto out;
+	}
+	ret = top_counts_check(&st, s, &d2, why, len);
+	if (ret)
+		goto out;
+	for (i = 0; i < s->ndevs; i++) {
+		for (ty = 0; ty < NL_RES_NTYPES; ty++)
+			s->totals.n[ty] += s->devs[i].totals.n[ty];
+		s->totals.mr_bytes += s->devs[i].totals.mr_bytes;
+	}
+	ret = counters_rows(t, s, &c2);
+	if (ret) {
+		snprintf(why, len, "%s", strerror(-ret));
+		goto out;
+	}
+	for (r = 0, w = 0; r < s->nrows; r++)
+		if (row_matches(&s->rows[r], f))
+			s->rows[w++] = s->rows[r];
+	s->nrows = w;
+	s->source = TOP_SRC_COUNTERS;
+	s->elapsed_ms = (double)(clock_mono_ns() - t0) / 1e6;
+out:
+	map_free(s->map);
+	s->map = NULL;
+	pins_close(&p);
+	top_counters_free(&c1);
+	top_counters_free(&c2);
+	top_counters_free(&d1);
+	top_counters_free(&d2);
+	return ret;
+}
+
+int top_snapshot_counters(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, char *why,
+			  size_t len)
+{
+	int ret, tries = 0;
+
+	*why = '\0';
+	if (f && f->dev) {
+		snprintf(why, len, "--dev needs each object's device (the per-object dump)");
+		memset(s, 0, sizeof(*s));
+		return -EINVAL;
+	}
+	/* An operation between the table and its hook, or a read torn by one: look again. */
+	while ((ret = counters_once(t, f, s, why, len)) == -EAGAIN || ret == -ESTALE || ret == -ENODEV ||
+	       ret == -EINTR) {
+		top_snap_free(s);
+		if (++tries == 3)
+			break;
+		*why = '\0';
+	}
+	if (ret)
+		top_snap_free(s);
+	return ret;
 }
 
 /* --- ledger join -------------------------------------------------------------------------------- */
@@ -760,6 +956,35 @@ static int counter_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static uint64_t ops(const struct mon_counts *c)
+{
+	uint64_t n = 0;
+	int t;
+
+	for (t = 0; t < RESTRACK_NTYPES; t++)
+		n += c->create[t] + c->destroy[t];
+	return n;
+}
+
+/*
+ * A key deleted under the walk (the monitor's prune) makes the kernel start the walk over: keys seen twice.
+ * Keep the later of the two reads (counts only grow).
+ */
+static void dedup(struct top_counters *tc)
+{
+	size_t r, w;
+
+	for (r = 0, w = 0; r < tc->n; r++) {
+		if (w && tc->v[w - 1].tgid == tc->v[r].tgid) {
+			if (ops(&tc->v[r].c) > ops(&tc->v[w - 1].c))
+				tc->v[w - 1] = tc->v[r];
+			continue;
+		}
+		tc->v[w++] = tc->v[r];
+	}
+	tc->n = w;
+}
+
 int top_counters_read(int fd, struct top_counters *out)
 {
 	int ret;
@@ -773,6 +998,7 @@ int top_counters_read(int fd, struct top_counters *out)
 	out->mono = clock_mono_s();
 	if (out->n)
 		qsort(out->v, out->n, sizeof(*out->v), counter_cmp);
+	dedup(out);
 	return 0;
 }
 

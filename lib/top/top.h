@@ -85,7 +85,15 @@ struct top_dev {
 	uint32_t unsupported;		/* bit t: the kernel cannot dump kind t */
 };
 
+/* Where a snapshot's counts come from. */
+enum top_source {
+	TOP_SRC_DUMP,		/* RDMA netlink's per-object dumps */
+	TOP_SRC_COUNTERS,	/* the monitor's per-process counters, proven complete (top_snapshot_counters) */
+};
+
 struct top_snap {
+	enum top_source source;
+	char source_why[192];		/* why not the counters, when they were asked for ("" otherwise) */
 	struct timespec time;		/* CLOCK_REALTIME when the snapshot started */
 	double elapsed_ms;		/* time the snapshot took */
 	struct top_dev devs[TOP_MAX_DEVS];
@@ -110,6 +118,16 @@ struct top_filter {
 	bool has_uid;
 	uid_t uid;
 	const char *comm;		/* exact comm (or kernel owner name) */
+};
+
+/* One read of the BPF per-tgid counters map, sorted by tgid. */
+struct top_counters {
+	double mono;			/* CLOCK_MONOTONIC seconds of the read */
+	size_t n, cap;
+	struct top_counter {
+		pid_t tgid;
+		struct mon_counts c;
+	} *v;
 };
 
 enum top_key {
@@ -143,6 +161,33 @@ const char *top_ext_ack(const struct top_ctx *t);
  */
 int top_snapshot(struct top_ctx *t, const struct top_filter *f, struct top_snap *s);
 void top_snap_free(struct top_snap *s);
+
+/*
+ * The same snapshot from the counters a running monitor pins, in time proportional to processes and devices
+ * (no per-object dump): rows of user processes only, no QP states, no per-row devices (devmask 0), device
+ * totals from the kernel's summary. Only when the counts are provably complete (topbase.c): else a positive
+ * -errno and the reason in why (s released): -ENOENT no monitor, -EAGAIN objects came and went while it
+ * read (worth a retry), others lasting.
+ */
+int top_snapshot_counters(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, char *why,
+			  size_t len);
+
+/* --- topbase.c: the completeness rule ---------------------------------------------------------------- */
+int64_t top_live(const struct mon_counts *c, unsigned int t);
+/* Two reads hold the same tgids and counts. */
+bool top_counters_equal(const struct top_counters *a, const struct top_counters *b);
+/* A user tgid with a count below zero (it destroyed what the counters never saw created), or 0. */
+pid_t top_counters_negative(const struct top_counters *c);
+/* The monitor's baseline test: c1 and c2 read before and after dump (counters), no user row in the dump, no
+ * user tgid below zero. 0, or -errno with the reason in why. */
+int top_base_check(const struct top_snap *dump, const struct top_counters *c1, const struct top_counters *c2,
+		   const struct top_counters *dev, char *why, size_t len);
+/* The per-device bases of st from the dump and the device counters read with it. */
+void top_base_fill(struct mon_status *st, const struct top_snap *dump, const struct top_counters *dev);
+/* Every device of s (with its summary): the kernel's count equals base + the device counters' live count;
+ * fills s's device totals from them. 0, or -errno with the reason in why. */
+int top_counts_check(const struct mon_status *st, struct top_snap *s, const struct top_counters *dev, char *why,
+		     size_t len);
 
 /* Sort rows: counts and sizes largest first, pid/user/comm ascending; reverse flips that. */
 void top_sort(struct top_snap *s, enum top_key key, bool reverse);
@@ -182,16 +227,6 @@ void top_join_ledger_view(struct top_snap *s, const struct top_ledger *v);
 int top_join_ledger(struct top_snap *s, struct ledger *l);
 /* One more refusal for the process pid (the kernel's, after top_join_ledger()). */
 void top_count_denial(struct top_snap *s, pid_t pid);
-
-/* One read of the BPF per-tgid counters map, sorted by tgid. */
-struct top_counters {
-	double mono;			/* CLOCK_MONOTONIC seconds of the read */
-	size_t n, cap;
-	struct top_counter {
-		pid_t tgid;
-		struct mon_counts c;
-	} *v;
-};
 
 /* Read every tgid of the counters map fd (see mon_counters_open_pinned()). 0 or -errno. */
 int top_counters_read(int fd, struct top_counters *out);
