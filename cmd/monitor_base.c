@@ -17,6 +17,8 @@ static struct {
 	double next;
 	double wait;	/* seconds to the next attempt: 2, doubling to 60 (each attempt dumps every object) */
 	uint64_t attempts;
+	double next_look;	/* next look at the counters (every second) */
+	struct top_counters last; /* the counters as the last failed attempt left them */
 	char why[192];	/* the last reason told with -v */
 } base = { .wait = 2 };
 
@@ -30,6 +32,8 @@ static int attempt(char *why, size_t len)
 	struct top_snap s = { 0 };
 	int ret;
 
+	/* exited processes with nothing live: those that destroyed objects of before the monitor go */
+	mon_counters_prune(cfd);
 	ret = top_open(&t);
 	if (!ret)
 		ret = top_counters_read(cfd, &c1);
@@ -67,29 +71,50 @@ out:
 	top_snap_free(&s);
 	top_close(t);
 	top_counters_free(&c1);
-	top_counters_free(&c2);
+	top_counters_free(&base.last);
+	base.last = c2; /* what to compare with before trying again */
 	top_counters_free(&d1);
 	top_counters_free(&d2);
 	return ret;
 }
 
+/*
+ * At start, then whenever the counters changed since the last failed attempt (looked at every second: the
+ * objects in the way may be gone), else after a wait that doubles from 2 s to 60 s.
+ */
 void monitor_baseline(void)
 {
 	char why[sizeof(base.why)] = "";
 	double now = clock_mono_s();
+	struct top_counters cur;
 
-	if (base.done || now < base.next || !mon_status_of(monitor_bpf))
+	if (base.done || !mon_status_of(monitor_bpf))
 		return;
+	if (base.attempts && now < base.next) {
+		if (now < base.next_look)
+			return;
+		base.next_look = now + 1;
+		mon_counters_prune(mon_counters_fd(monitor_bpf)); /* a process in the way may have exited */
+		if (top_counters_read(mon_counters_fd(monitor_bpf), &cur))
+			return;
+		bool same = top_counters_equal(&cur, &base.last);
+
+		top_counters_free(&cur);
+		if (same)
+			return;
+	}
 	base.attempts++;
 	if (!attempt(why, sizeof(why))) {
 		base.done = true;
-		pr_debug("counts complete from now on: top can take them from the counters (baseline %" PRIu64 ")",
+		top_counters_free(&base.last);
+		pr_debug("counts complete from now on: top can take them from the counters (attempt %" PRIu64 ")",
 			 base.attempts);
 		return;
 	}
 	if (strcmp(why, base.why))
-		pr_debug("no complete counts yet: %s (trying again in %.0f s, then less often)", why, base.wait);
+		pr_debug("no complete counts yet: %s (trying again when they change, or in %.0f s)", why, base.wait);
 	snprintf(base.why, sizeof(base.why), "%s", why);
 	base.next = clock_mono_s() + base.wait;
+	base.next_look = clock_mono_s() + 1;
 	base.wait = base.wait * 2 > 60 ? 60 : base.wait * 2;
 }

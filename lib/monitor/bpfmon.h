@@ -114,7 +114,8 @@ int mon_devcounters_open_pinned(int *fd);
 int mon_counters_read(int fd, pid_t tgid, struct mon_counts *out);
 /* Every tgid in the map; cb returns non-zero to stop (returned). */
 int mon_counters_foreach(int fd, int (*cb)(pid_t tgid, const struct mon_counts *c, void *arg), void *arg);
-/* Drop entries of exited processes whose creates and destroys balance; returns how many were dropped. */
+/* Drop entries of exited processes that hold nothing by the counts (creates balance destroys, or fall short of
+ * them: objects of before the monitor destroyed); returns how many were dropped. */
 int mon_counters_prune(int fd);
 
 #endif

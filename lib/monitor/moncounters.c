@@ -86,12 +86,13 @@ int mon_counters_foreach(int fd, int (*cb)(pid_t tgid, const struct mon_counts *
 	}
 }
 
-static bool balanced(const struct mon_counts *c)
+/* Nothing live by the counts: balanced, or below zero (objects of before the monitor destroyed). */
+static bool holds_nothing(const struct mon_counts *c)
 {
 	int t;
 
 	for (t = 0; t < RESTRACK_NTYPES; t++)
-		if (c->create[t] != c->destroy[t])
+		if (c->create[t] > c->destroy[t])
 			return false;
 	return true;
 }
@@ -105,7 +106,7 @@ static int prune_cb(pid_t tgid, const struct mon_counts *c, void *arg)
 {
 	struct prune_ctx *p = arg;
 
-	if (tgid > 0 && balanced(c) && kill(tgid, 0) && errno == ESRCH)
+	if (tgid > 0 && holds_nothing(c) && kill(tgid, 0) && errno == ESRCH)
 		p->keys[p->n++] = (__u32)tgid;
 	return p->n == (int)(sizeof(p->keys) / sizeof(p->keys[0]));
 }

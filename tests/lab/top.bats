@@ -413,3 +413,120 @@ compare_with_rdma() {
 	assert_equal "$stderr" ""
 	jq -e '.rate_interval_s == null' <<<"${lines[1]}"
 }
+
+# --- counts from the monitor's counters (--no-qp-states; issue 32) ---------------------------------------
+
+# Start a monitor (-v tells whether its counts are complete); wait until it said either way.
+start_monitor() {
+	"$RDMACTL" monitor -v -j >"$T/mon" 2>"$T/mon.err" 3>&- &
+	mon=$!
+	pids+=("$mon")
+	wait_for 60 grep -q "counts complete\|no complete counts" "$T/mon.err" || { cat "$T/mon.err" >&2; return 1; }
+}
+
+# iproute2's view, processes only (the counters have no kernel owners).
+rdma_procs() {
+	rdma_grouped | jq -S 'with_entries(select(.key | startswith("p")))'
+}
+
+# top --no-qp-states against iproute2's processes; the source must be $1. Retries while iproute2's view moves.
+compare_counters() {
+	local i
+	for i in 1 2 3 4 5; do
+		rdma_procs >"$T/want1" || return 1
+		"$RDMACTL" top -b -n1 -j --no-qp-states >"$T/top.json" || return 1
+		rdma_procs >"$T/want2" || return 1
+		top_grouped <"$T/top.json" | jq -S 'with_entries(select(.key | startswith("p")))' >"$T/got"
+		cmp -s "$T/want1" "$T/want2" && break
+		sleep 1
+	done
+	jq -e --arg s "$1" '.source == $s' "$T/top.json" || { jq -c '{source, source_reason}' "$T/top.json" >&2; return 1; }
+	diff -u "$T/want1" "$T/got"
+}
+
+# Write byte $2 (0xNN) at offset $1 of the monitor's pinned status (struct mon_status, bpf/restrack.h).
+status_poke() {
+	local v
+	v=$(bpftool -j map lookup pinned /sys/fs/bpf/rdmactl/status key 0 0 0 0 |
+		jq -r --argjson o "$1" --arg b "$2" '.value | .[$o] = $b | map(ltrimstr("0x")) | join(" ")')
+	bpftool map update pinned /sys/fs/bpf/rdmactl/status key 0 0 0 0 value hex $v
+}
+
+@test "counters: a monitor started with no user object: top --no-qp-states counts from it, equal to rdma res show" {
+	start_monitor
+	grep -q "counts complete" "$T/mon.err"
+	start_holdres -q 13 -m 3M -t 4
+	local a=$hr
+	start_holdres -q 5 -m 100K -t 2
+	run compare_counters counters
+	assert_success
+	jq -e '.source_reason == null and all(.processes[]; .devices == null and .kind == "process" and (has("qp_states") | not))
+		and (.devices[0] | .totals.qp == .summary.qp and (has("qp_states") | not))' "$T/top.json"
+	# the text view says so and has no QP-STATES column
+	run -0 "$RDMACTL" top -b -n1 --no-qp-states
+	assert_line --partial "from the monitor's counters"
+	refute_output --partial QP-STATES
+	# without the option: the dump, as always
+	run -0 "$RDMACTL" top -b -n1 -j
+	jq -e '.source == "dump" and (has("source_reason") | not) and (.processes[0] | has("qp_states"))' <<<"$output"
+	# objects destroyed (a holder exits), others created: still equal
+	kill "$a"
+	wait "$a" || true
+	start_holdres -q 3 -m 1M -t 1
+	run compare_counters counters
+	assert_success
+	# a create/destroy storm beside them: whichever the source of each snapshot, the holders' rows are exact
+	"$BUILD/lab-progs/storm" -d rxe0 -p 1 -n 100000000 -k qp >"$T/storm" 2>&1 3>&- &
+	local st=$!
+	pids+=("$st")
+	rdma_procs >"$T/before"
+	local i
+	for i in 1 2 3 4 5; do
+		"$RDMACTL" top -b -n1 -j --no-qp-states --comm holdres >"$T/top.json"
+		top_grouped <"$T/top.json" >"$T/got"
+		jq -S --slurpfile t "$T/got" 'with_entries(select(.key as $k | $t[0] | has($k)))' "$T/before" >"$T/want"
+		diff -u "$T/want" "$T/got"
+		[ "$(jq length "$T/got")" = 2 ]
+	done
+	pkill -P "$st" || true
+}
+
+@test "counters: a monitor started while user objects exist is not used (the dump, and why) until they are gone" {
+	start_holdres -q 4 -m 64K -t 2
+	local a=$hr
+	start_monitor
+	grep -q "no complete counts yet: user objects of before the monitor exist" "$T/mon.err"
+	run compare_counters dump
+	assert_success
+	jq -e '.source_reason | test("no complete baseline")' "$T/top.json"
+	run -0 --separate-stderr "$RDMACTL" top -b -n1 -j -v --no-qp-states
+	[[ $stderr == *"counts from the per-object dump: the monitor has no complete baseline"* ]]
+	# the holder exits: its destroys go below zero, the monitor drops it and tries again
+	kill "$a"
+	wait "$a" || true
+	wait_for 30 grep -q "counts complete" "$T/mon.err" || { cat "$T/mon.err" >&2; false; }
+	start_holdres -q 6 -m 64K -t 3
+	run compare_counters counters
+	assert_success
+}
+
+@test "counters: lost counts, or a baseline that disagrees with the kernel's own count, mean the dump" {
+	start_monitor
+	grep -q "counts complete" "$T/mon.err"
+	start_holdres -q 7 -m 64K -t 1
+	run compare_counters counters
+	assert_success
+	# lost_counters (offset 0): the counts are never trusted again
+	status_poke 0 0x01
+	run compare_counters dump
+	assert_success
+	jq -e '.source_reason | test("lost 1 counts")' "$T/top.json"
+	status_poke 0 0x00
+	run compare_counters counters
+	assert_success
+	# the first device's QP base (offset 64): a QP the counters would not know of; the summary check sees it
+	status_poke 64 0x7f
+	run compare_counters dump
+	assert_success
+	jq -e '.source_reason | test("the kernel counts [0-9]+ qp")' "$T/top.json"
+}
