@@ -13,6 +13,9 @@
 # QPs), and the peak RSS (/usr/bin/time %M) of one more run of each, per QP above the RSS with no QP held.
 # A configuration that cannot be set up (a holder fails, or not ready in READY_TIMEOUT s) is said so and
 # skipped. Ends with one line per configuration to paste into doc/fleet-scale.md.
+# TOPSCALE_COUNTERS=1: an `rdmactl monitor` is started before the holders, and each round also times
+# `rdmactl top -b -n1 -j --no-qp-states`, which then counts from the monitor's counters (its JSON "source" is
+# checked once per configuration, its QPs too); a second table gives its ratio to rdma.
 #   bench/topscale.sh [RUNS [PROCS:QPS...]]   (build first: make bench; default 5, the six of issue 32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +25,7 @@ runs=${1:-5}
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] || configs=(8:8000 8:32000 8:64000 512:8000 512:32000 512:64000)
 if [ -z "${LAB_GUEST:-}" ]; then
-	export BUILD LAB_SMP=${LAB_SMP:-1}
+	export BUILD LAB_SMP=${LAB_SMP:-1} LAB_TOPSCALE_COUNTERS=${TOPSCALE_COUNTERS:-}
 	echo "host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 	exec tests/lab/run --timeout "${TOPSCALE_TIMEOUT:-10800}" --mem "${LAB_MEM:-4096}" -- \
 		bench/topscale.sh "$runs" "${configs[@]}"
@@ -69,8 +72,13 @@ gone() {
 	read -r _ _ st _ 2>/dev/null <"/proc/$1/stat" || true
 	[ "$st" = Z ]
 }
+monpid=
 cleanup() {
 	teardown
+	if [ -n "$monpid" ]; then
+		kill -INT "$monpid" 2>/dev/null || true
+		wait "$monpid" 2>/dev/null || true
+	fi
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -97,7 +105,15 @@ base_rdma=$(rss rdma res show qp -j)
 base_mem=$(mem_avail)
 echo "# no QP held: peak RSS top $base_top KiB, export $base_export KiB, rdma $base_rdma KiB; MemAvailable $((base_mem / 1024)) MiB"
 
-summary=()
+counters=${TOPSCALE_COUNTERS:-${LAB_TOPSCALE_COUNTERS:-}} # the guest gets LAB_* only
+if [ -n "$counters" ]; then
+	# rates, not one line per event: 64k creates otherwise print 64k lines
+	"$rdmactl" monitor -v --stats=100000 >/dev/null 2>"$dir/mon.err" 3>&- &
+	monpid=$!
+	for i in $(seq 600); do grep -q "counts complete\|no complete counts" "$dir/mon.err" && break; sleep 0.1; done
+	echo "# monitor: $(grep -m1 "counts complete\|no complete counts" "$dir/mon.err" || echo "no word after 60 s")"
+fi
+summary=() summary2=()
 for c in "${configs[@]}"; do
 	procs=${c%:*} qps=${c#*:}
 	echo
@@ -155,10 +171,24 @@ for c in "${configs[@]}"; do
 		continue
 	fi
 
+	if [ -n "$counters" ]; then
+		read -r src cq < <("$rdmactl" top -b -n1 -j --no-qp-states |
+			jq -r '"\(.source) \([.processes[] | select(.comm == "holdres") | .qp] | add // 0)"')
+		echo "# top --no-qp-states: source $src, QPs of the holders $cq"
+		[ "$src" = counters ] && [ "$cq" = "$qps" ] || echo "COUNTERS NOT USED or wrong at $c: source $src, $cq QPs"
+	fi
+
 	: >"$dir/top" && : >"$dir/export" && : >"$dir/rdma" && : >"$dir/ctl" && : >"$dir/rt" && : >"$dir/rx"
+	: >"$dir/cnt" && : >"$dir/rc"
 	for r in $(seq "$runs"); do
 		a=$(ms "$rdmactl" top -b -n1 -j) b=$(ms "$rdmactl" export --once)
 		d=$(ms rdma res show qp -j) e=$(ms "$rdmactl" --version)
+		if [ -n "$counters" ]; then
+			f=$(ms "$rdmactl" top -b -n1 -j --no-qp-states)
+			echo "$f" >>"$dir/cnt"
+			awk -v f="$f" -v d="$d" 'BEGIN { print f / d }' >>"$dir/rc"
+			printf 'round %d: top --no-qp-states (counters) %9.1f ms\n' "$r" "$f"
+		fi
 		echo "$a" >>"$dir/top" && echo "$b" >>"$dir/export" && echo "$d" >>"$dir/rdma" && echo "$e" >>"$dir/ctl"
 		awk -v a="$a" -v d="$d" 'BEGIN { print a / d }' >>"$dir/rt"
 		awk -v b="$b" -v d="$d" 'BEGIN { print b / d }' >>"$dir/rx"
@@ -190,6 +220,12 @@ for c in "${configs[@]}"; do
 	}' 2>&1 >"$dir/line")
 	echo "$line"
 	summary+=("$(cat "$dir/line")")
+	if [ -n "$counters" ]; then
+		cnt_ms=$(median <"$dir/cnt") rc=$(median <"$dir/rc")
+		printf '%-34s %10.1f ms  (%s)\n' "top -b -n1 -j --no-qp-states" "$cnt_ms" "$(span cnt)"
+		echo "ratio top --no-qp-states/rdma $rc (median of the rounds; goal <= 0.1 at 64k QPs)"
+		summary2+=("| $procs | $qps | $rdma_ms | $cnt_ms | $rc | $src |")
+	fi
 	t1=$(date +%s)
 	teardown
 	echo "# measured in $((t1 - t0)) s, torn down in $(($(date +%s) - t1)) s"
@@ -200,3 +236,10 @@ echo "## summary ($clock; medians of $runs rounds, ms; ratios: medians of the ro
 echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j | export --once | control | top/rdma | export/rdma | RSS top | RSS export | RSS rdma |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 printf '%s\n' "${summary[@]}"
+if [ -n "$counters" ]; then
+	echo
+	echo "## counters mode (monitor started before the holders; medians of $runs rounds, ms)"
+	echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j --no-qp-states | ratio | source |"
+	echo "| ---: | ---: | ---: | ---: | ---: | --- |"
+	printf '%s\n' "${summary2[@]}"
+fi

@@ -142,8 +142,83 @@ static void test_join_view(void)
 	CHECK(!rows[2].quota.joined, "kernel rows are not joined");
 }
 
+/* --- the completeness rule of the counters mode (topbase.c) --- */
+
+static struct top_counter ctr(pid_t tgid, unsigned int type, uint64_t create, uint64_t destroy)
+{
+	struct top_counter c;
+
+	memset(&c, 0, sizeof(c));
+	c.tgid = tgid;
+	c.c.create[type] = create;
+	c.c.destroy[type] = destroy;
+	return c;
+}
+
+static void test_base(void)
+{
+	struct top_counter a[2] = { ctr(0, RESTRACK_QP, 1, 0), ctr(100, RESTRACK_QP, 3, 3) };
+	struct top_counter b[2] = { ctr(0, RESTRACK_QP, 1, 0), ctr(100, RESTRACK_QP, 4, 3) };
+	struct top_counter neg[2] = { ctr(0, RESTRACK_QP, 0, 5), ctr(100, RESTRACK_QP, 3, 4) };
+	struct top_counter dev[1] = { ctr(7, RESTRACK_QP, 4, 3) };
+	struct top_counters ca = { .n = 2, .v = a }, cb = { .n = 2, .v = b }, cn = { .n = 2, .v = neg };
+	struct top_counters cd = { .n = 1, .v = dev };
+	struct top_row kern = { .kind = TOP_KERNEL }, user = { .kind = TOP_PROC, .pid = 100 };
+	struct top_snap s;
+	struct mon_status st;
+	char why[192];
+	int qp = kind_nl_of_restrack[RESTRACK_QP];
+
+	CHECK(top_counters_equal(&ca, &ca) && !top_counters_equal(&ca, &cb), "equal");
+	cb.n = 1;
+	CHECK(!top_counters_equal(&ca, &cb), "fewer keys");
+	CHECK(top_counters_negative(&ca) == 0, "balanced is not negative");
+	/* the kernel's own go below zero when objects of before the monitor are destroyed: allowed */
+	CHECK(top_counters_negative(&cn) == 100, "negative user tgid: %d", top_counters_negative(&cn));
+
+	memset(&s, 0, sizeof(s));
+	s.ndevs = 1;
+	s.devs[0].dev.index = 7;
+	s.devs[0].totals.n[qp] = 2; /* a GSI QP of the kernel and a QP of pid 100 */
+	s.devs[0].totals.mr_bytes = 4096;
+	s.rows = &kern;
+	s.nrows = 1;
+	CHECK(top_base_check(&s, &ca, &ca, &cd, why, sizeof(why)) == 0, "baseline: %s", why);
+	CHECK(top_base_check(&s, &ca, &cb, &cd, why, sizeof(why)) == -EAGAIN, "changed during the dump");
+	CHECK(top_base_check(&s, &cn, &cn, &cd, why, sizeof(why)) == -EEXIST && strstr(why, "pid 100"), "%s", why);
+	s.rows = &user;
+	CHECK(top_base_check(&s, &ca, &ca, &cd, why, sizeof(why)) == -EEXIST && strstr(why, "before the monitor"),
+	      "a user object in the dump: %s", why);
+
+	/* base = what the dump found - what the device counters hold live */
+	memset(&st, 0, sizeof(st));
+	top_base_fill(&st, &s, &cd);
+	CHECK(st.ndevs == 1 && st.dev[0].index == 7 && st.dev[0].base[RESTRACK_QP] == 1 &&
+	      st.dev[0].base_mr_bytes == 4096, "base %lld", (long long)st.dev[0].base[RESTRACK_QP]);
+
+	/* later: 2 more QPs created on the device; the kernel's summary agrees, then one it does not count */
+	dev[0] = ctr(7, RESTRACK_QP, 6, 3);
+	memset(&s, 0, sizeof(s));
+	s.ndevs = 1;
+	s.devs[0].dev.index = 7;
+	s.devs[0].has_summary = true;
+	s.devs[0].summary.present = 1u << qp;
+	s.devs[0].summary.curr[qp] = 4;
+	CHECK(top_counts_check(&st, &s, &cd, why, sizeof(why)) == 0 && s.devs[0].totals.n[qp] == 4, "%s", why);
+	s.devs[0].summary.curr[qp] = 5;
+	CHECK(top_counts_check(&st, &s, &cd, why, sizeof(why)) == -ESTALE && strstr(why, "the kernel counts 5 qp"),
+	      "%s", why);
+	/* a device the baseline never saw: everything on it was counted */
+	s.devs[0].dev.index = 8;
+	s.devs[0].summary.curr[qp] = 0;
+	CHECK(top_counts_check(&st, &s, &cd, why, sizeof(why)) == 0, "%s", why);
+	s.devs[0].has_summary = false;
+	CHECK(top_counts_check(&st, &s, &cd, why, sizeof(why)) == -ENODATA, "no summary");
+}
+
 int main(void)
 {
+	RUN(test_base);
 	RUN(test_status);
 	RUN(test_managed);
 	RUN(test_join_view);
