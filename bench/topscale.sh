@@ -108,7 +108,7 @@ echo "# no QP held: peak RSS top $base_top KiB, export $base_export KiB, rdma $b
 counters=${TOPSCALE_COUNTERS:-${LAB_TOPSCALE_COUNTERS:-}} # the guest gets LAB_* only
 if [ -n "$counters" ]; then
 	# rates, not one line per event: 64k creates otherwise print 64k lines
-	"$rdmactl" monitor -v --stats=100000 >/dev/null 2>"$dir/mon.err" 3>&- &
+	"$rdmactl" monitor -v --stats=86400 >/dev/null 2>"$dir/mon.err" 3>&- &
 	monpid=$!
 	for i in $(seq 600); do grep -q "counts complete\|no complete counts" "$dir/mon.err" && break; sleep 0.1; done
 	echo "# monitor: $(grep -m1 "counts complete\|no complete counts" "$dir/mon.err" || echo "no word after 60 s")"
