@@ -223,8 +223,10 @@ for c in "${configs[@]}"; do
 	if [ -n "$counters" ]; then
 		cnt_ms=$(median <"$dir/cnt") rc=$(median <"$dir/rc")
 		printf '%-34s %10.1f ms  (%s)\n' "top -b -n1 -j --no-qp-states" "$cnt_ms" "$(span cnt)"
-		echo "ratio top --no-qp-states/rdma $rc (median of the rounds; goal <= 0.1 at 64k QPs)"
-		summary2+=("| $procs | $qps | $rdma_ms | $cnt_ms | $rc | $src |")
+		awk -v rc="$rc" 'BEGIN { printf "ratio top --no-qp-states/rdma %.4f (median of the rounds; goal <= 0.1 at 64k QPs)\n", rc }'
+		awk -v p="$procs" -v q="$qps" -v r="$rdma_ms" -v f="$cnt_ms" -v c="$ctl_ms" -v rc="$rc" -v s="$src" \
+			'BEGIN { printf "| %d | %d | %.1f | %.1f | %.1f | %.4f | %s |", p, q, r, f, c, rc, s }' >"$dir/line2"
+		summary2+=("$(cat "$dir/line2")")
 	fi
 	t1=$(date +%s)
 	teardown
@@ -239,7 +241,7 @@ printf '%s\n' "${summary[@]}"
 if [ -n "$counters" ]; then
 	echo
 	echo "## counters mode (monitor started before the holders; medians of $runs rounds, ms)"
-	echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j --no-qp-states | ratio | source |"
-	echo "| ---: | ---: | ---: | ---: | ---: | --- |"
+	echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j --no-qp-states | control | ratio | source |"
+	echo "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 	printf '%s\n' "${summary2[@]}"
 fi

@@ -481,7 +481,7 @@ status_poke() {
 	pids+=("$st")
 	rdma_procs >"$T/before"
 	local i
-	for i in 1 2 3 4 5; do
+	for i in 1 2 3; do
 		"$RDMACTL" top -b -n1 -j --no-qp-states --comm holdres >"$T/top.json"
 		top_grouped <"$T/top.json" >"$T/got"
 		jq -S --slurpfile t "$T/got" 'with_entries(select(.key as $k | $t[0] | has($k)))' "$T/before" >"$T/want"
@@ -518,13 +518,13 @@ status_poke() {
 	assert_success
 	# lost_counters (offset 0): the counts are never trusted again
 	status_poke 0 0x01
-	run compare_counters dump
-	assert_success
-	jq -e '.source_reason | test("lost 1 counts")' "$T/top.json"
+	run -0 "$RDMACTL" top -b -n1 -j --no-qp-states
+	jq -e '.source == "dump" and (.source_reason | test("lost 1 counts"))' <<<"$output"
 	status_poke 0 0x00
-	run compare_counters counters
-	assert_success
-	# the first device's QP base (offset 64): a QP the counters would not know of; the summary check sees it
+	run -0 "$RDMACTL" top -b -n1 -j --no-qp-states
+	jq -e '.source == "counters"' <<<"$output"
+	# the first device's QP base (offset 64): a QP the counters would not know of; the summary check sees it,
+	# and the counts (from the dump) are still right
 	status_poke 64 0x7f
 	run compare_counters dump
 	assert_success
