@@ -18,6 +18,8 @@ static struct {
 	double wait;	/* seconds to the next attempt: 2, doubling to 60 (each attempt dumps every object) */
 	uint64_t attempts;
 	double next_look;	/* next look at the counters (every second) */
+	double not_before;	/* no attempt before: 10 times the last attempt's duration after it (a dump of
+				 * many objects costs the kernel seconds; at most a tenth of the time goes to them) */
 	struct top_counters last; /* the counters as the last failed attempt left them */
 	char why[192];	/* the last reason told with -v */
 } base = { .wait = 2 };
@@ -80,7 +82,8 @@ out:
 
 /*
  * At start, then whenever the counters changed since the last failed attempt (looked at every second: the
- * objects in the way may be gone), else after a wait that doubles from 2 s to 60 s.
+ * objects in the way may be gone), else after a wait that doubles from 2 s to 60 s; never sooner than 10
+ * times the last attempt's duration after it.
  */
 void monitor_baseline(void)
 {
@@ -91,7 +94,7 @@ void monitor_baseline(void)
 	if (base.done || !mon_status_of(monitor_bpf))
 		return;
 	if (base.attempts && now < base.next) {
-		if (now < base.next_look)
+		if (now < base.next_look || now < base.not_before)
 			return;
 		base.next_look = now + 1;
 		mon_counters_prune(mon_counters_fd(monitor_bpf)); /* a process in the way may have exited */
@@ -104,6 +107,7 @@ void monitor_baseline(void)
 			return;
 	}
 	base.attempts++;
+	now = clock_mono_s();
 	if (!attempt(why, sizeof(why))) {
 		base.done = true;
 		top_counters_free(&base.last);
@@ -114,7 +118,10 @@ void monitor_baseline(void)
 	if (strcmp(why, base.why))
 		pr_debug("no complete counts yet: %s (trying again when they change, or in %.0f s)", why, base.wait);
 	snprintf(base.why, sizeof(base.why), "%s", why);
+	base.not_before = clock_mono_s() + 10 * (clock_mono_s() - now);
 	base.next = clock_mono_s() + base.wait;
+	if (base.next < base.not_before)
+		base.next = base.not_before;
 	base.next_look = clock_mono_s() + 1;
 	base.wait = base.wait * 2 > 60 ? 60 : base.wait * 2;
 }
