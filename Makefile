@@ -27,6 +27,8 @@ BPFTOOL     ?= bpftool
 BPF_CFLAGS  ?=
 SANITIZE    ?=
 FUZZ_SECONDS ?= 20
+# make check's fuzzing: each harness this long (CI's time is bounded; make check-fuzz runs FUZZ_SECONDS)
+CHECK_FUZZ_SECONDS ?= 10
 
 ifeq ($(V),1)
 Q =
@@ -96,7 +98,7 @@ help:
 	@echo "  check-host     host tests only: check-unit, check-fuzz, check-bats"
 	@echo "  check-unit     C unit tests of lib/ (tests/unit); T=SUITE[:CASE] runs one: T=ledger, T=ledger:basic"
 	@echo "  check-bats     host CLI suites (tests/*.bats); S=SUITE... picks files (S=quota), F=REGEX test names"
-	@echo "  check-fuzz     libFuzzer harnesses (tests/fuzz) for FUZZ_SECONDS=$(FUZZ_SECONDS) each"
+	@echo "  check-fuzz     libFuzzer harnesses (tests/fuzz) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (make check: CHECK_FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS))"
 	@echo "  check-lab      lab suites (tests/lab/*.bats) in the soft-RoCE VM, once per kernel of LAB_KERNELS;"
 	@echo "                 F=REGEX picks suites by file name (F=run), LAB_FILTER=REGEX tests by name"
 	@echo "  demo           boot the lab and run a narrated tour of rdmactl"
@@ -292,7 +294,8 @@ bench: $(BENCH_BIN) $(OUT)/bench/stub/libibverbs.so.1 all
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(CHECK_JOBS) all $(UNIT_BIN) $(FUZZ_BIN)
-	$(Q)LAB_BESIDE="$(MAKE) --no-print-directory -k check-unit check-fuzz check-bats FUZZ_JOBS=1" \
+	$(Q)LAB_BESIDE="$(MAKE) --no-print-directory -k check-unit check-fuzz check-bats FUZZ_JOBS=1 \
+		FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)" \
 		$(MAKE) --no-print-directory check-lab
 
 # T=SUITE[:CASE]: only tests/unit/test_SUITE.c (% is a wildcard), and in it only the RUN() tests whose name
