@@ -46,6 +46,12 @@ int kq_lock(void);
  */
 int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n);
 void kq_drop_found(struct kq *q);
+/*
+ * kqload.c, with the pin root locked: what a population left when its rdmactl was killed (SIGKILL, no
+ * cleanup) is cleared: kq_state.populating and pop_want, kq_want, kq_gone, kq_walked, and its records that
+ * nothing was charged to. Under the lock no population runs, so any such state is a dead one's.
+ */
+void kq_pop_recover(struct kq *q);
 
 /*
  * kqmaps.c: does rdmactl run in the host's pid (cgroup) namespace? kq_need_host_ns: 0 when it does (the

@@ -355,41 +355,62 @@ static int fits(struct kq *q, const struct kq_scope *sc, const char *dir)
 	return err;
 }
 
+static int remove_locked(struct kq *q, const struct kq_scope *sc);
+
 int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned int kind, uint64_t max)
 {
 	struct kq_limit lim;
 	struct kq_usage use = {};
 	struct kq_scope ukey = *sc;
-	int i, err, lock;
+	int i, err = 0, lock;
 
 	if (kind >= KQ_NK)
 		return kq_fail(-EINVAL, "kind %u is not counted by the kernel quota programs", kind);
 	if (!q->st)
 		return kq_fail(-EPERM, "the kernel quota programs were opened read-only");
-	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim)) {
-		lim.max[kind] = max;
-		for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
-			;
-		/* its last limit lifted: the scope goes (the last scope takes the programs with it) */
-		if (i == KQ_NK)
-			return kq_remove(q, sc);
-		if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_EXIST))
-			return kq_fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
-		return 0;
-	}
-	/* a scope without any limit is not made: a limit set later counts what it holds then (populate, rescan) */
-	if (max == KQ_UNLIMITED)
-		return 0;
-	err = fits(q, sc, dir);
-	if (err)
-		return err;
 	/*
-	 * A new scope: once its entries exist, the programs charge its new objects; then the rescan counts
-	 * what it held before. The limit goes in last, so nothing is refused against a usage not yet known.
+	 * Locked before the scope is looked at: a scope whose count is under way (every max unlimited, below) is
+	 * then never taken for a set one, and a change is not lost under a new scope's last update.
 	 */
 	lock = kq_lock();
 	if (lock < 0)
 		return lock;
+	kq_pop_recover(q);
+	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim)) {
+		for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
+			;
+		if (i == KQ_NK) {
+			/*
+			 * No limit in force: the entry of a set killed before its count ended (only kq_set makes
+			 * such an entry, and gives it its limit before it unlocks). Its usage misses what was there
+			 * before: removed, with the records its population or rescan left uncharged, and set anew.
+			 */
+			err = remove_locked(q, sc);
+			kq_drop_found(q);
+			if (err)
+				goto out;
+		} else {
+			lim.max[kind] = max;
+			for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
+				;
+			/* its last limit lifted: the scope goes (the last scope takes the programs with it) */
+			if (i == KQ_NK)
+				err = remove_locked(q, sc);
+			else if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_EXIST))
+				err = kq_fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
+			goto out;
+		}
+	}
+	/* a scope without any limit is not made: a limit set later counts what it holds then (populate, rescan) */
+	if (max == KQ_UNLIMITED)
+		goto out;
+	err = fits(q, sc, dir);
+	if (err)
+		goto out;
+	/*
+	 * A new scope: once its entries exist, the programs charge its new objects; then the rescan counts
+	 * what it held before. The limit goes in last, so nothing is refused against a usage not yet known.
+	 */
 	memset(&lim, 0, sizeof(lim));
 	for (i = 0; i < KQ_NK; i++)
 		lim.max[i] = KQ_UNLIMITED;
@@ -483,7 +504,8 @@ int kq_repair(struct kq *q, const char *cgroot)
 	return err;
 }
 
-int kq_remove(struct kq *q, const struct kq_scope *sc)
+/* kq_remove with the pin root locked */
+static int remove_locked(struct kq *q, const struct kq_scope *sc)
 {
 	struct kq_scope ukey = *sc;
 	struct kq_limit lim;
@@ -497,7 +519,22 @@ int kq_remove(struct kq *q, const struct kq_scope *sc)
 	if (bpf_map_delete_elem(q->fd[M_USAGE], &ukey) && errno != ENOENT && !err)
 		err = kq_fail(-errno, "cannot remove the kernel usage: %s", strerror(errno));
 	if (!err)
-		err = kq_count_limits(q);
+		err = kq_count_limits_locked(q);
+	return err;
+}
+
+int kq_remove(struct kq *q, const struct kq_scope *sc)
+{
+	int lock, err;
+
+	if (!q->st)
+		return kq_fail(-EPERM, "the kernel quota programs were opened read-only");
+	lock = kq_lock();
+	if (lock < 0)
+		return lock;
+	kq_pop_recover(q);
+	err = remove_locked(q, sc);
+	close(lock);
 	return err;
 }
 

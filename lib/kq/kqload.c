@@ -232,6 +232,20 @@ void kq_drop_found(struct kq *q)
 	}
 }
 
+void kq_pop_recover(struct kq *q)
+{
+	if (!q->st || (!__atomic_load_n(&q->st->populating, __ATOMIC_SEQ_CST) &&
+		       !__atomic_load_n(&q->st->pop_want, __ATOMIC_SEQ_CST)))
+		return;
+	set_populating(q, false, NULL);
+	__atomic_store_n(&q->st->pop_want, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&q->st->pop_full, 0, __ATOMIC_SEQ_CST);
+	empty_map(q->fd[M_WANT]);
+	empty_map(q->fd[M_GONE]);
+	empty_map(q->fd[M_WALKED]);
+	kq_drop_found(q);
+}
+
 /*
  * kq_state.populating is set before the iterators run, so that every destroy the programs see while they walk
  * is marked in kq_gone (the argument: bpf/kqpop.bpf.h). A walk that missed something (kq_gone full, a list
@@ -405,6 +419,7 @@ int kq_count_limits(struct kq *q)
 	lock = kq_lock();
 	if (lock < 0)
 		return lock;
+	kq_pop_recover(q);
 	err = kq_count_limits_locked(q);
 	close(lock);
 	return err;

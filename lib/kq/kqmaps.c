@@ -204,6 +204,14 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 
 	if (bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim))
 		return -ENOENT;
+	/*
+	 * No limit in force: a scope being counted (lib/kq/kq.c kq_set), or left so by a set that was killed
+	 * there; its usage lacks what existed before. Not shown as a kernel scope.
+	 */
+	for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
+		;
+	if (i == KQ_NK)
+		return -ENOENT;
 	ukey.epoch = lim.epoch;
 	bpf_map_lookup_elem(q->fd[M_USAGE], &ukey, &u);
 	for (i = 0; i < KQ_NK; i++) {
