@@ -52,6 +52,11 @@ void kq_drop_found(struct kq *q);
  * nothing was charged to. Under the lock no population runs, so any such state is a dead one's.
  */
 void kq_pop_recover(struct kq *q);
+/*
+ * kqload.c: the pin root's lock for a change of the maps (kq_lock), with what a killed rdmactl left cleared
+ * (kq_pop_recover): the lock's descriptor (close it to unlock), or -errno (-EPERM: opened read-only).
+ */
+int kq_lock_writer(struct kq *q);
 
 /*
  * kqmaps.c: does rdmactl run in the host's pid (cgroup) namespace? kq_need_host_ns: 0 when it does (the

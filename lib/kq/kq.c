@@ -366,16 +366,13 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 
 	if (kind >= KQ_NK)
 		return kq_fail(-EINVAL, "kind %u is not counted by the kernel quota programs", kind);
-	if (!q->st)
-		return kq_fail(-EPERM, "the kernel quota programs were opened read-only");
 	/*
 	 * Locked before the scope is looked at: a scope whose count is under way (every max unlimited, below) is
 	 * then never taken for a set one, and a change is not lost under a new scope's last update.
 	 */
-	lock = kq_lock();
+	lock = kq_lock_writer(q);
 	if (lock < 0)
 		return lock;
-	kq_pop_recover(q);
 	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim)) {
 		for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
 			;
@@ -527,12 +524,9 @@ int kq_remove(struct kq *q, const struct kq_scope *sc)
 {
 	int lock, err;
 
-	if (!q->st)
-		return kq_fail(-EPERM, "the kernel quota programs were opened read-only");
-	lock = kq_lock();
+	lock = kq_lock_writer(q);
 	if (lock < 0)
 		return lock;
-	kq_pop_recover(q);
 	err = remove_locked(q, sc);
 	close(lock);
 	return err;

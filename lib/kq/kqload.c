@@ -410,16 +410,25 @@ int kq_count_limits_locked(struct kq *q)
 	return err;
 }
 
-int kq_count_limits(struct kq *q)
+int kq_lock_writer(struct kq *q)
 {
-	int lock, err;
+	int lock;
 
 	if (!q->st)
 		return kq_fail(-EPERM, "the kernel quota programs were opened read-only");
 	lock = kq_lock();
+	if (lock >= 0)
+		kq_pop_recover(q);
+	return lock;
+}
+
+int kq_count_limits(struct kq *q)
+{
+	int lock, err;
+
+	lock = kq_lock_writer(q);
 	if (lock < 0)
 		return lock;
-	kq_pop_recover(q);
 	err = kq_count_limits_locked(q);
 	close(lock);
 	return err;
