@@ -28,7 +28,7 @@ BPF_CFLAGS  ?=
 SANITIZE    ?=
 FUZZ_SECONDS ?= 20
 # make check's fuzzing: each harness this long (CI's time is bounded; make check-fuzz runs FUZZ_SECONDS)
-CHECK_FUZZ_SECONDS ?= 10
+CHECK_FUZZ_SECONDS ?= 5
 
 ifeq ($(V),1)
 Q =

@@ -33,7 +33,11 @@ field() {
 # Start the burst ($@: the command that runs startburst) in the background, wait until it holds.
 burst() {
 	OUT=$BATS_TEST_TMPDIR/out
-	"$@" >"$OUT" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	# emptied here, not by the background job's redirection: a test runs several bursts, and the wait below
+	# must not find the last burst's "holding" before the new job has truncated the file (seen in CI)
+	: >"$OUT"
+	: >"$BATS_TEST_TMPDIR/err"
+	"$@" >>"$OUT" 2>>"$BATS_TEST_TMPDIR/err" 3>&- &
 	BURST=$!
 	wait_for 600 grep -q '^holding' "$OUT" || { cat "$OUT" "$BATS_TEST_TMPDIR/err"; return 1; }
 	cat "$OUT"
