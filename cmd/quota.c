@@ -474,7 +474,7 @@ static int do_gc(void)
 {
 	struct ledger *l;
 	struct kq *q;
-	unsigned int n = 0, kn = 0, cgn = 0;
+	unsigned int n = 0, kn = 0, kleft = 0, cgn = 0;
 	bool kernel = false, policy;
 	int err;
 
@@ -506,7 +506,7 @@ static int do_gc(void)
 		char root[PATH_MAX];
 
 		cgroup2_root(root, sizeof(root));
-		err = kq_gc(q, root, &kn);
+		err = kq_gc(q, root, &kn, &kleft);
 		kq_close(q);
 		if (err) {
 			pr_err("gc of the kernel's limits failed: %s", strerror(-err));
@@ -524,6 +524,11 @@ static int do_gc(void)
 	if (kernel) {
 		print_uint(PRINT_ANY, "kernel_scopes_removed", "removed the kernel limits of %" PRIu64, kn);
 		print_text(" process%s and cgroup%s that are gone\n", kn == 1 ? "" : "es", kn == 1 ? "" : "s");
+		print_uint(PRINT_JSON, "kernel_unfinished_removed", NULL, kleft);
+		if (kleft)
+			print_text("removed %u kernel scope%s that a killed 'quota set --kernel' left without its limit "
+				   "(set %s again to enforce %s)\n", kleft, kleft == 1 ? "" : "s", kleft == 1 ? "it" : "them",
+				   kleft == 1 ? "it" : "them");
 	}
 	out_close_object();
 	return EXIT_OK;

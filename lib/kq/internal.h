@@ -20,6 +20,8 @@ struct kq {
 	size_t st_len;
 };
 
+/* kqmaps.c: a scope with a maximum in force (not one whose count is under way, or was killed: every max unlimited). */
+bool kq_limit_in_force(const struct kq_limit *lim);
 /* kqmaps.c: the maps pinned, opened (read-only: no mapping of kq_state). */
 int kq_open_pinned(struct kq *q, bool ro);
 /* The programs attached while a limit exists (kqload.c), whose links kq_enforcement checks (kqmaps.c). */

@@ -374,9 +374,7 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 	if (lock < 0)
 		return lock;
 	if (!bpf_map_lookup_elem(q->fd[M_LIMITS], sc, &lim)) {
-		for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
-			;
-		if (i == KQ_NK) {
+		if (!kq_limit_in_force(&lim)) {
 			/*
 			 * No limit in force: the entry of a set killed before its count ended (only kq_set makes
 			 * such an entry, and gives it its limit before it unlocks). Its usage misses what was there
@@ -388,10 +386,8 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 				goto out;
 		} else {
 			lim.max[kind] = max;
-			for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
-				;
 			/* its last limit lifted: the scope goes (the last scope takes the programs with it) */
-			if (i == KQ_NK)
+			if (!kq_limit_in_force(&lim))
 				err = remove_locked(q, sc);
 			else if (bpf_map_update_elem(q->fd[M_LIMITS], sc, &lim, BPF_EXIST))
 				err = kq_fail(-errno, "cannot update the kernel limit: %s", strerror(errno));
@@ -549,11 +545,37 @@ static int gc_list(const struct kq_scope *sc, void *arg)
 	return 0;
 }
 
+/* The scopes a killed set left without a limit in force (under the lock no set runs: none is under way). */
+static int gc_unfinished(struct kq *q, unsigned int *removed)
+{
+	struct gc_arg g = {};
+	struct kq_limit lim;
+	size_t i;
+	int lock, err;
+
+	lock = kq_lock_writer(q);
+	if (lock < 0)
+		return lock;
+	err = kq_foreach(q, gc_list, &g);
+	for (i = 0; !err && i < g.n; i++) {
+		if (bpf_map_lookup_elem(q->fd[M_LIMITS], &g.sc[i], &lim) || kq_limit_in_force(&lim))
+			continue;
+		err = remove_locked(q, &g.sc[i]);
+		if (!err)
+			(*removed)++;
+	}
+	if (*removed)
+		kq_drop_found(q);
+	close(lock);
+	free(g.sc);
+	return err;
+}
+
 /*
  * The scopes whose process or cgroup is gone. They are listed before the cgroups are: a limit set meanwhile
  * is not on the list, and a cgroup on it that exists is in the cgroups read after (never taken for gone).
  */
-int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
+int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed, unsigned int *unfinished)
 {
 	/*
 	 * Only what can be seen from here is taken for gone: a process of another pid namespace is not in this
@@ -562,11 +584,16 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed)
 	bool pids = kq_pidns_host(), cgroups = kq_cgroupns_host();
 	struct gc_arg g = {};
 	struct idset cg = {};
+	unsigned int left = 0;
 	size_t i;
 	int err;
 
 	*removed = 0;
-	err = kq_foreach(q, gc_list, &g);
+	err = gc_unfinished(q, &left);
+	if (unfinished)
+		*unfinished = left;
+	if (!err)
+		err = kq_foreach(q, gc_list, &g);
 	if (!err)
 		err = collect_cgroups(cgroot, &cg, 0);
 	for (i = 0; !err && i < g.n; i++) {

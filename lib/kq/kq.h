@@ -57,8 +57,24 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 /* Forget a scope (its cgroup or process is gone): its limits and usage. */
 int kq_remove(struct kq *q, const struct kq_scope *sc);
 
-/* Forget the scopes of processes and cgroups that are gone (cgroot: the cgroup2 mount). */
-int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed);
+/*
+ * Forget the scopes of processes and cgroups that are gone (cgroot: the cgroup2 mount), and those a killed
+ * `quota set --kernel` left without a limit in force (unfinished; may be NULL).
+ */
+int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed, unsigned int *unfinished);
+
+/*
+ * What a `quota set --kernel` killed before it finished left (read while no set runs): scopes whose limit
+ * never went in (no maximum in force; kq_get does not show them), and a population's flags. The next set or
+ * unset of such a scope, kq_gc and kq_repair clear them. 0, 1 when a set is running (nothing read), -errno.
+ */
+#define KQ_UNFINISHED_MAX 8
+struct kq_unfinished {
+	unsigned int nscopes;                       /* scopes with no maximum in force */
+	struct kq_scope scope[KQ_UNFINISHED_MAX];   /* the first of them */
+	bool populating;                            /* a population's flags left set */
+};
+int kq_unfinished(struct kq *q, struct kq_unfinished *u);
 
 /* A scope's limits and the kernel's usage (base included). -ENOENT: no kernel limit on it. */
 int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t use[KQ_NK],

@@ -206,11 +206,9 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 		return -ENOENT;
 	/*
 	 * No limit in force: a scope being counted (lib/kq/kq.c kq_set), or left so by a set that was killed
-	 * there; its usage lacks what existed before. Not shown as a kernel scope.
+	 * there (kq_unfinished); its usage lacks what existed before. Not shown as a kernel scope.
 	 */
-	for (i = 0; i < KQ_NK && lim.max[i] == KQ_UNLIMITED; i++)
-		;
-	if (i == KQ_NK)
+	if (!kq_limit_in_force(&lim))
 		return -ENOENT;
 	ukey.epoch = lim.epoch;
 	bpf_map_lookup_elem(q->fd[M_USAGE], &ukey, &u);
@@ -227,6 +225,54 @@ int kq_get(struct kq *q, const struct kq_scope *sc, uint64_t max[KQ_NK], int64_t
 			killed[i] = u.killed[i];
 	}
 	return 0;
+}
+
+bool kq_limit_in_force(const struct kq_limit *lim)
+{
+	int i;
+
+	for (i = 0; i < KQ_NK; i++)
+		if (lim->max[i] != KQ_UNLIMITED)
+			return true;
+	return false;
+}
+
+int kq_unfinished(struct kq *q, struct kq_unfinished *u)
+{
+	struct kq_scope key, *prev = NULL;
+	struct kq_state st;
+	struct kq_limit lim;
+	__u32 zero = 0;
+	int lock, ret = 0;
+
+	memset(u, 0, sizeof(*u));
+	/*
+	 * A set holds the pin root's lock from before it makes its scope until the limit is in: while it is
+	 * free, a scope without one, or a population's flag, is what a killed set left. A shared lock, not
+	 * waited for: a reader never delays a set, and a set that starts meanwhile waits for this one.
+	 */
+	lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0)
+		return -errno;
+	if (flock(lock, LOCK_SH | LOCK_NB)) {
+		ret = errno == EWOULDBLOCK ? 1 : -errno;
+		close(lock);
+		return ret;
+	}
+	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &key)) {
+		if (!bpf_map_lookup_elem(q->fd[M_LIMITS], &key, &lim) && !kq_limit_in_force(&lim)) {
+			if (u->nscopes < KQ_UNFINISHED_MAX)
+				u->scope[u->nscopes] = key;
+			u->nscopes++;
+		}
+		prev = &key;
+	}
+	if (!bpf_map_lookup_elem(q->fd[M_STATE], &zero, &st))
+		u->populating = st.populating || st.pop_want;
+	else
+		ret = -errno;
+	close(lock);
+	return ret;
 }
 
 int kq_table(struct kq *q, struct kq_table *t)

@@ -783,28 +783,17 @@ kq_state_field() {
 	bpftool -j map dump pinned "$PIN/kq_state" | jq --arg f "$1" '(.[0].formatted // .[0]).value[$f]'
 }
 
-@test "quota set --kernel SIGKILLed while it counts what exists: show claims no limit the kernel does not hold, the next set counts exactly, nothing is left" {
-	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h i try landed= pds objs lim j
-	# another limit keeps the programs attached: a first limit on $CG is then its count (population, rescan)
-	mkdir "$CG/other"
-	run -0 "$RDMACTL" quota set qp 100 --cgroup "$CG/other" --kernel
-	# 2 processes hold 2,048 PDs each: the population has 4,098 records to make
-	for i in 1 2; do
-		in_cg "$KQS" -k pd -n 2048 -H "$hold" >"$out.$i" 2>&1 3>&- &
-		PIDS+=($!)
-	done
-	for i in 1 2; do wait_for 120 grep -q holding "$out.$i" || { cat "$out.$i" >&2; false; }; done
-	pds=$(nl_count kqverbs-static pd)
-	[ "$pds" -eq 4096 ]
-	lim=$((pds + 2))
-	# The set is killed in the middle of its population: kqkillpop watches kq_state and kills it once
-	# populating is set and the walk has recorded 500 records of the 4,098. It landed there when the dead
-	# command left kq_state.populating set (only kq_populate sets it, and clears it before it returns):
-	# kqkillpop's "dead populating=1", and bpftool's look at the map after it. Else (the set ended first) every
-	# limit is lifted (the records go with the last: a population records anew) and the set tried again; no
-	# landing in 4 tries fails the test.
+# Kill `quota set pd $1 --cgroup $CG --kernel` in the middle of its population (sets $landed to the try).
+# kqkillpop watches kq_state and kills it once populating is set and the walk has recorded 500 records. It
+# landed there when the dead command left kq_state.populating set (only kq_populate sets it, and clears it
+# before it returns): kqkillpop's "dead populating=1", and bpftool's look at the map after it. Else (the set
+# ended first) every limit is lifted (the records go with the last: a population records anew) and the set
+# tried again; no landing in 4 tries fails the test.
+kill_in_population() {
+	local try
+	landed=
 	for try in 1 2 3 4; do
-		run "$KQK" -n 500 -- "$RDMACTL" quota set pd "$lim" --cgroup "$CG" --kernel
+		run "$KQK" -n 500 -- "$RDMACTL" quota set pd "$1" --cgroup "$CG" --kernel
 		echo "try $try: $output" >&2
 		if [ "$status" = 0 ] && [[ $output == *"dead populating=1"* ]] && [ "$(kq_state_field populating)" = 1 ]; then
 			landed=$try
@@ -817,14 +806,38 @@ kq_state_field() {
 	done
 	[ -n "$landed" ] || { echo "no kill landed in the population in $try tries" >&2; false; }
 	echo "# try $landed: killed in the population" >&3
-	# what show says is true (exit 0: the programs are attached): no kernel pd limit, and no kernel usage
-	# that misses what the cgroup holds; or a limit that counts it
-	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
-	j=$output
-	jq -e --argjson w "$pds" --argjson l "$lim" '.kernel_enforced == true and (.scopes[0].kinds.pd |
-		(.kernel_limit == null and (.enforced_by | index("kernel") | not) and
-		 (.kernel_usage == null or .kernel_usage == $w)) or
-		(.kernel_limit == $l and .kernel_usage == $w))' <<<"$j" >/dev/null || { echo "$j" >&2; false; }
+}
+
+# After such a kill: show names the scope whose limit never went in, exits 1, and claims no kernel limit
+# there (no kernel pd limit, and no kernel usage that misses what the cgroup holds).
+show_says_unfinished() {
+	local rc=0 j
+	j=$("$RDMACTL" -j quota show --cgroup "$CG" 2>/dev/null) || rc=$?
+	[ "$rc" = 1 ] || { echo "show exited $rc: $j" >&2; false; }
+	jq -e --argjson w "$1" --arg cg "cgroup $CG" '.kernel_enforced == true and .kernel_count_unfinished == true and
+		(.kernel_unfinished | index($cg)) and (.scopes[0].kinds.pd |
+		.kernel_limit == null and (.enforced_by | index("kernel") | not) and
+		(.kernel_usage == null or .kernel_usage == $w))' <<<"$j" >/dev/null || { echo "$j" >&2; false; }
+	run -1 "$RDMACTL" quota show --cgroup "$CG"
+	assert_output --partial "a 'quota set --kernel' was killed before its limit went in (cgroup $CG): no kernel limit is in force there"
+}
+
+@test "quota set --kernel SIGKILLed while it counts what exists: show says so and claims no limit, the next set counts exactly, gc clears it, nothing is left" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h i landed pds objs lim j
+	# another limit keeps the programs attached: a first limit on $CG is then its count (population, rescan)
+	mkdir "$CG/other"
+	run -0 "$RDMACTL" quota set qp 100 --cgroup "$CG/other" --kernel
+	# 2 processes hold 2,048 PDs each: the population has 4,098 records to make
+	for i in 1 2; do
+		in_cg "$KQS" -k pd -n 2048 -H "$hold" >"$out.$i" 2>&1 3>&- &
+		PIDS+=($!)
+	done
+	for i in 1 2; do wait_for 120 grep -q holding "$out.$i" || { cat "$out.$i" >&2; false; }; done
+	pds=$(nl_count kqverbs-static pd)
+	[ "$pds" -eq 4096 ]
+	lim=$((pds + 2))
+	kill_in_population "$lim"
+	show_says_unfinished "$pds"
 	# the same limit set again: counted exactly, enforced (2 more PDs of the 4 asked), the population's state cleared
 	run -0 "$RDMACTL" quota set pd "$lim" --cgroup "$CG" --kernel
 	assert_usage_is_netlink "$CG" kqverbs-static
@@ -834,7 +847,23 @@ kq_state_field() {
 	# every record is a charged object's: the 4,096 PDs and the 2 holders' contexts, no population's leftover
 	objs=$((pds + $(nl_count kqverbs-static ctx)))
 	run -0 "$RDMACTL" -j quota show
-	run -0 jq -e --argjson n "$objs" '.kernel_records == $n and .kernel_lost == 0' <<<"$output" || { echo "$output" >&2; false; }
+	run -0 jq -e --argjson n "$objs" '.kernel_records == $n and .kernel_lost == 0 and .kernel_unfinished == [] and
+		.kernel_count_unfinished == false' <<<"$output" || { echo "$output" >&2; false; }
+	# killed again, and this time gc clears what it left (show exits 0 again, nothing of it in kq_state);
+	# the limit then set again counts exactly (every limit lifted first: a population then records anew)
+	run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota unset qp --cgroup "$CG/other" --kernel
+	run -0 "$RDMACTL" quota set qp 100 --cgroup "$CG/other" --kernel
+	kill_in_population "$lim"
+	show_says_unfinished "$pds"
+	run -0 "$RDMACTL" quota gc
+	assert_output --partial "removed 1 kernel scope that a killed 'quota set --kernel' left without its limit"
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.kernel_unfinished == [] and .kernel_count_unfinished == false and
+		.scopes[0].kinds.pd.kernel_limit == null' <<<"$output" || { echo "$output" >&2; false; }
+	[ "$(kq_state_field populating)" = 0 ] && [ "$(kq_state_field pop_want)" = 0 ]
+	run -0 "$RDMACTL" quota set pd "$lim" --cgroup "$CG" --kernel
+	assert_usage_is_netlink "$CG" kqverbs-static
 	# released: given back exactly; the last limits lifted: no record, no scope, no population marked
 	touch "$hold"
 	wait "${PIDS[@]}"
