@@ -85,13 +85,18 @@ SPANK_SO    := $(if $(SPANK_H),$(OUT)/spank_rdmactl.so)
 .DELETE_ON_ERROR:
 # Keep the BPF chain (vmlinux.h, .bpf.o) between builds.
 .SECONDARY:
-.PHONY: all deps check check-host check-unit check-bats check-lab check-fuzz demo lab install uninstall clean help bench
+.PHONY: all installed deps check check-host check-unit check-bats check-lab check-fuzz demo lab install uninstall clean help bench
 
-all: $(OUT)/rdmactl $(OUT)/librdmactl-preload.so $(LAB_HELPERS) $(SPANK_SO) $(OUT)/oci-hooks/rdmactl.json
+# What make install (and the Debian package) installs; all adds the lab's helper programs.
+INSTALLED   := $(OUT)/rdmactl $(OUT)/librdmactl-preload.so $(SPANK_SO) $(OUT)/oci-hooks/rdmactl.json
+all: $(INSTALLED) $(LAB_HELPERS)
+
+installed: $(INSTALLED)
 
 help:
 	@echo "Targets:"
-	@echo "  all (default)  build $(OUT)/rdmactl and $(OUT)/librdmactl-preload.so"
+	@echo "  all (default)  build $(OUT)/rdmactl, $(OUT)/librdmactl-preload.so and the lab's helper programs"
+	@echo "  installed      only what make install installs (the Debian package builds this)"
 	@echo "  deps           install the Debian packages the build, the tests and the lab need (root)"
 	@echo "  check          deps + build + host tests (unit, CLI, fuzz) + lab tests inside the soft-RoCE lab"
 	@echo "                 (the host tests in the last of the LAB_JOBS lanes, before its lab runs)"
@@ -355,7 +360,7 @@ lab: all
 	$(Q)tests/lab/run --shell --timeout 86400
 
 # --- install ----------------------------------------------------------------------------------------
-install: all
+install: installed
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/rdmactl $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASH_COMPDIR)
 	install -m 755 $(OUT)/rdmactl $(DESTDIR)$(BINDIR)/rdmactl
 	install -m 755 $(OUT)/librdmactl-preload.so $(DESTDIR)$(LIBDIR)/rdmactl/librdmactl-preload.so

@@ -48,6 +48,7 @@
 #define EFAULT 14
 #define EINVAL 22
 #define EDQUOT 122
+#define ENOMEM 12
 #define SIGKILL 9
 
 /* ib_uverbs types are not in vmlinux BTF: local views, relocated by CO-RE against the module's BTF. */
@@ -157,7 +158,12 @@ struct kq_task {
 	/* kq_state.gen and fgen when kq_begin left begun uncharged and unrecorded (free_of) */
 	__u32 bgen;
 	__u32 bfgen;
-	__u32 pad;
+	/*
+	 * kq_state.agen when the ioctl hook last checked a call of this thread as a limited one (the thread or the
+	 * file has scopes); 0 when it last let one through as free. Each uverbs ioctl of the thread passes the
+	 * hook while it is attached, and sets it: backstop_kills reads it for the call under way.
+	 */
+	__u32 checked;
 	/* the object the thread's last allocation began with nothing to charge: its commit has nothing to do */
 	__u64 begun;
 	/*
@@ -483,7 +489,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct ureq r;
 	struct scan sc = { .arg = arg };
-	struct kq_task *t;
+	struct kq_task *t = NULL;
 	__u32 types, kind = KQ_NK;
 	__u64 mr[2] = {}; /* struct ib_uverbs_reg_mr's start and length */
 	__u64 ufile;
@@ -500,8 +506,18 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	 * branch below lets such a request pass), so it is not read at all.
 	 */
 	ufile = ufile_of(file);
-	if (free_of(types, ufile, &t))
+	if (free_of(types, ufile, &t)) {
+		if (t)
+			t->checked = 0; /* not checked: a creation of this call that comes without a reservation is not killed */
 		return 0;
+	}
+	/*
+	 * Checked as limited, from here on: a creation of this call without a reservation was rewritten after the
+	 * check, and the backstop kills it (backstop_kills). No storage to say so in: refused, cleanly.
+	 */
+	if (!t)
+		return -ENOMEM;
+	t->checked = agen();
 	if (bpf_copy_from_user(&r, sizeof(r), (void *)arg)) {
 		/* shorter than that (the copy stops at a page nobody mapped): the header alone */
 		if (bpf_copy_from_user(&r.h, sizeof(r.h), (void *)arg))

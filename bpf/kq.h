@@ -153,6 +153,13 @@ struct kq_state {
 	 */
 	__u32 fgen;
 	/*
+	 * Attaches so far (never 0 while attached): rdmactl adds 1 when the programs are attached for a first
+	 * limit (lib/kq/kqload.c), before the programs look for limits. The ioctl hook marks a thread it checked
+	 * as limited with it (kq_task.checked), so that the backstop kills only a creation whose very call was
+	 * checked (bpf/kqcharge.bpf.h, backstop_kills): one that came in before the attach is counted, not killed.
+	 */
+	__u32 agen;
+	/*
 	 * Records in kq_objs: +1 at each insert, -1 at each delete, from both sides (atomic adds; rdmactl
 	 * stores 0 where it empties the map with nothing attached). On a cache line of its own: every
 	 * charged create and destroy writes it, and every hook reads the fields above.

@@ -239,6 +239,42 @@ static __noinline int check(__u32 types, __u32 kind, __u64 amount) /* a call: it
 	return 0;
 }
 
+/* The programs' attach generation (kq_state.agen): what the ioctl hook marks a thread it checked with. */
+static __always_inline __u32 agen(void)
+{
+	struct kq_state *st = state();
+
+	return st ? st->agen : 0;
+}
+
+/* x86-64's ioctl(2): the system call a uverbs creation through the ioctl hook comes in */
+#define KQ_NR_IOCTL 16
+
+/*
+ * Does a creation that went past a limit without a reservation end in SIGKILL (the backstop)? Only when it
+ * can be a request rewritten after the check, or a path the check never sees: an ioctl the hook checked as
+ * limited (kq_task.checked of this attach: every uverbs ioctl of a thread passes the hook and sets it), or
+ * any other system call (a legacy write()). Not a context (its open has no request to rewrite: the open
+ * hook reserves whatever it sees a limited thread open), and not an ioctl the hook did not check as
+ * limited: one that came in before the programs were attached, or while its thread and file had no scope
+ * (a limit set since, during the call). Those honest creations are counted, like objects that existed
+ * before the limit; the next is refused.
+ */
+static __always_inline bool backstop_kills(__u32 kind)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+	struct kq_task *t;
+
+	if (kind == KQ_CTX)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || regs->orig_ax != KQ_NR_IOCTL)
+		return true;
+	t = bpf_task_storage_get(&kq_task, task, 0, 0);
+	return t && t->checked && t->checked == agen();
+}
+
 /*
  * The charges (charge, charge_more, record) are global functions: the verifier checks each once, on
  * its own, instead of again at every call site on every path that reaches it. Inlined, they made kq_begin
@@ -258,6 +294,7 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, _
 	struct kq_obj *f = file_scopes(ufile);
 	struct kq_scope sc;
 	bool over = false;
+	int kills = -1; /* backstop_kills, once it matters */
 	__u32 idx, epoch;
 	int i;
 
@@ -293,6 +330,10 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, _
 			break;
 		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
 		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
+			if (kills < 0)
+				kills = backstop_kills(kind);
+			if (!kills)
+				continue; /* counted, past the limit, as what existed before it */
 			__sync_fetch_and_add(&use->killed[kind], 1);
 			emit(KQ_EV_KILL, kind, &sc, amount, u - amount, lim->max[kind]);
 			over = true;
@@ -305,7 +346,7 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, _
 __noinline int charge_more(struct kq_obj *o, __u32 kind, __u64 amount)
 {
 	bool over = false;
-	int i;
+	int i, kills = -1; /* backstop_kills, once it matters */
 
 	if (!o || kind >= KQ_NK)
 		return 0;
@@ -328,6 +369,10 @@ __noinline int charge_more(struct kq_obj *o, __u32 kind, __u64 amount)
 			break;
 		u = __sync_fetch_and_add(&use->use[kind], amount) + amount + lim->base[kind];
 		if (lim->max[kind] != KQ_UNLIMITED && u > 0 && (__u64)u > lim->max[kind]) {
+			if (kills < 0)
+				kills = backstop_kills(kind);
+			if (!kills)
+				continue; /* counted, past the limit, as what existed before it */
 			__sync_fetch_and_add(&use->killed[kind], 1);
 			emit(KQ_EV_KILL, kind, &o->sc[i], amount, u - amount, lim->max[kind]);
 			over = true;

@@ -392,6 +392,13 @@ int kq_count_limits_locked(struct kq *q)
 			return err;
 		}
 	}
+	/*
+	 * A first limit: a new attach generation (never 0) before the programs look, so that no thread's mark
+	 * from an earlier attach (kq_task.checked) makes the backstop kill a creation that came in before this one
+	 */
+	if (n && !__atomic_load_n(&q->st->nlimits, __ATOMIC_SEQ_CST) &&
+	    !__atomic_add_fetch(&q->st->agen, 1, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&q->st->agen, 1, __ATOMIC_SEQ_CST);
 	/* the types a limit is looked up by before the count that makes the programs look (when none: no look) */
 	if (n)
 		__atomic_store_n(&q->st->types, types, __ATOMIC_SEQ_CST);

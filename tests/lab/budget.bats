@@ -13,11 +13,9 @@ load budget
 	job_burst 100 90
 }
 
-# (the limits above the ranks' needs, N+1 and 10N, are run at 100; 300 and 1100 at N-10, where refusals must
-# be exact: the case the allowances got wrong. Every N and limit also runs on the host, test_budget.)
-@test "300 ranks at once under a job budget of 290 QPs: exactly 10 refused, the ledger equals netlink" {
-	job_burst 300 290
-}
+# (the limits above the ranks' needs, N+1 and 10N, are run at 100; 1100 at N-10, where refusals must be
+# exact: the case the allowances got wrong; 300 at 290 is in tests/lab/stress/budget.bats, by hand: CI's 45
+# minutes. Every N and limit also runs on the host, test_budget.)
 
 # 156 s of a lane alone, 212 s beside two other guests (2026-11-27, 6.1). Before cba5221 it failed every run
 # with norandmaps (4 of 4: round 2's MRs refused with 340-730 KiB of a 1 GiB mr_bytes budget in use): the first

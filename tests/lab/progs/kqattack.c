@@ -48,9 +48,18 @@
  *       Registers N MRs of 64 KiB, then changes the first one's access with the REREG_MR command (through
  *       INVOKE_WRITE): the kernel allocates a second MR object for the call (the driver may make a new MR),
  *       one past N for a moment. Prints "rereg mrs=N errno=E", then "alive" (not killed).
+ *   kqattack inflight -m before|after -W START [-d DEV] [-c N] [-H FILE]
+ *       An honest creation in flight while a limit comes: allocates N PDs (default 1), then sends
+ *       ALLOC_PD through INVOKE_WRITE whose input (before: the kernel blocks before it allocates the object)
+ *       or output (after: it blocks once the object is allocated, before its commit) is on a page that
+ *       userfaultfd holds. Once the kernel waits on it, prints "blocked" and waits for START (a test sets
+ *       the first kernel limit meanwhile: the programs attach while the call is inside the kernel), then
+ *       lets it go. Prints "inflight pd errno=E", then "next pd errno=E" (one more ALLOC_PD), then "alive"
+ *       (not killed), and with -H "holding" until FILE exists.
  * Exit 0 unless something could not be set up (1) or the arguments are wrong (2).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -61,6 +70,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -73,6 +83,7 @@
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_ioctl.h>
+#include <linux/userfaultfd.h>
 
 #define MAXATTR 254 /* (PAGE_SIZE - header) / attribute: the most the kernel takes */
 
@@ -641,6 +652,97 @@ static int cmd_take(const char *path, int pid, int tfd, int n)
 	return 0;
 }
 
+struct inflight {
+	int uffd;
+	void *page;
+	long pg;
+	const char *start;
+	int err;
+};
+
+/*
+ * The fault's side: waits until the kernel's copy faults on the page (it waits there), prints "blocked",
+ * waits for START, and fills the page (the call goes on). The call is the main thread's: the object's owner
+ * (the task netlink names) stays alive.
+ */
+static void *inflight_resolver(void *arg)
+{
+	struct inflight *f = arg;
+	struct uffdio_zeropage zp = {};
+	struct pollfd pfd = { .fd = f->uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&pfd, 1, 60000) != 1 || read(f->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT) {
+		fprintf(stderr, "kqattack: no fault from the kernel's copy\n");
+		f->err = 1;
+	} else {
+		wait_file(f->start, "blocked");
+	}
+	zp.range.start = (uintptr_t)f->page;
+	zp.range.len = f->pg;
+	if (ioctl(f->uffd, UFFDIO_ZEROPAGE, &zp)) {
+		fprintf(stderr, "kqattack: UFFDIO_ZEROPAGE: %s\n", strerror(errno));
+		f->err = 1;
+	}
+	return NULL;
+}
+
+static int cmd_inflight(const char *when, const char *start, int n, const char *hold)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {};
+	struct inflight f = { .start = start, .pg = sysconf(_SC_PAGESIZE) };
+	bool after = !strcmp(when, "after");
+	static struct ioreq r;
+	static __u64 in[2];
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_context *ctx;
+	pthread_t th;
+	int i, err;
+
+	if (!start || (!after && strcmp(when, "before")))
+		return 2;
+	ctx = open_dev();
+	if (!ctx)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (!ibv_alloc_pd(ctx)) {
+			fprintf(stderr, "kqattack: ibv_alloc_pd: %s\n", strerror(errno));
+			return 1;
+		}
+	/* a fault the kernel takes (its copy from or to the page): not a user-mode-only descriptor (root) */
+	f.uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	f.page = mmap(NULL, f.pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (uintptr_t)f.page;
+	reg.range.len = f.pg;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (f.uffd < 0 || f.page == MAP_FAILED || ioctl(f.uffd, UFFDIO_API, &api) || ioctl(f.uffd, UFFDIO_REGISTER, &reg)) {
+		fprintf(stderr, "kqattack: userfaultfd: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pthread_create(&th, NULL, inflight_resolver, &f))
+		return 1;
+	/* ALLOC_PD through INVOKE_WRITE, its input (16 bytes: more than 8, so read from memory, not inline; an
+	 * ALLOC_PD and 8 bytes of zeros for the driver) or its output on the page */
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_ALLOC_PD);
+	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(in), (uintptr_t)(after ? (void *)in : f.page));
+	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)(after ? f.page : (void *)&resp));
+	err = send_ioctl(ctx->cmd_fd, &r);
+	pthread_join(th, NULL);
+	if (f.err)
+		return 1;
+	printf("inflight pd errno=%d\n", err);
+	errno = 0;
+	printf("next pd errno=%d\n", ibv_alloc_pd(ctx) ? 0 : errno);
+	printf("alive\n");
+	hold_until(hold);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode, *hold = NULL, *kind = "pd", *method = NULL, *startfile = NULL, *sock = NULL;
@@ -649,7 +751,7 @@ int main(int argc, char **argv)
 	int opt, children = 20, pad = 16, threads = 2;
 	long rounds = 1000;
 	__u64 start = 0, length = 0;
-	bool odp = false, forked = false;
+	bool odp = false, forked = false, cgiven = false;
 
 	if (argc < 2)
 		goto usage;
@@ -658,7 +760,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "d:c:p:H:W:wa:l:ok:m:t:r:S:P:f:F")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
-		case 'c': children = atoi(optarg); break;
+		case 'c': children = atoi(optarg); cgiven = true; break;
 		case 'p': pad = atoi(optarg); break;
 		case 'H': hold = optarg; break;
 		case 'W': startfile = optarg; break;
@@ -698,7 +800,9 @@ int main(int argc, char **argv)
 		return cmd_clonefiles(children, startfile);
 	if (!strcmp(mode, "rereg"))
 		return cmd_rereg(children);
+	if (!strcmp(mode, "inflight") && method)
+		return cmd_inflight(method, startfile, cgiven ? children : 1, hold);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|clonefiles|rereg [options] (see the source)\n");
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|clonefiles|rereg|inflight [options] (see the source)\n");
 	return 2;
 }
