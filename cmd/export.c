@@ -22,6 +22,7 @@ static struct {
 	bool once;
 	double max_age;
 	bool per_process;
+	bool no_qp_states;
 	const char *ledger;
 	double timeout;
 	unsigned int max_conns;
@@ -35,8 +36,8 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
-enum { OPT_LISTEN = 0x100, OPT_TEXTFILE, OPT_INTERVAL, OPT_ONCE, OPT_MAX_AGE, OPT_PER_PROCESS, OPT_LEDGER,
-       OPT_TIMEOUT, OPT_MAX_CONNS };
+enum { OPT_LISTEN = 0x100, OPT_TEXTFILE, OPT_INTERVAL, OPT_ONCE, OPT_MAX_AGE, OPT_PER_PROCESS, OPT_NO_QP_STATES,
+       OPT_LEDGER, OPT_TIMEOUT, OPT_MAX_CONNS };
 
 static const struct argp_option options[] = {
 	{ "listen", OPT_LISTEN, "ADDR:PORT", 0,
@@ -50,6 +51,10 @@ static const struct argp_option options[] = {
 	  "Serve a collection again to scrapes within SECONDS of it (default 1; 0: collect for every scrape)", 1 },
 	{ "per-process", OPT_PER_PROCESS, NULL, 0,
 	  "Also per-process families (pid, comm, cgroup labels) and every process scope of the ledger", 1 },
+	{ "no-qp-states", OPT_NO_QP_STATES, NULL, 0,
+	  "No QP states, and per-cgroup and per-process counts summed over devices (no device label); they then "
+	  "come from a running monitor's counters when they are provably complete (no per-object dump), else "
+	  "from the dump (rdmactl_counts_source says which, and why)", 1 },
 	{ "ledger", OPT_LEDGER, "PATH", 0,
 	  "Quota ledger to read (default $RDMACTL_LEDGER, else /dev/shm/rdmactl.ledger)", 1 },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", 0,
@@ -95,6 +100,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_PER_PROCESS:
 		o.per_process = true;
 		break;
+	case OPT_NO_QP_STATES:
+		o.no_qp_states = true;
+		break;
 	case OPT_LEDGER:
 		if (!*arg)
 			argp_error(state, "empty ledger PATH");
@@ -132,10 +140,12 @@ static const struct argp argp = {
 	"cgroup, device and type (labels slurm_job_id, pod_uid, container_id where the cgroup path names a Slurm "
 	"job or a Kubernetes pod), quota limits, usage and refusals per ledger scope, rdma cgroup limits, "
 	"create/destroy counters of a running 'rdmactl monitor', device and port state. One netlink dump per "
-	"collection. Only GET (and HEAD) of /metrics and / are answered. SIGTERM or SIGINT end it (exit 0).\v"
+	"collection, or none with --no-qp-states while a monitor's counters are provably complete. Only GET (and "
+	"HEAD) of /metrics and / are answered. SIGTERM or SIGINT end it (exit 0).\v"
 	"Examples:\n"
 	"  rdmactl export                                   # http://HOST:9476/metrics\n"
 	"  rdmactl export --listen 127.0.0.1:9476 --per-process\n"
+	"  rdmactl export --no-qp-states                    # beside 'rdmactl monitor': no dump per scrape\n"
 	"  rdmactl export --textfile /var/lib/prometheus/node-exporter --interval 30\n"
 	"  rdmactl export --textfile /var/lib/prometheus/node-exporter --once  # cron\n"
 	"  rdmactl export --once | promtool check metrics\n",
@@ -150,6 +160,7 @@ static struct {
 	struct prom_buf body;		/* the last exposition */
 	double when;			/* CLOCK_MONOTONIC of its collection; < 0: none */
 	int err[METRICS_SRC_NR];	/* what was told about each source (told again when it changes) */
+	char source_why[192];		/* with --no-qp-states: why the dump, as last told ("" the counters) */
 	bool logged;
 } st = { .when = -1 };
 
@@ -176,6 +187,14 @@ static void log_sources(const struct metrics_snap *s)
 		else if (st.logged)
 			pr_debug("%s: read again", metrics_source_names[i]);
 		st.err[i] = s->err[i];
+	}
+	/* with --no-qp-states: the source of the counts, told with -v when it changes */
+	if (o.no_qp_states && !s->err[METRICS_SRC_NETLINK] && (!st.logged || strcmp(s->source_why, st.source_why))) {
+		if (s->source == TOP_SRC_COUNTERS)
+			pr_debug("counts from the monitor's counters (no per-object dump)");
+		else
+			pr_debug("counts from the per-object dump: %s", s->source_why);
+		snprintf(st.source_why, sizeof(st.source_why), "%s", s->source_why);
 	}
 	st.logged = true;
 }
@@ -391,6 +410,7 @@ int cmd_export(int argc, char **argv)
 	}
 	mo.ledger = o.ledger;
 	mo.follow = !o.once;
+	mo.no_qp_states = o.no_qp_states;
 	if (metrics_open(&mo, &st.ctx)) {
 		pr_err("out of memory");
 		return EXIT_FAIL;

@@ -27,6 +27,47 @@ static bool type_shown(const struct top_dev *d, int t)
 	return !(d->unsupported & (1u << t));
 }
 
+/* The device label of a count: none for counts summed over every device (--no-qp-states). */
+static const char *count_dev(const struct metrics_snap *s, const struct metrics_count *c)
+{
+	return c->dev == METRICS_ALL_DEVS ? "" : s->devs[c->dev].dev.name;
+}
+
+/* A count's type is written when its device can dump it (summed over devices: when one can). */
+static bool count_type_shown(const struct metrics_snap *s, const struct metrics_count *c, int t)
+{
+	unsigned int i;
+
+	if (c->dev != METRICS_ALL_DEVS)
+		return type_shown(&s->devs[c->dev], t);
+	for (i = 0; i < s->ndevs; i++)
+		if (type_shown(&s->devs[i], t))
+			return true;
+	return false;
+}
+
+/* Where the counts of cgroups and processes came from: one series per source and reason, 1 for this one. */
+static void counts_source(const struct metrics_snap *s, struct prom_buf *b)
+{
+	int w;
+
+	if (s->err[METRICS_SRC_NETLINK])
+		return;
+	prom_family(b, "rdmactl_counts_source", PROM_GAUGE,
+		    "Where this collection's per-cgroup and per-process counts came from (1; the other series 0): "
+		    "source=\"counters\", a running rdmactl monitor's BPF counters, proven complete (with "
+		    "--no-qp-states), or source=\"dump\", RDMA netlink's per-object dumps, with the reason the "
+		    "counters were not used: qp_states (no --no-qp-states), no_monitor, no_access, lost_counts, "
+		    "incomplete (no complete baseline), busy (objects came and went while it read), mismatch (the "
+		    "kernel's counts differ), error.");
+	for (w = 0; w < METRICS_DUMP_NR; w++) {
+		struct prom_label l[] = { { "source", w == METRICS_DUMP_NONE ? "counters" : "dump" },
+					  { "reason", metrics_dump_why_names[w] } };
+
+		prom_sample_u64(b, "rdmactl_counts_source", l, NLAB(l), s->why_dump == (enum metrics_dump_why)w);
+	}
+}
+
 static void info(const struct metrics_snap *s, const struct export_render_opts *o, struct prom_buf *b)
 {
 	static const struct prom_label version[] = { { "version", RDMACTL_VERSION } };
@@ -47,6 +88,7 @@ static void info(const struct metrics_snap *s, const struct export_render_opts *
 	prom_family(b, "rdmactl_collect_duration_seconds", PROM_GAUGE,
 		    "Seconds the collection took (every source read once).");
 	prom_sample_f64(b, "rdmactl_collect_duration_seconds", NULL, 0, s->seconds);
+	counts_source(s, b);
 }
 
 static void devices(const struct metrics_snap *s, struct prom_buf *b)
@@ -121,37 +163,12 @@ static void devices(const struct metrics_snap *s, struct prom_buf *b)
 		}
 }
 
-static void cgroups(const struct metrics_snap *s, struct prom_buf *b)
+/* QPs by state per cgroup and device (not with --no-qp-states: the states are in the per-object dump only). */
+static void cgroup_qps(const struct metrics_snap *s, struct prom_buf *b)
 {
 	size_t i;
 	int t;
 
-	if (s->err[METRICS_SRC_NETLINK])
-		return;
-	prom_family(b, "rdmactl_objects", PROM_GAUGE,
-		    "Objects held by the processes of a cgroup, by device and type (user objects; kernel objects "
-		    "and those of exited threads are in rdmactl_device_objects only).");
-	for (i = 0; i < s->ncg_counts; i++) {
-		const struct metrics_count *c = &s->cg_counts[i];
-		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
-		const struct top_dev *d = &s->devs[c->dev];
-
-		for (t = 0; t < NL_RES_NTYPES; t++) {
-			struct prom_label l[] = { CG_LABELS(cg), { "device", d->dev.name }, { "type", nl_res_name(t) } };
-
-			if (type_shown(d, t))
-				prom_sample_u64(b, "rdmactl_objects", l, NLAB(l), c->c.n[t]);
-		}
-	}
-	prom_family(b, "rdmactl_mr_bytes", PROM_GAUGE,
-		    "Bytes of the memory regions registered by the processes of a cgroup, by device.");
-	for (i = 0; i < s->ncg_counts; i++) {
-		const struct metrics_count *c = &s->cg_counts[i];
-		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
-		struct prom_label l[] = { CG_LABELS(cg), { "device", s->devs[c->dev].dev.name } };
-
-		prom_sample_u64(b, "rdmactl_mr_bytes", l, NLAB(l), c->c.mr_bytes);
-	}
 	prom_family(b, "rdmactl_qps", PROM_GAUGE,
 		    "QPs held by the processes of a cgroup, by device and state (RESET, INIT, RTR, RTS, SQD, SQE, "
 		    "ERR), as the kernel's QP dump reports it.");
@@ -169,6 +186,42 @@ static void cgroups(const struct metrics_snap *s, struct prom_buf *b)
 			prom_sample_u64(b, "rdmactl_qps", l, NLAB(l), c->c.qp_state[t]);
 		}
 	}
+}
+
+static void cgroups(const struct metrics_snap *s, struct prom_buf *b)
+{
+	size_t i;
+	int t;
+
+	if (s->err[METRICS_SRC_NETLINK])
+		return;
+	prom_family(b, "rdmactl_objects", PROM_GAUGE,
+		    "Objects held by the processes of a cgroup, by device (with --no-qp-states: every device "
+		    "summed, no device label) and type (user objects; kernel objects and those of exited threads "
+		    "are in rdmactl_device_objects only).");
+	for (i = 0; i < s->ncg_counts; i++) {
+		const struct metrics_count *c = &s->cg_counts[i];
+		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
+
+		for (t = 0; t < NL_RES_NTYPES; t++) {
+			struct prom_label l[] = { CG_LABELS(cg), { "device", count_dev(s, c) }, { "type", nl_res_name(t) } };
+
+			if (count_type_shown(s, c, t))
+				prom_sample_u64(b, "rdmactl_objects", l, NLAB(l), c->c.n[t]);
+		}
+	}
+	prom_family(b, "rdmactl_mr_bytes", PROM_GAUGE,
+		    "Bytes of the memory regions registered by the processes of a cgroup, by device (with "
+		    "--no-qp-states: every device summed).");
+	for (i = 0; i < s->ncg_counts; i++) {
+		const struct metrics_count *c = &s->cg_counts[i];
+		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
+		struct prom_label l[] = { CG_LABELS(cg), { "device", count_dev(s, c) } };
+
+		prom_sample_u64(b, "rdmactl_mr_bytes", l, NLAB(l), c->c.mr_bytes);
+	}
+	if (!s->no_qp_states)
+		cgroup_qps(s, b);
 	prom_family(b, "rdmactl_processes", PROM_GAUGE,
 		    "Processes of a cgroup that hold RDMA objects; managed: attached to the quota ledger (started "
 		    "under rdmactl run or with its preload), false for the others (and all when there is no ledger).");
@@ -193,45 +246,49 @@ static void processes(const struct metrics_snap *s, struct prom_buf *b)
 	if (s->err[METRICS_SRC_NETLINK])
 		return;
 #define PROC_LABELS(p, cg) { "pid", pid }, { "comm", (p)->comm }, CG_LABELS(cg)
-	prom_family(b, "rdmactl_process_objects", PROM_GAUGE, "Objects held by a process, by device and type.");
+	prom_family(b, "rdmactl_process_objects", PROM_GAUGE,
+		    "Objects held by a process, by device (with --no-qp-states: every device summed, no device "
+		    "label) and type.");
 	for (i = 0; i < s->nproc_counts; i++) {
 		const struct metrics_count *c = &s->proc_counts[i];
 		const struct metrics_proc *p = &s->procs[c->owner];
-		const struct top_dev *d = &s->devs[c->dev];
 
 		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 		for (t = 0; t < NL_RES_NTYPES; t++) {
-			struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", d->dev.name },
+			struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", count_dev(s, c) },
 						  { "type", nl_res_name(t) } };
 
-			if (type_shown(d, t))
+			if (count_type_shown(s, c, t))
 				prom_sample_u64(b, "rdmactl_process_objects", l, NLAB(l), c->c.n[t]);
 		}
 	}
 	prom_family(b, "rdmactl_process_mr_bytes", PROM_GAUGE,
-		    "Bytes of the memory regions registered by a process, by device.");
+		    "Bytes of the memory regions registered by a process, by device (with --no-qp-states: every "
+		    "device summed).");
 	for (i = 0; i < s->nproc_counts; i++) {
 		const struct metrics_count *c = &s->proc_counts[i];
 		const struct metrics_proc *p = &s->procs[c->owner];
-		struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", s->devs[c->dev].dev.name } };
+		struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", count_dev(s, c) } };
 
 		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 		prom_sample_u64(b, "rdmactl_process_mr_bytes", l, NLAB(l), c->c.mr_bytes);
 	}
-	prom_family(b, "rdmactl_process_qps", PROM_GAUGE, "QPs held by a process, by device and state.");
-	for (i = 0; i < s->nproc_counts; i++) {
-		const struct metrics_count *c = &s->proc_counts[i];
-		const struct metrics_proc *p = &s->procs[c->owner];
-		const struct top_dev *d = &s->devs[c->dev];
+	if (!s->no_qp_states) {
+		prom_family(b, "rdmactl_process_qps", PROM_GAUGE, "QPs held by a process, by device and state.");
+		for (i = 0; i < s->nproc_counts; i++) {
+			const struct metrics_count *c = &s->proc_counts[i];
+			const struct metrics_proc *p = &s->procs[c->owner];
+			const struct top_dev *d = &s->devs[c->dev];
 
-		if (!type_shown(d, NL_RES_QP))
-			continue;
-		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
-		for (t = 0; t < TOP_QP_NSTATES; t++) {
-			struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", d->dev.name },
-						  { "state", top_qp_state_name((unsigned int)t) } };
+			if (!type_shown(d, NL_RES_QP))
+				continue;
+			snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+			for (t = 0; t < TOP_QP_NSTATES; t++) {
+				struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", d->dev.name },
+							  { "state", top_qp_state_name((unsigned int)t) } };
 
-			prom_sample_u64(b, "rdmactl_process_qps", l, NLAB(l), c->c.qp_state[t]);
+				prom_sample_u64(b, "rdmactl_process_qps", l, NLAB(l), c->c.qp_state[t]);
+			}
 		}
 	}
 	prom_family(b, "rdmactl_process_managed", PROM_GAUGE,

@@ -23,6 +23,37 @@ const char *const metrics_source_names[METRICS_SRC_NR] = {
 	[METRICS_SRC_KERNEL] = "kernel",
 };
 
+const char *const metrics_dump_why_names[METRICS_DUMP_NR] = {
+#define X(name, word) [METRICS_DUMP_##name] = word,
+	METRICS_DUMP_WHYS(X)
+#undef X
+};
+
+enum metrics_dump_why metrics_dump_why_of(int err)
+{
+	switch (err) {
+	case 0:
+		return METRICS_DUMP_NONE;
+	case -ENOENT:
+		return METRICS_DUMP_NO_MONITOR;
+	case -EPERM:
+	case -EACCES:
+		return METRICS_DUMP_NO_ACCESS;
+	case -ENOSPC:
+		return METRICS_DUMP_LOST;
+	case -ENODATA:
+		return METRICS_DUMP_INCOMPLETE;
+	case -EAGAIN:
+	case -EINTR:
+	case -ENODEV:
+		return METRICS_DUMP_BUSY;
+	case -ESTALE:
+		return METRICS_DUMP_MISMATCH;
+	default:
+		return METRICS_DUMP_ERROR;
+	}
+}
+
 const char *metrics_scope_name(int scope)
 {
 	if (scope == METRICS_SCOPE_UNATTRIBUTED)
@@ -258,6 +289,35 @@ static int take_per_device(struct metrics_ctx *x, struct top_snap **out, unsigne
 	return -EAGAIN;
 }
 
+/*
+ * One snapshot of every device, its rows summed over them (no_qp_states): from the monitor's counters when
+ * top_snapshot_counters() proves them complete, else the dump. The source and why into s.
+ */
+static int take_summed(struct metrics_ctx *x, struct metrics_snap *s, struct top_snap **out, unsigned int *n)
+{
+	struct top_snap *v = calloc(1, sizeof(*v));
+	int ret;
+
+	if (!v)
+		return -ENOMEM;
+	ret = top_snapshot_counters(x->top, NULL, v, s->source_why, sizeof(s->source_why));
+	s->why_dump = metrics_dump_why_of(ret);
+	if (ret == -ENOMEM) {
+		free(v);
+		return ret;
+	}
+	if (ret)
+		ret = take(x, NULL, v);
+	if (ret) {
+		free(v);
+		return ret;
+	}
+	s->source = v->source;
+	*out = v;
+	*n = 1;
+	return 0;
+}
+
 struct gather {
 	struct metrics_snap *s;
 	struct imap pids, paths;
@@ -388,6 +448,9 @@ static int collect_netlink(struct metrics_ctx *x, struct gather *g)
 	unsigned int n = 0, i;
 	int ret;
 
+	s->no_qp_states = x->o.no_qp_states;
+	s->source = TOP_SRC_DUMP;
+	s->why_dump = METRICS_DUMP_QP_STATES;
 	if (!x->top) {
 		ret = top_open(&x->top);
 		if (ret) {
@@ -398,7 +461,10 @@ static int collect_netlink(struct metrics_ctx *x, struct gather *g)
 			return 0;
 		}
 	}
-	ret = take_per_device(x, &v, &n);
+	if (x->o.no_qp_states)
+		ret = take_summed(x, s, &v, &n);
+	else
+		ret = take_per_device(x, &v, &n);
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret) {
@@ -413,14 +479,22 @@ static int collect_netlink(struct metrics_ctx *x, struct gather *g)
 		x->devnames_known = false;
 		return 0;
 	}
-	for (i = 0; i < n && s->ndevs < TOP_MAX_DEVS; i++) {
-		if (v[i].ndevs != 1)
-			continue;
-		s->devs[s->ndevs] = v[i].devs[0];
-		ret = gather_dev(g, &v[i], s->ndevs);
-		if (ret)
-			break;
-		s->ndevs++;
+	if (x->o.no_qp_states) {
+		/* one snapshot of every device, each process's objects summed over them */
+		for (i = 0; i < v->ndevs && i < TOP_MAX_DEVS; i++)
+			s->devs[i] = v->devs[i];
+		s->ndevs = i;
+		ret = gather_dev(g, v, METRICS_ALL_DEVS);
+	} else {
+		for (i = 0; i < n && s->ndevs < TOP_MAX_DEVS; i++) {
+			if (v[i].ndevs != 1)
+				continue;
+			s->devs[s->ndevs] = v[i].devs[0];
+			ret = gather_dev(g, &v[i], s->ndevs);
+			if (ret)
+				break;
+			s->ndevs++;
+		}
 	}
 	snaps_free(v, n);
 	return ret;

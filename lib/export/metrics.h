@@ -10,6 +10,10 @@
  *             the objects are taken one device at a time (a snapshot filtered by device name dumps only that
  *             device's objects: every object is still dumped once per collection). The device names come
  *             from the previous collection; a change in the set of devices costs one whole snapshot more.
+ *             With opts.no_qp_states the counts are summed over devices and carry no QP states: they come
+ *             from top_snapshot_counters() (a running monitor's counters, in time proportional to processes
+ *             and devices) when it proves them complete, else from one whole snapshot; which one, and why
+ *             not the counters, is in metrics_snap.source and .why_dump.
  *   ledger    scopes (limits and usage), attached processes (managed or not: top's join, top_ledger_read() and
  *             top_ledger_proc()), refusals.
  *   monitor   the BPF per-tgid counters pinned by a running `rdmactl monitor`, summed over processes.
@@ -27,6 +31,7 @@
  *    starts them again from zero, as a restarted counter does.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,7 +63,33 @@ const char *metrics_scope_name(int scope);
 struct metrics_opts {
 	const char *ledger;	/* NULL: ledger_default_path() */
 	bool follow;		/* long-running: see above */
+	bool no_qp_states;	/* counts summed over devices, without QP states: see netlink above */
 };
+
+/*
+ * Why a collection's counts came from the dump, not the monitor's counters, as a word that labels a series
+ * (stable: no pid or count in it; the sentence is in metrics_snap.source_why). The first is "they did".
+ */
+#define METRICS_DUMP_WHYS(X)                                                                            \
+	X(NONE, "")			/* the counters were used */                                   \
+	X(QP_STATES, "qp_states")	/* not asked (no --no-qp-states): QP states need the dump */   \
+	X(NO_MONITOR, "no_monitor")	/* no monitor pins its counters */                             \
+	X(NO_ACCESS, "no_access")	/* the pins cannot be read (CAP_BPF, file modes) */            \
+	X(LOST, "lost_counts")		/* the monitor lost counts (a counters map was full) */        \
+	X(INCOMPLETE, "incomplete")	/* no complete baseline yet, or no kernel summary to check */ \
+	X(BUSY, "busy")			/* objects came and went during each of the tries */           \
+	X(MISMATCH, "mismatch")		/* the kernel's counts differ from the counters' */            \
+	X(ERROR, "error")		/* anything else (RDMA netlink failed, ...) */
+
+enum metrics_dump_why {
+#define X(name, word) METRICS_DUMP_##name,
+	METRICS_DUMP_WHYS(X)
+#undef X
+	METRICS_DUMP_NR,
+};
+extern const char *const metrics_dump_why_names[METRICS_DUMP_NR];
+/* The word for top_snapshot_counters()'s error (a negative errno). */
+enum metrics_dump_why metrics_dump_why_of(int err);
 
 /* A cgroup that holds RDMA objects, has a ledger entry, or has rdma cgroup files worth reporting. */
 struct metrics_cgroup {
@@ -77,10 +108,13 @@ struct metrics_proc {
 	bool managed;			/* attached to the ledger (top_ledger_proc(): pid and start time) */
 };
 
+/* metrics_count.dev of counts summed over every device (opts.no_qp_states) */
+#define METRICS_ALL_DEVS UINT_MAX
+
 /* The objects of one owner (a cgroup or a process: the array says which) on one device. */
 struct metrics_count {
 	size_t owner;
-	unsigned int dev;		/* index into devs[] */
+	unsigned int dev;		/* index into devs[], or METRICS_ALL_DEVS */
 	struct top_counts c;
 };
 
@@ -102,6 +136,10 @@ struct metrics_snap {
 	int err[METRICS_SRC_NR];		/* 0 read, else -errno */
 	char why[METRICS_SRC_NR][160];	/* what failed, for the log ("" when it was read) */
 	/* netlink */
+	bool no_qp_states;		/* counts summed over devices (METRICS_ALL_DEVS), no QP states */
+	enum top_source source;		/* where the counts of cgroups and processes came from */
+	enum metrics_dump_why why_dump;	/* METRICS_DUMP_NONE when from the counters */
+	char source_why[192];		/* the sentence, when the counters were asked for and not used */
 	struct top_dev devs[TOP_MAX_DEVS];
 	unsigned int ndevs;
 	struct metrics_cgroup *cgroups;

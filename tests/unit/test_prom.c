@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Unit tests of the exposition writer (lib/export/prom) and the labels derived from cgroup paths (lib/export/metrics). */
+/* Unit tests of the exposition writer (lib/export/prom) and of lib/export/metrics' cgroup labels and counts sources. */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -163,11 +164,34 @@ static void test_cgroup_ids(void)
 	}
 }
 
+/* The reasons rdmactl_counts_source gives for the dump: stable words (label values), one per errno class. */
+static void test_dump_whys(void)
+{
+	int i, j;
+
+	CHECK(!strcmp(metrics_dump_why_names[METRICS_DUMP_NONE], ""), "the counters have no reason");
+	for (i = 1; i < METRICS_DUMP_NR; i++) {
+		CHECK(metrics_dump_why_names[i] && prom_name_ok(metrics_dump_why_names[i], true), "word %d", i);
+		for (j = 1; j < i; j++)
+			CHECK(strcmp(metrics_dump_why_names[i], metrics_dump_why_names[j]), "%d and %d alike", i, j);
+	}
+	CHECK(metrics_dump_why_of(0) == METRICS_DUMP_NONE, "0");
+	CHECK(metrics_dump_why_of(-ENOENT) == METRICS_DUMP_NO_MONITOR, "ENOENT");
+	CHECK(metrics_dump_why_of(-EACCES) == METRICS_DUMP_NO_ACCESS, "EACCES");
+	CHECK(metrics_dump_why_of(-EPERM) == METRICS_DUMP_NO_ACCESS, "EPERM");
+	CHECK(metrics_dump_why_of(-ENOSPC) == METRICS_DUMP_LOST, "ENOSPC");
+	CHECK(metrics_dump_why_of(-ENODATA) == METRICS_DUMP_INCOMPLETE, "ENODATA");
+	CHECK(metrics_dump_why_of(-EAGAIN) == METRICS_DUMP_BUSY, "EAGAIN");
+	CHECK(metrics_dump_why_of(-ESTALE) == METRICS_DUMP_MISMATCH, "ESTALE");
+	CHECK(metrics_dump_why_of(-EPROTO) == METRICS_DUMP_ERROR, "EPROTO");
+}
+
 int main(void)
 {
 	RUN(test_family_and_samples);
 	RUN(test_escape_value);
 	RUN(test_names);
 	RUN(test_cgroup_ids);
+	RUN(test_dump_whys);
 	return unit_done();
 }
