@@ -58,7 +58,7 @@ value_of() {
 	run -0 "$RDMACTL" export --help
 	assert_line --index 0 --regexp "^Usage: rdmactl export "
 	for o in --listen=ADDR:PORT --textfile=DIR --interval=SECONDS --once --max-age=SECONDS --per-process \
-		--ledger=PATH --timeout=SECONDS --max-connections=N; do
+		--no-qp-states --ledger=PATH --timeout=SECONDS --max-connections=N; do
 		assert_output --partial -- "$o"
 	done
 	assert_output --partial "default :9476"
@@ -118,6 +118,13 @@ value_of() {
 	run value_of 'rdmactl_source_up{source="netlink"}' <<<"$output"
 	assert_output 0
 	[[ $stderr == "rdmactl export: cannot open RDMA netlink: "* ]]
+	# nor, then, where counts came from (there are none)
+	run -0 --separate-stderr "$RDMACTL" export --once --no-qp-states
+	local out=$output
+	run value_of 'rdmactl_source_up{source="netlink"}' <<<"$out"
+	assert_output 0
+	run grep -c '^rdmactl_counts_source' <<<"$out"
+	assert_output 0
 }
 
 @test "--textfile --once writes DIR/rdmactl.prom 0644 by rename, nothing else left behind; promtool accepts it" {
@@ -350,7 +357,8 @@ value_of() {
 	run complete_words rdmactl export --per
 	assert_output "--per-process"
 	run complete_words rdmactl export -
-	for o in --listen --textfile --interval --once --max-age --per-process --ledger --timeout --max-connections; do
+	for o in --listen --textfile --interval --once --max-age --per-process --no-qp-states --ledger --timeout \
+		--max-connections; do
 		assert_line -- "$o"
 	done
 	refute_line -- "--json"
