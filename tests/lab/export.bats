@@ -5,6 +5,7 @@
 # of a scrape against rdmactl top.
 
 load ../helper
+load counters
 
 EXV=$BUILD/lab-progs/exverbs
 HOLDRES=$BUILD/lab-progs/holdres
@@ -356,5 +357,80 @@ kernel_qps() {
 	done
 	# the states add up to the QPs
 	run grep -Fx "rdmactl_objects{cgroup=\"$REL\",device=\"rxe0\",type=\"qp\"} 8" <<<"$out"
+	assert_success
+}
+
+# --- counts from the monitor's counters (--no-qp-states; issue 32) ---------------------------------------
+
+# A scrape's per-process counts (--per-process --no-qp-states: summed over devices) on stdin, grouped as
+# rdma_procs groups iproute2's.
+export_procs() {
+	jq -RnS '[inputs | capture("^rdmactl_process_(?<m>objects|mr_bytes)\\{(?<l>[^}]*)\\} (?<v>[0-9]+)$")
+		| { p: ("p" + (.l | capture("pid=\"(?<x>[0-9]+)\"").x)), v: (.v | tonumber),
+		    k: (if .m == "mr_bytes" then "mr_bytes" else (.l | capture("type=\"(?<x>[a-z_]+)\"").x) end) }]
+		| group_by(.p)
+		| map({ key: .[0].p, value: ({ ctx: 0, pd: 0, cq: 0, qp: 0, srq: 0, mr: 0, cm_id: 0 }
+			+ (map({ key: .k, value: .v }) | from_entries)) })
+		| from_entries'
+}
+
+# One scrape (--once --per-process --no-qp-states) into $T/scrape, its processes into $T/got.
+export_scrape() {
+	"$RDMACTL" export --once --per-process --no-qp-states >"$T/scrape" || return 1
+	export_procs <"$T/scrape" >"$T/got"
+}
+
+# A scrape against iproute2's processes; its counts must come from source $1 (the dump: with reason $2).
+compare_export() {
+	settle_procs export_scrape || return 1
+	grep -qx "rdmactl_counts_source{source=\"$1\"${2:+,reason=\"$2\"}} 1" "$T/scrape" ||
+		{ grep '^rdmactl_counts_source' "$T/scrape" >&2; return 1; }
+	diff -u "$T/want" "$T/got"
+}
+
+@test "counters: --no-qp-states beside a monitor started with no user object: per-process counts from its counters equal rdma res show, over HTTP too; lost counts or a base the kernel disagrees with: the dump, still equal" {
+	local a
+	monitor_then_holders
+	run compare_export counters
+	assert_success
+	# no QP states, and no device label on the counts of cgroups and processes
+	run grep -E '^rdmactl_(process_)?qps\{|^rdmactl_(process_)?(objects|mr_bytes)\{.*device=' "$T/scrape"
+	assert_failure
+	run promtool check metrics <"$T/scrape"
+	assert_success
+	# without the option: the dump, by device, with the QP states, and it says why
+	run -0 --separate-stderr "$RDMACTL" export --once
+	assert_line 'rdmactl_counts_source{source="dump",reason="qp_states"} 1'
+	assert_line 'rdmactl_counts_source{source="counters"} 0'
+	assert_line --regexp '^rdmactl_qps\{.*device="rxe0",state="RESET"\} [1-9]'
+	# a holder exits, another starts: still equal; and so are the scrapes of a server (-v tells the source)
+	kill "$a"
+	wait "$a" || true
+	start_holdres -q 3 -m 1M -t 1
+	run compare_export counters
+	assert_success
+	start_export --no-qp-states --per-process --max-age 0
+	curl -sf "http://127.0.0.1:$XPORT/metrics" >"$T/http"
+	grep -qx 'rdmactl_counts_source{source="counters"} 1' "$T/http"
+	export_procs <"$T/http" | diff -u "$T/want" -
+	grep -q "counts from the monitor's counters" "$T/export.err"
+	# lost counts (status offset 0): never trusted again; the dump, and the counts still right
+	status_poke 0 0x01
+	run compare_export dump lost_counts
+	assert_success
+	curl -sf "http://127.0.0.1:$XPORT/metrics" >"$T/http"
+	grep -qx 'rdmactl_counts_source{source="dump",reason="lost_counts"} 1' "$T/http"
+	export_procs <"$T/http" | diff -u "$T/want" -
+	grep -q "counts from the per-object dump: the monitor lost 1 counts" "$T/export.err"
+	status_poke 0 0x00
+	# the first device's QP base (offset 64): a QP the counters would not know of; the kernel's summary
+	# disagrees, and the counts come from the dump
+	local was
+	was=$(status_peek 64)
+	status_poke 64 0x7f
+	run compare_export dump mismatch
+	assert_success
+	status_poke 64 "$was"
+	run compare_export counters
 	assert_success
 }

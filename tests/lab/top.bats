@@ -3,6 +3,7 @@
 # rdmactl top against real rxe objects held by rdma-core, perftest and holdres, checked against iproute2 rdma.
 
 load ../helper
+load counters
 
 HOLDRES=$BUILD/lab-progs/holdres
 
@@ -24,53 +25,8 @@ teardown() {
 	ip link del toptest0 2>/dev/null || true
 }
 
-# Start holdres in the background, wait for "ready"; its pid goes to $hr.
-start_holdres() {
-	local out=$T/holdres.$RANDOM
-	"$HOLDRES" "$@" >"$out" 2>&1 3>&- &
-	hr=$!
-	pids+=("$hr")
-	wait_for 60 grep -q ready "$out" || { cat "$out" >&2; return 1; }
-}
-
 listening() {
 	ss -Hltn "sport = :$1" | grep -q .
-}
-
-# The process (tgid) of a thread id, read the way top reads it; the id itself once /proc lacks it.
-tgid_of() {
-	local k v
-	while read -r k v; do
-		[ "$k" = Tgid: ] && { echo "$v"; return; }
-	done <"/proc/$1/status" 2>/dev/null
-	echo "$1"
-}
-
-# What iproute2 reports, grouped the way top groups: "p<tgid>" per process (each thread id mapped to its
-# tgid with /proc/<tid>/status), "k<owner>" per kernel owner, "u" for objects without an owner.
-rdma_grouped() {
-	local k p map
-	for k in ctx pd cq qp srq mr cm_id; do
-		rdma -j res show "$k" >"$T/$k.json" || return 1
-	done
-	map=$(for p in $(jq -r '.[] | .pid // empty' "$T"/{ctx,pd,cq,qp,srq,mr,cm_id}.json | sort -u); do
-		echo "$p $(tgid_of "$p")"
-	done | jq -Rn '[inputs | split(" ") | { (.[0]): (.[1] | tonumber) }] | add // {}')
-	jq -S -n --argjson map "$map" \
-		--slurpfile ctx "$T/ctx.json" --slurpfile pd "$T/pd.json" --slurpfile cq "$T/cq.json" \
-		--slurpfile qp "$T/qp.json" --slurpfile srq "$T/srq.json" --slurpfile mr "$T/mr.json" \
-		--slurpfile cm_id "$T/cm_id.json" '
-		[ ($ctx[0][] | .k = "ctx"), ($pd[0][] | .k = "pd"), ($cq[0][] | .k = "cq"), ($qp[0][] | .k = "qp"),
-		  ($srq[0][] | .k = "srq"), ($mr[0][] | .k = "mr"), ($cm_id[0][] | .k = "cm_id") ]
-		| map(.owner = (if .pid then "p\($map[.pid | tostring])"
-				elif (.comm // "") != "" then "k" + (.comm | ltrimstr("[") | rtrimstr("]"))
-				else "u" end))
-		| group_by(.owner)
-		| map({ key: .[0].owner,
-			value: ({ ctx: 0, pd: 0, cq: 0, qp: 0, srq: 0, mr: 0, cm_id: 0 }
-				+ (group_by(.k) | map({ key: .[0].k, value: length }) | from_entries)
-				+ { mr_bytes: (map(select(.k == "mr") | .mrlen) | add // 0) }) })
-		| from_entries'
 }
 
 # The same shape from one rdmactl top JSON snapshot on stdin.
@@ -416,53 +372,22 @@ compare_with_rdma() {
 
 # --- counts from the monitor's counters (--no-qp-states; issue 32) ---------------------------------------
 
-# Start a monitor (-v tells whether its counts are complete); wait until it said either way.
-start_monitor() {
-	"$RDMACTL" monitor -v -j >"$T/mon" 2>"$T/mon.err" 3>&- &
-	mon=$!
-	pids+=("$mon")
-	wait_for 60 grep -q "counts complete\|no complete counts" "$T/mon.err" || { cat "$T/mon.err" >&2; return 1; }
+# One top --no-qp-states snapshot into $T/top.json, its processes into $T/got.
+top_procs() {
+	"$RDMACTL" top -b -n1 -j --no-qp-states >"$T/top.json" || return 1
+	top_grouped <"$T/top.json" | jq -S 'with_entries(select(.key | startswith("p")))' >"$T/got"
 }
 
-# iproute2's view, processes only (the counters have no kernel owners).
-rdma_procs() {
-	rdma_grouped | jq -S 'with_entries(select(.key | startswith("p")))'
-}
-
-# top --no-qp-states against iproute2's processes; the source must be $1. Looks again (3 times in all) while
-# they differ: iproute2's view may have moved meanwhile (a peer still setting up).
+# top --no-qp-states against iproute2's processes; the source must be $1.
 compare_counters() {
-	local i
-	for i in 1 2 3; do
-		"$RDMACTL" top -b -n1 -j --no-qp-states >"$T/top.json" || return 1
-		rdma_procs >"$T/want" || return 1
-		top_grouped <"$T/top.json" | jq -S 'with_entries(select(.key | startswith("p")))' >"$T/got"
-		cmp -s "$T/want" "$T/got" && break
-		sleep 1
-	done
+	settle_procs top_procs || return 1
 	jq -e --arg s "$1" '.source == $s' "$T/top.json" || { jq -c '{source, source_reason}' "$T/top.json" >&2; return 1; }
 	diff -u "$T/want" "$T/got"
 }
 
-# Byte $1 of the monitor's pinned status, as 0xNN.
-status_peek() {
-	bpftool -j map lookup pinned /sys/fs/bpf/rdmactl/status key 0 0 0 0 | jq -r --argjson o "$1" '.value[$o]'
-}
-
-# Write byte $2 (0xNN) at offset $1 of the monitor's pinned status (struct mon_status, bpf/restrack.h).
-status_poke() {
-	local v
-	v=$(bpftool -j map lookup pinned /sys/fs/bpf/rdmactl/status key 0 0 0 0 |
-		jq -r --argjson o "$1" --arg b "$2" '.value | .[$o] = $b | map(ltrimstr("0x")) | join(" ")')
-	bpftool map update pinned /sys/fs/bpf/rdmactl/status key 0 0 0 0 value hex $v
-}
-
 @test "counters: a monitor started with no user object: top --no-qp-states counts from it, equal to rdma res show; lost counts or a base the kernel disagrees with: the dump" {
-	start_monitor
-	grep -q "counts complete" "$T/mon.err"
-	start_holdres -q 13 -m 3M -t 4
-	local a=$hr
-	start_holdres -q 5 -m 100K -t 2
+	local a
+	monitor_then_holders
 	run compare_counters counters
 	assert_success
 	jq -e '.source_reason == null and all(.processes[]; .devices == null and .kind == "process" and (has("qp_states") | not))
