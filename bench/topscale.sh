@@ -14,8 +14,9 @@
 # A configuration that cannot be set up (a holder fails, or not ready in READY_TIMEOUT s) is said so and
 # skipped. Ends with one line per configuration to paste into doc/fleet-scale.md.
 # TOPSCALE_COUNTERS=1: an `rdmactl monitor` is started before the holders, and each round also times
-# `rdmactl top -b -n1 -j --no-qp-states`, which then counts from the monitor's counters (its JSON "source" is
-# checked once per configuration, its QPs too); a second table gives its ratio to rdma.
+# `rdmactl top -b -n1 -j --no-qp-states` and `rdmactl export --once --no-qp-states`, which then count from the
+# monitor's counters (top's JSON "source" and the scrape's rdmactl_counts_source are checked once per
+# configuration, their QPs too); a second table gives their ratios to rdma.
 #   bench/topscale.sh [RUNS [PROCS:QPS...]]   (build first: make bench; default 5, the six of issue 32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,7 +96,7 @@ top_qps() {
 	"$rdmactl" top -b -n1 -j | jq '[.processes[] | select(.comm == "holdres")] | "\(map(.qp) | add // 0) \(length)"' -r
 }
 export_qps() {
-	"$rdmactl" export --once | awk '/^rdmactl_objects\{.*type="qp"/ { n += $NF } END { print n + 0 }'
+	"$rdmactl" export --once "$@" | awk '/^rdmactl_objects\{.*type="qp"/ { n += $NF } END { print n + 0 }'
 }
 
 # with no QP held: what a start costs in memory (the per-QP figures are above this)
@@ -176,18 +177,26 @@ for c in "${configs[@]}"; do
 			jq -r '"\(.source) \([.processes[] | select(.comm == "holdres") | .qp] | add // 0)"')
 		echo "# top --no-qp-states: source $src, QPs of the holders $cq"
 		[ "$src" = counters ] && [ "$cq" = "$qps" ] || echo "COUNTERS NOT USED or wrong at $c: source $src, $cq QPs"
+		xsrc=$("$rdmactl" export --once --no-qp-states |
+			sed -nE 's/^rdmactl_counts_source\{source="([a-z]+)"(,reason="([a-z_]+)")?\} 1$/\1 \3/p')
+		xsrc=${xsrc% }
+		xq=$(export_qps --no-qp-states)
+		echo "# export --no-qp-states: source $xsrc, QPs of every cgroup $xq (the holders' $qps and none else)"
+		[ "$xsrc" = counters ] && [ "$xq" = "$qps" ] ||
+			echo "COUNTERS NOT USED or wrong in the scrape at $c: source $xsrc, $xq QPs"
 	fi
 
 	: >"$dir/top" && : >"$dir/export" && : >"$dir/rdma" && : >"$dir/ctl" && : >"$dir/rt" && : >"$dir/rx"
-	: >"$dir/cnt" && : >"$dir/rc"
+	: >"$dir/cnt" && : >"$dir/rc" && : >"$dir/xcnt" && : >"$dir/xrc"
 	for r in $(seq "$runs"); do
 		a=$(ms "$rdmactl" top -b -n1 -j) b=$(ms "$rdmactl" export --once)
 		d=$(ms rdma res show qp -j) e=$(ms "$rdmactl" --version)
 		if [ -n "$counters" ]; then
-			f=$(ms "$rdmactl" top -b -n1 -j --no-qp-states)
-			echo "$f" >>"$dir/cnt"
+			f=$(ms "$rdmactl" top -b -n1 -j --no-qp-states) g=$(ms "$rdmactl" export --once --no-qp-states)
+			echo "$f" >>"$dir/cnt" && echo "$g" >>"$dir/xcnt"
 			awk -v f="$f" -v d="$d" 'BEGIN { print f / d }' >>"$dir/rc"
-			printf 'round %d: top --no-qp-states (counters) %9.1f ms\n' "$r" "$f"
+			awk -v g="$g" -v d="$d" 'BEGIN { print g / d }' >>"$dir/xrc"
+			printf 'round %d: top --no-qp-states (counters) %9.1f ms  export --no-qp-states %9.1f ms\n' "$r" "$f" "$g"
 		fi
 		echo "$a" >>"$dir/top" && echo "$b" >>"$dir/export" && echo "$d" >>"$dir/rdma" && echo "$e" >>"$dir/ctl"
 		awk -v a="$a" -v d="$d" 'BEGIN { print a / d }' >>"$dir/rt"
@@ -222,10 +231,15 @@ for c in "${configs[@]}"; do
 	summary+=("$(cat "$dir/line")")
 	if [ -n "$counters" ]; then
 		cnt_ms=$(median <"$dir/cnt") rc=$(median <"$dir/rc")
+		xcnt_ms=$(median <"$dir/xcnt") xrc=$(median <"$dir/xrc")
 		printf '%-34s %10.1f ms  (%s)\n' "top -b -n1 -j --no-qp-states" "$cnt_ms" "$(span cnt)"
-		awk -v rc="$rc" 'BEGIN { printf "ratio top --no-qp-states/rdma %.4f (median of the rounds; goal <= 0.1 at 64k QPs)\n", rc }'
-		awk -v p="$procs" -v q="$qps" -v r="$rdma_ms" -v f="$cnt_ms" -v c="$ctl_ms" -v rc="$rc" -v s="$src" \
-			'BEGIN { printf "| %d | %d | %.1f | %.1f | %.1f | %.4f | %s |", p, q, r, f, c, rc, s }' >"$dir/line2"
+		printf '%-34s %10.1f ms  (%s)\n' "export --once --no-qp-states" "$xcnt_ms" "$(span xcnt)"
+		awk -v rc="$rc" -v xrc="$xrc" 'BEGIN { printf "ratio to rdma: top --no-qp-states %.4f, export --no-qp-states %.4f" \
+			" (medians of the rounds; goal <= 0.1 at 64k QPs)\n", rc, xrc }'
+		awk -v p="$procs" -v q="$qps" -v r="$rdma_ms" -v f="$cnt_ms" -v g="$xcnt_ms" -v c="$ctl_ms" -v rc="$rc" \
+			-v xrc="$xrc" -v s="$src" -v xs="$xsrc" \
+			'BEGIN { printf "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.4f | %.4f | %s, %s |", p, q, r, f, g, c, rc, xrc, s, xs }' \
+			>"$dir/line2"
 		summary2+=("$(cat "$dir/line2")")
 	fi
 	t1=$(date +%s)
@@ -241,7 +255,7 @@ printf '%s\n' "${summary[@]}"
 if [ -n "$counters" ]; then
 	echo
 	echo "## counters mode (monitor started before the holders; medians of $runs rounds, ms)"
-	echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j --no-qp-states | control | ratio | source |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+	echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j --no-qp-states | export --once --no-qp-states | control | top/rdma | export/rdma | source (top, export) |"
+	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 	printf '%s\n' "${summary2[@]}"
 fi
