@@ -468,6 +468,9 @@ static void kernel_quotas(const struct metrics_snap *s, struct prom_buf *b)
 		       "Entries of the kernel quota programs' table (RDMACTL_KQ_OBJECTS when they were loaded).");
 		single(b, "rdmactl_kernel_table_full_refusals_total", PROM_COUNTER, s->kq_table.full,
 		       "Limited creations the kernel refused because its quota programs' table was nearly full.");
+		single(b, "rdmactl_kernel_unfinished_scopes", PROM_GAUGE, s->kq_unfinished,
+		       "Scopes whose quota set --kernel was killed before its limit went in: no kernel limit is in "
+		       "force there (rdmactl quota show names them; set the limit again, or rdmactl quota gc).");
 	}
 	if (!s->kscopes)
 		return;

@@ -769,6 +769,13 @@ static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
 	ret = kq_enforcement(x->kq, why, sizeof(why));
 	s->kq_enforced = ret < 0 ? 0 : ret ? 1 : -1;
 	kq_table(x->kq, &s->kq_table);
+	{
+		struct kq_unfinished u;
+
+		/* while a set runs (1), what it has not finished is its own: none counted */
+		if (!kq_unfinished(x->kq, &u))
+			s->kq_unfinished = u.nscopes;
+	}
 	if (!s->nscopes)
 		return 0;
 	s->kscopes = calloc(s->nscopes, sizeof(*s->kscopes));

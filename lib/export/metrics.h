@@ -176,6 +176,7 @@ struct metrics_snap {
 	} *kscopes;
 	int kq_enforced;	/* kq_enforcement(): 1 every kernel limit enforced (or none), -1 not, 0 not read */
 	struct kq_table kq_table; /* the kernel quota programs' table of charged objects */
+	unsigned int kq_unfinished; /* scopes a killed quota set --kernel left without their limit (kq_unfinished) */
 	/* rdmacg */
 	struct metrics_rdmacg *rdmacg;
 	size_t nrdmacg;

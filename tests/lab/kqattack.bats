@@ -852,6 +852,8 @@ show_says_unfinished() {
 		(.kernel_usage == null or .kernel_usage == $w))' <<<"$j" >/dev/null || { echo "$j" >&2; false; }
 	run -1 "$RDMACTL" quota show --cgroup "$CG"
 	assert_output --partial "a 'quota set --kernel' was killed before its limit went in (cgroup $CG): no kernel limit is in force there"
+	run -0 "$RDMACTL" export --once
+	assert_line "rdmactl_kernel_unfinished_scopes 1"
 }
 
 @test "quota set --kernel SIGKILLed while it counts what exists: show says so and claims no limit, the next set counts exactly, gc clears it, nothing is left" {
@@ -893,6 +895,8 @@ show_says_unfinished() {
 	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
 	run -0 jq -e '.kernel_unfinished == [] and .kernel_count_unfinished == false and
 		.scopes[0].kinds.pd.kernel_limit == null' <<<"$output" || { echo "$output" >&2; false; }
+	run -0 "$RDMACTL" export --once
+	assert_line "rdmactl_kernel_unfinished_scopes 0"
 	[ "$(kq_state_field populating)" = 0 ] && [ "$(kq_state_field pop_want)" = 0 ]
 	run -0 "$RDMACTL" quota set pd "$lim" --cgroup "$CG" --kernel
 	assert_usage_is_netlink "$CG" kqverbs-static
