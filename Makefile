@@ -335,7 +335,8 @@ check-host: all check-unit check-fuzz
 LAB_KERNELS ?= stable backports
 # On kernels after the first, only the suites where kernels differ: BPF (monitor), RDMA netlink (top) and
 # the kernel's enforcement (kq, kqattack, kqdrv: BPF LSM), with the lab's own checks. The rest (preload,
-# pingpong, export's engines, Slurm, podman, rdma.max, and kqchaos: minutes a round) run once.
+# pingpong, export's engines, Slurm, podman, rdma.max, kqset: what rdmactl does with pids, namespaces, pins
+# and a killed set, and kqchaos: minutes a round) run once.
 LAB_SUITES_AGAIN ?= ^(00-lab|monitor|top|kq|kqattack|kqdrv)$$
 
 # LAB_JOBS: lab runs at once (tests/lab/check-all): one guest keeps about one host core busy. With more than
