@@ -42,6 +42,11 @@ int kq_count_limits_locked(struct kq *q);
 /* The pin root locked (an fd to close), or -errno: what is attached and the populations, one at a time. */
 int kq_lock(void);
 /*
+ * kqmaps.c: the pin root locked with flock(2)'s HOW (kq_lock's LOCK_EX; a reader's LOCK_SH | LOCK_NB): its
+ * descriptor (close it to unlock), or -errno, not said (-EWOULDBLOCK: held, not waited for).
+ */
+int kq_lock_root(int how);
+/*
  * kqload.c: record what the tasks of a new scope already hold (scope type; ids: its tgid, or the ids of its
  * cgroup and those below; none for global), from the kernel's lists; with the pin root locked and the
  * programs attached. kq_drop_found drops the records it made that no scope took (nothing charged).

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -49,9 +48,9 @@ int kq_open(bool create, struct kq **out)
 		err = kq_verify_dir(PIN_ROOT);
 		if (err)
 			goto fail;
-		lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (lock < 0 || flock(lock, LOCK_EX)) {
-			err = kq_fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
+		lock = kq_lock();
+		if (lock < 0) {
+			err = lock;
 			goto fail;
 		}
 	}

@@ -174,6 +174,27 @@ static int sync_ondemand(bool want, bool *attached)
 	return 0;
 }
 
+/* Whether a program attached on demand has no link (while limits exist: enforcement was taken away). */
+static bool ondemand_detached(void)
+{
+	char prog[256], link[256];
+	size_t i;
+
+	for (i = 0; i < KQ_NONDEMAND; i++) {
+		snprintf(prog, sizeof(prog), "%s/prog_%s", KQ_PIN_DIR, kq_ondemand[i]);
+		snprintf(link, sizeof(link), "%s/link_%s", KQ_PIN_DIR, kq_ondemand[i]);
+		if (!access(prog, F_OK) && access(link, F_OK))
+			return true;
+	}
+	return false;
+}
+
+/* The next attach generation, never 0 (kq_task.checked's "not checked"). */
+static void new_agen(struct kq *q)
+{
+	if (!__atomic_add_fetch(&q->st->agen, 1, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&q->st->agen, 1, __ATOMIC_SEQ_CST);
+}
 
 /* Empty a hash map keyed by __u64 (kq_objs, kq_gone). */
 static void empty_map(int fd)
@@ -328,17 +349,11 @@ static int set_dyn_major(struct kq *q)
 
 int kq_lock(void)
 {
-	int lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int lock = kq_lock_root(LOCK_EX);
 
-	if (lock < 0 || flock(lock, LOCK_EX)) {
-		int err = kq_fail(-errno, "cannot lock %s: %s", PIN_ROOT, strerror(errno));
-
-		if (lock >= 0)
-			close(lock);
-		return err;
-	}
-	return lock;
+	return lock < 0 ? kq_fail(lock, "cannot lock %s: %s", PIN_ROOT, strerror(-lock)) : lock;
 }
+
 
 /* kq_objs emptied with nothing attached (no program inserts or deletes meanwhile): its count is 0. */
 static void empty_objs(struct kq *q)
@@ -386,19 +401,20 @@ int kq_count_limits_locked(struct kq *q)
 		 */
 		if (!__atomic_load_n(&q->st->nlimits, __ATOMIC_SEQ_CST) && access(begin, F_OK) && !access(prog, F_OK))
 			empty_objs(q);
+		/*
+		 * A first limit, or programs attached again while limits stayed (their links were taken away): a
+		 * new attach generation (never 0) before the programs look, so that no thread's mark from an
+		 * earlier attach (kq_task.checked) makes the backstop kill a creation that came in unseen
+		 */
+		if (!__atomic_load_n(&q->st->nlimits, __ATOMIC_SEQ_CST) || ondemand_detached() ||
+		    !__atomic_load_n(&q->st->agen, __ATOMIC_SEQ_CST))
+			new_agen(q);
 		err = sync_ondemand(true, NULL);
 		if (err) {
 			sync_ondemand(false, NULL);
 			return err;
 		}
 	}
-	/*
-	 * A first limit: a new attach generation (never 0) before the programs look, so that no thread's mark
-	 * from an earlier attach (kq_task.checked) makes the backstop kill a creation that came in before this one
-	 */
-	if (n && !__atomic_load_n(&q->st->nlimits, __ATOMIC_SEQ_CST) &&
-	    !__atomic_add_fetch(&q->st->agen, 1, __ATOMIC_SEQ_CST))
-		__atomic_add_fetch(&q->st->agen, 1, __ATOMIC_SEQ_CST);
 	/* the types a limit is looked up by before the count that makes the programs look (when none: no look) */
 	if (n)
 		__atomic_store_n(&q->st->types, types, __ATOMIC_SEQ_CST);

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -237,6 +237,20 @@ bool kq_limit_in_force(const struct kq_limit *lim)
 	return false;
 }
 
+int kq_lock_root(int how)
+{
+	int lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (lock < 0)
+		return -errno;
+	if (flock(lock, how)) {
+		err = -errno;
+		close(lock);
+		return err;
+	}
+	return lock;
+}
+
 int kq_unfinished(struct kq *q, struct kq_unfinished *u)
 {
 	struct kq_scope key, *prev = NULL;
@@ -251,14 +265,9 @@ int kq_unfinished(struct kq *q, struct kq_unfinished *u)
 	 * free, a scope without one, or a population's flag, is what a killed set left. A shared lock, not
 	 * waited for: a reader never delays a set, and a set that starts meanwhile waits for this one.
 	 */
-	lock = open(PIN_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	lock = kq_lock_root(LOCK_SH | LOCK_NB);
 	if (lock < 0)
-		return -errno;
-	if (flock(lock, LOCK_SH | LOCK_NB)) {
-		ret = errno == EWOULDBLOCK ? 1 : -errno;
-		close(lock);
-		return ret;
-	}
+		return lock == -EWOULDBLOCK ? 1 : lock;
 	while (!bpf_map_get_next_key(q->fd[M_LIMITS], prev, &key)) {
 		if (!bpf_map_lookup_elem(q->fd[M_LIMITS], &key, &lim) && !kq_limit_in_force(&lim)) {
 			if (u->nscopes < KQ_UNFINISHED_MAX)

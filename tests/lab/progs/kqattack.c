@@ -48,8 +48,9 @@
  *       Registers N MRs of 64 KiB, then changes the first one's access with the REREG_MR command (through
  *       INVOKE_WRITE): the kernel allocates a second MR object for the call (the driver may make a new MR),
  *       one past N for a moment. Prints "rereg mrs=N errno=E", then "alive" (not killed).
- *   kqattack inflight -m before|after -W START [-d DEV] [-c N] [-H FILE]
- *       An honest creation in flight while a limit comes: allocates N PDs (default 1), then sends
+ *   kqattack inflight -m before|after -W START [-d DEV] [-c N] [-R READY] [-H FILE]
+ *       An honest creation in flight while a limit comes: allocates N PDs (default 1) (with -R: then
+ *       prints "made" and waits for READY: a test takes the programs away meanwhile), then sends
  *       ALLOC_PD through INVOKE_WRITE whose input (before: the kernel blocks before it allocates the object)
  *       or output (after: it blocks once the object is allocated, before its commit) is on a page that
  *       userfaultfd holds. Once the kernel waits on it, prints "blocked" and waits for START (a test sets
@@ -688,7 +689,7 @@ static void *inflight_resolver(void *arg)
 	return NULL;
 }
 
-static int cmd_inflight(const char *when, const char *start, int n, const char *hold)
+static int cmd_inflight(const char *when, const char *start, int n, const char *ready, const char *hold)
 {
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = {};
@@ -711,6 +712,7 @@ static int cmd_inflight(const char *when, const char *start, int n, const char *
 			fprintf(stderr, "kqattack: ibv_alloc_pd: %s\n", strerror(errno));
 			return 1;
 		}
+	wait_file(ready, "made");
 	/* a fault the kernel takes (its copy from or to the page): not a user-mode-only descriptor (root) */
 	f.uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	f.page = mmap(NULL, f.pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -745,7 +747,7 @@ static int cmd_inflight(const char *when, const char *start, int n, const char *
 
 int main(int argc, char **argv)
 {
-	const char *mode, *hold = NULL, *kind = "pd", *method = NULL, *startfile = NULL, *sock = NULL;
+	const char *mode, *hold = NULL, *ready = NULL, *kind = "pd", *method = NULL, *startfile = NULL, *sock = NULL;
 	int tpid = 0, tfd = -1;
 	bool viawrite = false;
 	int opt, children = 20, pad = 16, threads = 2;
@@ -757,13 +759,14 @@ int main(int argc, char **argv)
 		goto usage;
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:c:p:H:W:wa:l:ok:m:t:r:S:P:f:F")) != -1) {
+	while ((opt = getopt(argc, argv, "d:c:p:H:W:R:wa:l:ok:m:t:r:S:P:f:F")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'c': children = atoi(optarg); cgiven = true; break;
 		case 'p': pad = atoi(optarg); break;
 		case 'H': hold = optarg; break;
 		case 'W': startfile = optarg; break;
+		case 'R': ready = optarg; break;
 		case 'w': viawrite = true; break;
 		case 'a': start = strtoull(optarg, NULL, 0); break;
 		case 'l': length = strtoull(optarg, NULL, 0); break;
@@ -801,7 +804,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "rereg"))
 		return cmd_rereg(children);
 	if (!strcmp(mode, "inflight") && method)
-		return cmd_inflight(method, startfile, cgiven ? children : 1, hold);
+		return cmd_inflight(method, startfile, cgiven ? children : 1, ready, hold);
 usage:
 	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|clonefiles|rereg|inflight [options] (see the source)\n");
 	return 2;
