@@ -88,6 +88,7 @@ fail:
 struct idset {
 	uint64_t *v;
 	size_t n, cap;
+	bool sorted; /* idset_sort since the last add: looked up by halves */
 };
 
 static int idset_add(struct idset *s, uint64_t id)
@@ -102,13 +103,31 @@ static int idset_add(struct idset *s, uint64_t id)
 		s->cap = cap;
 	}
 	s->v[s->n++] = id;
+	s->sorted = false;
 	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorted, for a set asked about many times (the rescan: once a record, a cgroup tree's ids). */
+static void idset_sort(struct idset *s)
+{
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+	s->sorted = true;
 }
 
 static bool idset_has(const struct idset *s, uint64_t id)
 {
 	size_t i;
 
+	if (s->sorted)
+		return s->n && bsearch(&id, s->v, s->n, sizeof(*s->v), cmp_u64);
 	for (i = 0; i < s->n; i++)
 		if (s->v[i] == id)
 			return true;
@@ -162,51 +181,112 @@ static int charge_slot(const struct kq_obj *o, const struct kq_scope *sc, __u32 
 }
 
 /*
+ * One record of the rescan: whether scope sc (of epoch epoch) takes it (o is given the scope, to be written
+ * back), or not (*found_left: a population's record charged to no scope that it left, for kq_drop_found).
+ */
+static bool rescan_takes(struct kq_obj *o, const struct kq_scope *sc, __u32 epoch, const struct idset *cg,
+			 bool *found_left)
+{
+	bool mine, found = o->pad == KQ_OBJ_FOUND && !o->n;
+	int at;
+
+	*found_left = false;
+	if ((sc->type == KQ_SCOPE_PID && o->tgid != KQ_PID_TGID(sc->id)) ||
+	    (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o->cgid))) {
+		*found_left = found;
+		return false;
+	}
+	at = charge_slot(o, sc, epoch, &mine);
+	if (mine || at < 0 || (o->kind >= KQ_NK && !o->bytes)) {
+		*found_left = found;
+		return false; /* counted by nothing (a DEVX UMEM is counted by its bytes alone) */
+	}
+	o->sc[at] = *sc;
+	o->sc[at].epoch = epoch;
+	if (at == o->n)
+		o->n++;
+	return true;
+}
+
+/* One record read by the rescan (key, o): given the scope and counted into base when the scope takes it. */
+static void rescan_one(struct kq *q, __u64 key, struct kq_obj *o, const struct kq_scope *sc, __u32 epoch,
+		       const struct idset *cg, __s64 base[KQ_NK], size_t *untaken)
+{
+	bool left;
+
+	if (!rescan_takes(o, sc, epoch, cg, &left)) {
+		*untaken += left;
+		return;
+	}
+	if (bpf_map_update_elem(q->fd[M_OBJS], &key, o, BPF_EXIST)) {
+		/* ENOENT: destroyed meanwhile, nothing to drop (n == 1: it had no scope before this one) */
+		*untaken += o->pad == KQ_OBJ_FOUND && o->n == 1 && errno != ENOENT;
+		return;
+	}
+	if (o->kind < KQ_NK)
+		base[o->kind]++;
+	if (o->bytes)
+		base[KQ_MR_BYTES] += (__s64)o->bytes;
+}
+
+/* The rescan a record at a time: where the kernel has no batch operations on hash maps, and to finish one. */
+static void rescan_each(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg,
+			__s64 base[KQ_NK], size_t *untaken)
+{
+	__u64 key, next, *prev = NULL;
+	struct kq_obj o;
+
+	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o))
+			rescan_one(q, key, &o, sc, epoch, cg, base, untaken);
+	}
+}
+
+#define RESCAN_BATCH 1024
+
+/*
  * Count into base what the scope's processes hold and was not charged to it (cg: a cgroup scope's ids), and
  * mark those objects as charged to it so that their destroy gives it back. An object destroyed meanwhile
  * fails the BPF_EXIST update and is left out, as it should be. *untaken: the population's records (charged
  * to no scope) that the scope did not take, which kq_drop_found must remove; the walk sees every record
- * that exists throughout (a key deleted under it sends get_next_key back to the first), and only the
- * population makes such records, so with none seen there is nothing to drop.
+ * that exists throughout, and only the population makes such records, so with none seen there is nothing to
+ * drop. The table is read RESCAN_BATCH records a call (a hash map's batch: bucket by bucket, each bucket
+ * whole), each record it takes written back alone (a batch update has no BPF_EXIST); a kernel without batch
+ * reads, or one that fails, has the rest done a record at a time, from the start (a record already given
+ * the scope is taken again by nobody: charge_slot's "mine").
  */
 static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg, __s64 base[KQ_NK],
 		  size_t *untaken)
 {
-	__u64 key, next, *prev = NULL;
-	struct kq_obj o;
-	bool mine, found;
-	int at;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u64 *keys = malloc(RESCAN_BATCH * sizeof(*keys));
+	struct kq_obj *vals = malloc(RESCAN_BATCH * sizeof(*vals));
+	__u32 in = 0, out = 0, n, i;
+	bool first = true, end = false;
+	int err;
 
 	*untaken = 0;
-	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o))
-			continue;
-		found = o.pad == KQ_OBJ_FOUND && !o.n;
-		if ((sc->type == KQ_SCOPE_PID && o.tgid != KQ_PID_TGID(sc->id)) ||
-		    (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o.cgid))) {
-			*untaken += found;
-			continue;
-		}
-		at = charge_slot(&o, sc, epoch, &mine);
-		if (mine || at < 0 || (o.kind >= KQ_NK && !o.bytes)) {
-			*untaken += found;
-			continue; /* counted by nothing (a DEVX UMEM is counted by its bytes alone) */
-		}
-		o.sc[at] = *sc;
-		o.sc[at].epoch = epoch;
-		if (at == o.n)
-			o.n++;
-		if (bpf_map_update_elem(q->fd[M_OBJS], &key, &o, BPF_EXIST)) {
-			*untaken += found && errno != ENOENT; /* ENOENT: destroyed meanwhile, nothing to drop */
-			continue;
-		}
-		if (o.kind < KQ_NK)
-			base[o.kind]++;
-		if (o.bytes)
-			base[KQ_MR_BYTES] += (__s64)o.bytes;
+	if (!keys || !vals)
+		goto each;
+	while (!end) {
+		n = RESCAN_BATCH;
+		err = bpf_map_lookup_batch(q->fd[M_OBJS], first ? NULL : &in, &out, keys, vals, &n, &opts);
+		if (err && errno != ENOENT)
+			goto each; /* EINVAL (no batch operations), ENOSPC (a bucket larger than a batch) */
+		end = err; /* ENOENT: the last buckets, n records in them */
+		first = false;
+		in = out;
+		for (i = 0; i < n; i++)
+			rescan_one(q, keys[i], &vals[i], sc, epoch, cg, base, untaken);
 	}
+	goto out;
+each:
+	rescan_each(q, sc, epoch, cg, base, untaken);
+out:
+	free(keys);
+	free(vals);
 	return 0;
 }
 
@@ -228,8 +308,10 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 	}
 	err = kq_populate(q, sc->type, sc->type == KQ_SCOPE_CGROUP ? cg.v : &one,
 			  sc->type == KQ_SCOPE_CGROUP ? cg.n : sc->type == KQ_SCOPE_PID);
-	if (!err)
+	if (!err) {
+		idset_sort(&cg);
 		err = rescan(q, sc, lim->epoch, &cg, lim->base, &untaken);
+	}
 	/*
 	 * after the rescan gave files' records the scope, never before: a thread that cached "this file has no
 	 * scopes" since looks again (bpf/kqcharge.bpf.h, free_of), before the limit goes in
@@ -595,6 +677,7 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed, unsigned int 
 		err = kq_foreach(q, gc_list, &g);
 	if (!err)
 		err = collect_cgroups(cgroot, &cg, 0);
+	idset_sort(&cg);
 	for (i = 0; !err && i < g.n; i++) {
 		const struct kq_scope *sc = &g.sc[i];
 		bool dead = false;
