@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# The kernel quota suites' helpers (kq, kqattack, kqdrv, kqchaos): a cgroup to run in, the kernel's own
-# counts from RDMA netlink, and the check that the kernel quota's usage equals them.
+# The kernel quota suites' helpers (kq, kqattack, kqset, kqdrv, kqchaos): their setup, a cgroup to run in,
+# the kernel's own counts from RDMA netlink, and the check that the kernel quota's usage equals them.
 
 # Run a command inside cgroup $CG (or the cgroup in $INCG).
 in_cg() {
@@ -26,4 +26,15 @@ assert_usage_is_netlink() {
 	want=$(rdma -j res show mr | jq --arg c "$*" '[.[] | select(.comm as $n | $c | split(" ") | index($n)) | .mrlen] | add // 0')
 	jq -e --argjson w "$want" '(.scopes[0].kinds.mr_bytes.kernel_usage // 0) == $w' <<<"$j" >/dev/null ||
 		{ echo "mr_bytes: netlink $want, kernel usage:" >&2; jq -c '.scopes[0].kinds' <<<"$j" >&2; return 1; }
+}
+
+# The kernel quota suites' setup: the lab with BPF LSM active, a ledger of the suite's own (named for $1) and
+# a cgroup of each test's own ($CG).
+kq_setup() {
+	require_lab
+	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; return 1; }
+	export RDMACTL_LEDGER=/dev/shm/rdmactl-$1-lab.$$
+	run -0 "$RDMACTL" quota init
+	CG=/sys/fs/cgroup/rdmactl-$1.$$.$BATS_TEST_NUMBER
+	mkdir "$CG"
 }

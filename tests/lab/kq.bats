@@ -11,12 +11,7 @@ KQS=$BUILD/lab-progs/kqverbs-static
 PIN=/sys/fs/bpf/rdmactl/kq
 
 setup() {
-	require_lab
-	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; return 1; }
-	export RDMACTL_LEDGER=/dev/shm/rdmactl-kq-lab.$$
-	run -0 "$RDMACTL" quota init
-	CG=/sys/fs/cgroup/rdmactl-kq.$$.$BATS_TEST_NUMBER
-	mkdir "$CG"
+	kq_setup kq
 	PIDS=()
 }
 

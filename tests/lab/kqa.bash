@@ -8,15 +8,10 @@ KQK=$BUILD/lab-progs/kqkillpop
 PIN=/sys/fs/bpf/rdmactl/kq
 
 setup() {
-	require_lab
-	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; return 1; }
-	export RDMACTL_LEDGER=/dev/shm/rdmactl-kqa-lab.$$
-	run -0 "$RDMACTL" quota init
+	kq_setup kqa
 	# the kernel limits other suites left on processes and cgroups that are gone (a process limit anywhere
 	# counts on every path)
 	"$RDMACTL" quota gc >/dev/null 2>&1 || true
-	CG=/sys/fs/cgroup/rdmactl-kqa.$$.$BATS_TEST_NUMBER
-	mkdir "$CG"
 	PIDS=()
 	DEVS=()
 }

@@ -572,13 +572,29 @@ give_from() {
 	run -0 jq -e '.kernel_records <= 4' <<<"$output" || { echo "$output" >&2; false; }
 }
 
+# After kqattack inflight (output $1, pid $2) was let go: its PD made and counted (2 PDs over a limit of 1, as
+# a limit set under what exists), the next refused, nobody killed, the kernel's usage that of netlink; released.
+inflight_counted() {
+	wait_for 60 grep -q holding "$1" || { cat "$1" >&2; wait "$2" || echo "exit $?" >&2; false; }
+	run -0 cat "$1"
+	assert_line "inflight pd errno=0"
+	assert_line "next pd errno=122"
+	assert_line alive
+	assert_usage_is_netlink "$CG" kqattack
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	run -0 jq -e '.scopes[0].kinds.pd | .kernel_usage == 2 and .kernel_killed == 0' <<<"$output"
+	touch "$BATS_TEST_TMPDIR/release"
+	wait "$2"
+	assert_usage_is_netlink "$CG" kqattack
+}
+
 # An honest creation inside the kernel while the first limit comes, so that the programs attach during the
 # call: its object is counted like one that existed before the limit, and its thread is never killed (the
 # chaos with attaching, 6.12, 2026-11-27: a churner killed so). kqattack inflight holds the call on a page
 # that userfaultfd keeps, before the allocation (no reservation: the ioctl hook was not attached when it came
 # in) or between the allocation and the commit (no record: kq_begin was not attached either).
 @test "a creation in flight while the first limit attaches the programs is counted, not killed: held before its allocation, and before its commit" {
-	local m out=$BATS_TEST_TMPDIR/inflight pid j
+	local m out=$BATS_TEST_TMPDIR/inflight pid
 	for m in before after; do
 		rm -f "$BATS_TEST_TMPDIR/go" "$BATS_TEST_TMPDIR/release"
 		in_cg "$KQA" inflight -m "$m" -W "$BATS_TEST_TMPDIR/go" -H "$BATS_TEST_TMPDIR/release" >"$out.$m" 2>&1 3>&- &
@@ -588,18 +604,7 @@ give_from() {
 		# no limit anywhere: the programs are not attached; this one attaches them (1 PD held, the second in flight)
 		run -0 "$RDMACTL" quota set pd 1 --cgroup "$CG" --kernel
 		touch "$BATS_TEST_TMPDIR/go"
-		wait_for 60 grep -q holding "$out.$m" || { cat "$out.$m" >&2; wait "$pid" || echo "$m: exit $?" >&2; false; }
-		run -0 cat "$out.$m"
-		assert_line "inflight pd errno=0"
-		assert_line "next pd errno=122"
-		assert_line alive
-		# counted (2 PDs over a limit of 1, as a limit set under what exists), and nobody was killed
-		assert_usage_is_netlink "$CG" kqattack
-		run -0 "$RDMACTL" -j quota show --cgroup "$CG"
-		run -0 jq -e '.scopes[0].kinds.pd | .kernel_usage == 2 and .kernel_killed == 0' <<<"$output"
-		touch "$BATS_TEST_TMPDIR/release"
-		wait "$pid"
-		assert_usage_is_netlink "$CG" kqattack
+		inflight_counted "$out.$m" "$pid"
 		run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
 	done
 }
@@ -623,15 +628,7 @@ give_from() {
 		# another scope's limit attaches them again while the call is inside the kernel
 		run -0 "$RDMACTL" quota set qp 100 --cgroup "$CG/other" --kernel
 		touch "$BATS_TEST_TMPDIR/go"
-		wait_for 60 grep -q holding "$out.$m" || { cat "$out.$m" >&2; wait "$pid" || echo "$m: exit $?" >&2; false; }
-		run -0 cat "$out.$m"
-		assert_line "inflight pd errno=0"
-		assert_line "next pd errno=122"
-		assert_line alive
-		run -0 "$RDMACTL" -j quota show --cgroup "$CG"
-		run -0 jq -e '.scopes[0].kinds.pd | .kernel_usage == 2 and .kernel_killed == 0' <<<"$output"
-		touch "$BATS_TEST_TMPDIR/release"
-		wait "$pid"
+		inflight_counted "$out.$m" "$pid"
 		run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
 		run -0 "$RDMACTL" quota unset qp --cgroup "$CG/other" --kernel
 	done

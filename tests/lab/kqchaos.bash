@@ -10,13 +10,8 @@ NCHURN=${KQCHAOS_CHURNERS:-6}
 ITER=${KQCHAOS_ITER:-2}
 
 setup() {
-	require_lab
-	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; return 1; }
-	export RDMACTL_LEDGER=/dev/shm/rdmactl-kqc-lab.$$
-	run -0 "$RDMACTL" quota init
+	kq_setup kqc
 	"$RDMACTL" quota gc >/dev/null 2>&1 || true
-	CG=/sys/fs/cgroup/rdmactl-kqc.$$.$BATS_TEST_NUMBER
-	mkdir "$CG"
 	CHURN=()
 }
 
