@@ -253,7 +253,8 @@ static void rescan_each(struct kq *q, const struct kq_scope *sc, __u32 epoch, co
  * to no scope) that the scope did not take, which kq_drop_found must remove; the walk sees every record
  * that exists throughout, and only the population makes such records, so with none seen there is nothing to
  * drop. The table is read RESCAN_BATCH records a call (a hash map's batch: bucket by bucket, each bucket
- * whole), each record it takes written back alone (a batch update has no BPF_EXIST); a kernel without batch
+ * whole) to find what the scope takes; each of those is read again and written back alone (a batch update
+ * has no BPF_EXIST), so that nothing is written from a copy older than a lookup. A kernel without batch
  * reads, or one that fails, has the rest done a record at a time, from the start (a record already given
  * the scope is taken again by nobody: charge_slot's "mine").
  */
@@ -278,8 +279,23 @@ static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const st
 		end = err; /* ENOENT: the last buckets, n records in them */
 		first = false;
 		in = out;
-		for (i = 0; i < n; i++)
-			rescan_one(q, keys[i], &vals[i], sc, epoch, cg, base, untaken);
+		for (i = 0; i < n; i++) {
+			struct kq_obj now, was = vals[i];
+			bool left;
+
+			/*
+			 * Taken: read again, just before the write, as the walk a record at a time does. The batch's
+			 * copy can be a millisecond old: its object destroyed since and a new one made at the same
+			 * address (a key the programs recorded anew), which the write would overwrite with the old
+			 * record (churn in the lab left contexts charged so).
+			 */
+			if (!rescan_takes(&was, sc, epoch, cg, &left)) {
+				*untaken += left;
+				continue;
+			}
+			if (!bpf_map_lookup_elem(q->fd[M_OBJS], &keys[i], &now))
+				rescan_one(q, keys[i], &now, sc, epoch, cg, base, untaken);
+		}
 	}
 	goto out;
 each:
