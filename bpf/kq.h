@@ -153,8 +153,8 @@ struct kq_state {
 	 */
 	__u32 fgen;
 	/*
-	 * Attaches so far (never 0 while attached): rdmactl adds 1 when the programs are attached for a first
-	 * limit (lib/kq/kqload.c), before the programs look for limits. The ioctl hook marks a thread it checked
+	 * Attaches so far (never 0 while attached): rdmactl adds 1 before it attaches the programs (a first
+	 * limit, or links taken away while limits stayed: lib/kq/kqload.c), before the programs look for limits. The ioctl hook marks a thread it checked
 	 * as limited with it (kq_task.checked), so that the backstop kills only a creation whose very call was
 	 * checked (bpf/kqcharge.bpf.h, backstop_kills): one that came in before the attach is counted, not killed.
 	 */

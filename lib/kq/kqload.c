@@ -354,7 +354,6 @@ int kq_lock(void)
 	return lock < 0 ? kq_fail(lock, "cannot lock %s: %s", PIN_ROOT, strerror(-lock)) : lock;
 }
 
-
 /* kq_objs emptied with nothing attached (no program inserts or deletes meanwhile): its count is 0. */
 static void empty_objs(struct kq *q)
 {
