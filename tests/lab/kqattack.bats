@@ -577,6 +577,10 @@ trampolines() {
 	grep -c ' bpf_trampoline_' /proc/kallsyms || true
 }
 
+trampolines_at_most() {
+	[ "$(trampolines)" -le "$1" ]
+}
+
 # After kqattack inflight (output $1, pid $2) was let go: its PD made and counted (2 PDs over a limit of 1, as
 # a limit set under what exists), the next refused, nobody killed, the kernel's usage that of netlink; released.
 inflight_counted() {
@@ -631,7 +635,7 @@ inflight_counted() {
 		rm -f "$PIN"/link_kq_*
 		# a link whose pin is removed is released later, from a work queue (6.12: about 1 s after it is no
 		# longer listed), its trampoline with it: until only those from before the first limit are left
-		wait_for 60 bash -c "[ \$(grep -c ' bpf_trampoline_' /proc/kallsyms) -le $base ]"
+		wait_for 60 trampolines_at_most "$base"
 		touch "$BATS_TEST_TMPDIR/ready"
 		wait_for 60 grep -q blocked "$out.$m" || { cat "$out.$m" >&2; false; }
 		# another scope's limit attaches them again while the call is inside the kernel
