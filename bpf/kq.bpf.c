@@ -100,12 +100,15 @@ struct {
 	__type(value, struct kq_state);
 } kq_state SEC(".maps");
 
-/* Keys destroyed while the population runs (kq_state.populating): the iterator drops its record of them. */
+/*
+ * Keys destroyed while a new scope is counted (kq_state.populating): the population's walk drops its record of
+ * them, the rescan learns whether the destroy gave back the scope's charge (KQ_GONE_*).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1 << 14);
 	__type(key, __u64);
-	__type(value, __u8);
+	__type(value, __u64);
 } kq_gone SEC(".maps");
 
 /*
@@ -721,24 +724,84 @@ int BPF_PROG(kq_receive, struct file *file)
 	return types ? crossing(ufile_of(file), types) : 0;
 }
 
+/* Is o charged to scope sc (of its epoch)? */
+static __always_inline bool charged_to(const struct kq_obj *o, const struct kq_scope *sc)
+{
+	int i;
+
+	for (i = 0; i < KQ_MAXCHG; i++) {
+		if (i >= o->n)
+			break;
+		if (o->sc[i].type == sc->type && o->sc[i].id == sc->id && o->sc[i].epoch == sc->epoch)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A destroy while a new scope is counted (kq_state.populating): the key is marked in kq_gone first (the
+ * population's walk drops its record of a marked key: bpf/kqpop.bpf.h), numbered; the record is deleted,
+ * then what it held given back from a copy, and the mark says last whether that named the scope counted
+ * (KQ_GONE_*). The rescan replaces records to give them the scope: a destroy that read one before its
+ * replacement deletes the new one and gives back the old charges, and the rescan, seeing KQ_GONE_WITHOUT
+ * and no record, does not count it (lib/kq/kq.c rescan_one). Without a limit nothing was charged.
+ */
+static __always_inline void forget_counting(struct kq_state *st, __u64 key)
+{
+	__u64 seq = __sync_fetch_and_add(&st->gone_seq, 1) + 1, mark = (seq << 2) | KQ_GONE_BUSY, *g;
+	struct kq_obj *o, v;
+
+	if (bpf_map_update_elem(&kq_gone, &key, &mark, BPF_ANY))
+		__sync_fetch_and_add(&st->pop_miss, 1); /* not marked: the count cannot be proven (retried, or refused) */
+	mark = (seq << 2) | KQ_GONE_WITHOUT;
+	o = bpf_map_lookup_elem(&kq_objs, &key);
+	if (o) {
+		v = *o;
+		if (!bpf_map_delete_elem(&kq_objs, &key)) {
+			__sync_fetch_and_add(&st->nobjs, -1);
+			if (st->nlimits)
+				credit(&v);
+			if (charged_to(&v, &st->pop_scope))
+				mark = (seq << 2) | KQ_GONE_WITH;
+		}
+	}
+	g = bpf_map_lookup_elem(&kq_gone, &key);
+	if (g)
+		*(volatile __u64 *)g = mark; /* last: the rescan waits while it says KQ_GONE_BUSY */
+}
+
 /*
  * An object is gone: give back what it was charged (while no limit exists, nothing was: only forget it).
- * While the population runs, the key is marked in kq_gone first, before the delete (see kq_found_obj).
+ * While a new scope is counted: forget_counting.
  */
 static __always_inline void forget(__u64 key)
 {
 	struct kq_state *st = state();
 	struct kq_obj *o;
-	__u8 one = 1;
 
 	if (!st)
 		return;
-	if (st->populating && bpf_map_update_elem(&kq_gone, &key, &one, BPF_ANY))
-		__sync_fetch_and_add(&st->pop_miss, 1);
+	if (st->populating) {
+		forget_counting(st, key);
+		return;
+	}
 	if (st->nlimits) {
 		o = bpf_map_lookup_elem(&kq_objs, &key);
 		if (!o)
 			return; /* charged to nothing (not recorded) */
+		if (o->pad == KQ_OBJ_FOUND) {
+			/*
+			 * The population's: given back only by whoever deletes it (the walk deletes such a record of
+			 * an object it finds gone, and takes back its count then: bpf/kqpop.bpf.h found_obj)
+			 */
+			struct kq_obj v = *o;
+
+			if (!bpf_map_delete_elem(&kq_objs, &key)) {
+				__sync_fetch_and_add(&st->nobjs, -1);
+				credit(&v);
+			}
+			return;
+		}
 		credit(o);
 	}
 	if (!bpf_map_delete_elem(&kq_objs, &key))

@@ -171,6 +171,20 @@ struct kq_state {
 	 * uverbs calls' returns, every allocation of a task without limits) skip the thread's storage.
 	 */
 	__s64 nresv;
+	/*
+	 * During a population (rdmactl, before pop_want; the iterators only read it): the scope whose first count
+	 * it is, with that scope's epoch. Each record the population makes is charged to it as it is inserted, so
+	 * that the rescan has nothing to write for those (bpf/kqpop.bpf.h).
+	 */
+	struct kq_scope pop_scope;
+	/* Destroys seen while a new scope was counted, each numbered in its kq_gone mark (the programs' atomic adds) */
+	__u64 gone_seq;
+	/*
+	 * What the population's records were charged (the programs add with atomics as they insert and drop
+	 * records, rdmactl subtracts what it drops and zeroes it before a population): the new scope's usage
+	 * from before its limit, taken into kq_limit.base as the rescan's count is.
+	 */
+	__s64 pop_base[KQ_NK] __attribute__((aligned(64)));
 };
 
 /*
@@ -181,8 +195,23 @@ struct kq_state {
  */
 #define KQ_OBJS_ROOM(max) ((max) / 16)
 
-/* kq_obj.pad of a record the population made (not a program): not yet charged to anything. */
+/*
+ * kq_obj.pad of a record the population made (not a program), charged to kq_state.pop_scope at its insert. A
+ * destroy deletes such a record before it gives back its charges (from a copy), so that the population, which
+ * deletes a record it made of an object gone meanwhile, and the destroy never both give it back.
+ */
 #define KQ_OBJ_FOUND 1
+/*
+ * kq_gone's value: what a destroy did with its key's record while a new scope is counted (kq_state.populating:
+ * the population's walk, then the rescan). (seq << 2) | state, seq from kq_state.gone_seq; the state is final
+ * only after the destroy's delete. The rescan replaces a record to give it the new scope; a destroy that read
+ * the record before the replacement deletes the new one and gives back the old charges (KQ_GONE_WITHOUT): the
+ * rescan must then not count it (lib/kq/kq.c rescan_one).
+ */
+#define KQ_GONE_BUSY 1    /* the destroy is under way */
+#define KQ_GONE_WITHOUT 2 /* done: what it gave back did not name kq_state.pop_scope (or it deleted nothing) */
+#define KQ_GONE_WITH 3    /* done: it gave back a charge to kq_state.pop_scope */
+#define KQ_GONE_STATE(v) ((v) & 3)
 #define KQ_OBJ_REREG 2 /* rereg's second MR object: charged at its commit, if the kernel keeps it */
 #define KQ_TYPE_VALID 1u
 #define KQ_TYPE(scope_type) (1u << (scope_type))

@@ -19,7 +19,9 @@
  * the file. The first task that shows a file
  * wins (a file shared by several processes, through fork or fd passing, is theirs); later sightings find
  * it walked (kq_walked: once a round, however many fds and mappings show it) and walk nothing. Every insert
- * is BPF_NOEXIST: a record a program made meanwhile wins.
+ * is BPF_NOEXIST: a record a program made meanwhile wins. Each record is charged to the scope being counted
+ * (kq_state.pop_scope) as it is inserted, its count added to kq_state.pop_base (the new limit's base), so
+ * that user space writes none of them back (lib/kq/kq.c rescan; that was two bpf() calls a record).
  *
  * Races, with the programs attached before the walk starts and kq_state.populating set before they are:
  * - an object created meanwhile: its kq_begin (or, when it began before the attach, kq_commit) records it;
@@ -27,7 +29,9 @@
  * - an object destroyed meanwhile: forget() marks its key in kq_gone before it deletes the record. The walk
  *   inserts its record first, then looks for the mark: if the destroy's delete came before the insert, its
  *   mark came before too and the walk finds it and drops its record; if the delete came after the insert,
- *   the delete removed it. The hash map's bucket lock orders the delete and the insert of one key. An
+ *   the delete removed it. Either way one of them deletes the record and gives its charge back (the walk
+ *   from pop_base, the destroy to the usage), never both: a destroy deletes a population's record before it
+ *   credits (bpf/kq.bpf.c forget). The hash map's bucket lock orders the delete and the insert of one key. An
  *   object's memory is freed with kfree_rcu, and an iterator program runs under rcu_read_lock: the address
  *   cannot be reused for a new object while the walk holds it. The walk also drops its record when the
  *   object is off its list already (list_del_init points it to itself);
@@ -75,6 +79,36 @@ static __always_inline void pop_failed(int err)
 	__sync_fetch_and_add(&st->pop_full, 1);
 }
 
+/*
+ * A record the population made (d = 1) or dropped again (d = -1): what it is charged to kq_state.pop_scope, in
+ * kq_state.pop_base, as a destroy would give it back (credit).
+ */
+static __always_inline void pop_count(const struct kq_obj *o, __s64 d)
+{
+	struct kq_state *st = state();
+
+	if (!st)
+		return;
+	if (o->kind < KQ_NK)
+		__sync_fetch_and_add(&st->pop_base[o->kind], d);
+	if (o->bytes)
+		__sync_fetch_and_add(&st->pop_base[KQ_MR_BYTES], d * (__s64)o->bytes);
+}
+
+/* A record the population makes: of a wanted task's object, charged to the scope being counted. */
+static __always_inline void pop_record(struct kq_obj *o, __u32 tgid, __u64 cgid)
+{
+	struct kq_state *st = state();
+
+	o->pad = KQ_OBJ_FOUND;
+	o->tgid = tgid;
+	o->cgid = cgid;
+	if (!st)
+		return;
+	o->sc[0] = st->pop_scope;
+	o->n = 1;
+}
+
 /* Does the population count this task's objects (the scope being set: kq_state.pop_want, kq_want)? */
 static __always_inline bool wanted(__u32 tgid, __u64 cgid)
 {
@@ -119,9 +153,7 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 		return; /* counted by no kind: neither a core object nor an mlx5 DEVX object or UMEM that is */
 	}
 	o.kind = kind;
-	o.pad = KQ_OBJ_FOUND;
-	o.tgid = w->tgid;
-	o.cgid = w->cgid;
+	pop_record(&o, w->tgid, w->cgid);
 	/* a program recorded it (EEXIST); any other failure (kq_objs full) is a miss: the count is not whole */
 	err = map_err(bpf_map_update_elem(&kq_objs, &uobj, &o, BPF_NOEXIST));
 	if (err) {
@@ -129,9 +161,17 @@ static __always_inline void found_obj(struct walk *w, __u64 uobj)
 		return;
 	}
 	objs_add(1);
-	if (bpf_map_lookup_elem(&kq_gone, &uobj) ||
-	    (!bpf_probe_read_kernel(&next, sizeof(next), (void *)entry) && next == entry))
-		objs_delete(&uobj);
+	pop_count(&o, 1);
+	/*
+	 * Gone meanwhile: whoever deletes the record gives its charge back, this walk (pop_base) or the
+	 * destroy (forget: the usage), never both
+	 */
+	if ((bpf_map_lookup_elem(&kq_gone, &uobj) ||
+	     (!bpf_probe_read_kernel(&next, sizeof(next), (void *)entry) && next == entry)) &&
+	    !bpf_map_delete_elem(&kq_objs, &uobj)) {
+		objs_add(-1);
+		pop_count(&o, -1);
+	}
 }
 
 static long walk_step(__u32 i, void *arg)
@@ -164,17 +204,18 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	struct ib_uverbs_file___kq *uf;
 	struct walk w = {};
 	struct kq_obj o = {};
-	__u64 key = ufile_of(file);
+	__u64 key = ufile_of(file), cgid;
+	__u32 tgid;
 	int err;
 
 	if (!is_uverbs(file) || !key)
 		return;
 	o.kind = KQ_CTX;
-	o.pad = KQ_OBJ_FOUND;
-	o.tgid = BPF_CORE_READ(task, tgid);
-	o.cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
-	if (!wanted(o.tgid, o.cgid))
+	tgid = BPF_CORE_READ(task, tgid);
+	cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	if (!wanted(tgid, cgid))
 		return;
+	pop_record(&o, tgid, cgid);
 	/*
 	 * Its context recorded already (seen through another task, or charged since the attach): its objects
 	 * are walked all the same, since only charged ones are recorded (the inserts of those fail).
@@ -182,6 +223,7 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	err = map_err(bpf_map_update_elem(&kq_objs, &key, &o, BPF_NOEXIST));
 	if (!err) {
 		objs_add(1);
+		pop_count(&o, 1);
 	} else if (err != -17 /* EEXIST */) {
 		pop_failed(err); /* not recorded (kq_objs full): the new scope cannot count what exists */
 		return;

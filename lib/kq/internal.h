@@ -47,16 +47,24 @@ int kq_lock(void);
  */
 int kq_lock_root(int how);
 /*
- * kqload.c: record what the tasks of a new scope already hold (scope type; ids: its tgid, or the ids of its
- * cgroup and those below; none for global), from the kernel's lists; with the pin root locked and the
- * programs attached. kq_drop_found drops the records it made that no scope took (nothing charged).
+ * kqload.c: record what the tasks of a new scope already hold (sc: the scope with its epoch; ids: its tgid,
+ * or the ids of its cgroup and those below; none for global), from the kernel's lists, each record charged
+ * to sc; what they were charged is added to base. With the pin root locked and the programs attached.
+ * kq_drop_found drops the population's records charged to nothing or to sc alone (sc NULL: to nothing),
+ * what it drops taken from kq_state.pop_base.
  */
-int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n);
-void kq_drop_found(struct kq *q);
+int kq_populate(struct kq *q, const struct kq_scope *sc, const uint64_t *ids, size_t n, __s64 base[KQ_NK]);
+void kq_drop_found(struct kq *q, const struct kq_scope *sc);
+/*
+ * kqload.c: destroys marked in kq_gone (on) while the rescan gives records the new scope (kq_state.pop_scope,
+ * as kq_populate left it), or no longer (off: -EAGAIN, said, when a destroy could not be marked).
+ */
+int kq_rescanning(struct kq *q, bool on);
 /*
  * kqload.c, with the pin root locked: what a population left when its rdmactl was killed (SIGKILL, no
- * cleanup) is cleared: kq_state.populating and pop_want, kq_want, kq_gone, kq_walked, and its records that
- * nothing was charged to. Under the lock no population runs, so any such state is a dead one's.
+ * cleanup) is cleared: kq_state.populating and pop_want, kq_want, kq_gone, kq_walked, and its records
+ * (charged to its scope, kq_state.pop_scope, whose limit is not in force: kq_set removes it). Under the lock
+ * no population runs, so any such state is a dead one's.
  */
 void kq_pop_recover(struct kq *q);
 /*

@@ -182,25 +182,20 @@ static int charge_slot(const struct kq_obj *o, const struct kq_scope *sc, __u32 
 
 /*
  * One record of the rescan: whether scope sc (of epoch epoch) takes it (o is given the scope, to be written
- * back), or not (*found_left: a population's record charged to no scope that it left, for kq_drop_found).
+ * back). The population's records are charged to the new scope already (mine): only records the programs
+ * made for other scopes are taken.
  */
-static bool rescan_takes(struct kq_obj *o, const struct kq_scope *sc, __u32 epoch, const struct idset *cg,
-			 bool *found_left)
+static bool rescan_takes(struct kq_obj *o, const struct kq_scope *sc, __u32 epoch, const struct idset *cg)
 {
-	bool mine, found = o->pad == KQ_OBJ_FOUND && !o->n;
+	bool mine;
 	int at;
 
-	*found_left = false;
 	if ((sc->type == KQ_SCOPE_PID && o->tgid != KQ_PID_TGID(sc->id)) ||
-	    (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o->cgid))) {
-		*found_left = found;
+	    (sc->type == KQ_SCOPE_CGROUP && !idset_has(cg, o->cgid)))
 		return false;
-	}
 	at = charge_slot(o, sc, epoch, &mine);
-	if (mine || at < 0 || (o->kind >= KQ_NK && !o->bytes)) {
-		*found_left = found;
+	if (mine || at < 0 || (o->kind >= KQ_NK && !o->bytes))
 		return false; /* counted by nothing (a DEVX UMEM is counted by its bytes alone) */
-	}
 	o->sc[at] = *sc;
 	o->sc[at].epoch = epoch;
 	if (at == o->n)
@@ -208,40 +203,72 @@ static bool rescan_takes(struct kq_obj *o, const struct kq_scope *sc, __u32 epoc
 	return true;
 }
 
-/* One record read by the rescan (key, o): given the scope and counted into base when the scope takes it. */
-static void rescan_one(struct kq *q, __u64 key, struct kq_obj *o, const struct kq_scope *sc, __u32 epoch,
-		       const struct idset *cg, __s64 base[KQ_NK], size_t *untaken)
+/*
+ * kq_gone's mark of key (0: none), once no destroy of it is under way (KQ_GONE_BUSY: a few microseconds in the
+ * programs); -EAGAIN after a second of waiting.
+ */
+static int gone_mark(struct kq *q, __u64 key, __u64 *mark)
 {
-	bool left;
+	int i;
 
-	if (!rescan_takes(o, sc, epoch, cg, &left)) {
-		*untaken += left;
-		return;
+	for (i = 0; i < 10000; i++) {
+		if (bpf_map_lookup_elem(q->fd[M_GONE], &key, mark)) {
+			*mark = 0;
+			return 0;
+		}
+		if (KQ_GONE_STATE(*mark) != KQ_GONE_BUSY)
+			return 0;
+		usleep(100);
 	}
-	if (bpf_map_update_elem(q->fd[M_OBJS], &key, o, BPF_EXIST)) {
-		/* ENOENT: destroyed meanwhile, nothing to drop (n == 1: it had no scope before this one) */
-		*untaken += o->pad == KQ_OBJ_FOUND && o->n == 1 && errno != ENOENT;
-		return;
+	return kq_fail(-EAGAIN, "cannot count the RDMA objects that exist: a destroy did not finish");
+}
+
+/*
+ * One record the rescan takes (key): read again, given the scope and written back (BPF_EXIST: an object
+ * destroyed meanwhile is left out), and counted into base, unless a destroy read it before the write and so
+ * gave back its charges without the scope (its mark, bpf/kq.bpf.c forget_counting: a new one since the mark
+ * read before, saying KQ_GONE_WITHOUT, and no record left: the write was the one it deleted).
+ */
+static int rescan_one(struct kq *q, __u64 key, const struct kq_scope *sc, __u32 epoch, const struct idset *cg,
+		      __s64 base[KQ_NK])
+{
+	struct kq_obj o;
+	__u64 was, now;
+	int err;
+
+	err = gone_mark(q, key, &was);
+	if (err || bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) || !rescan_takes(&o, sc, epoch, cg) ||
+	    bpf_map_update_elem(q->fd[M_OBJS], &key, &o, BPF_EXIST))
+		return err;
+	err = gone_mark(q, key, &now);
+	if (err)
+		return err;
+	if (now != was && KQ_GONE_STATE(now) == KQ_GONE_WITHOUT) {
+		struct kq_obj left;
+
+		if (bpf_map_lookup_elem(q->fd[M_OBJS], &key, &left))
+			return 0;
 	}
-	if (o->kind < KQ_NK)
-		base[o->kind]++;
-	if (o->bytes)
-		base[KQ_MR_BYTES] += (__s64)o->bytes;
+	if (o.kind < KQ_NK)
+		base[o.kind]++;
+	if (o.bytes)
+		base[KQ_MR_BYTES] += (__s64)o.bytes;
+	return 0;
 }
 
 /* The rescan a record at a time: where the kernel has no batch operations on hash maps, and to finish one. */
-static void rescan_each(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg,
-			__s64 base[KQ_NK], size_t *untaken)
+static int rescan_each(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg,
+		       __s64 base[KQ_NK])
 {
 	__u64 key, next, *prev = NULL;
-	struct kq_obj o;
+	int err = 0;
 
-	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
+	while (!err && !bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
 		key = next;
 		prev = &key;
-		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o))
-			rescan_one(q, key, &o, sc, epoch, cg, base, untaken);
+		err = rescan_one(q, key, sc, epoch, cg, base);
 	}
+	return err;
 }
 
 #define RESCAN_BATCH 1024
@@ -249,61 +276,48 @@ static void rescan_each(struct kq *q, const struct kq_scope *sc, __u32 epoch, co
 /*
  * Count into base what the scope's processes hold and was not charged to it (cg: a cgroup scope's ids), and
  * mark those objects as charged to it so that their destroy gives it back. An object destroyed meanwhile
- * fails the BPF_EXIST update and is left out, as it should be. *untaken: the population's records (charged
- * to no scope) that the scope did not take, which kq_drop_found must remove; the walk sees every record
- * that exists throughout, and only the population makes such records, so with none seen there is nothing to
- * drop. The table is read RESCAN_BATCH records a call (a hash map's batch: bucket by bucket, each bucket
+ * fails the BPF_EXIST update and is left out, as it should be. What the population recorded is charged to
+ * the scope already (kq_populate counted it); what is taken here are records the programs made for other
+ * scopes (the scope's objects charged to a limit set earlier). The table is read RESCAN_BATCH records a call (a hash map's batch: bucket by bucket, each bucket
  * whole) to find what the scope takes; each of those is read again and written back alone (a batch update
  * has no BPF_EXIST), so that nothing is written from a copy older than a lookup. A kernel without batch
  * reads, or one that fails, has the rest done a record at a time, from the start (a record already given
  * the scope is taken again by nobody: charge_slot's "mine").
  */
-static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg, __s64 base[KQ_NK],
-		  size_t *untaken)
+static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg, __s64 base[KQ_NK])
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	__u64 *keys = malloc(RESCAN_BATCH * sizeof(*keys));
 	struct kq_obj *vals = malloc(RESCAN_BATCH * sizeof(*vals));
 	__u32 in = 0, out = 0, n, i;
 	bool first = true, end = false;
-	int err;
+	int err, end_err;
 
-	*untaken = 0;
+	err = kq_rescanning(q, true);
 	if (!keys || !vals)
 		goto each;
-	while (!end) {
+	while (!err && !end) {
 		n = RESCAN_BATCH;
 		err = bpf_map_lookup_batch(q->fd[M_OBJS], first ? NULL : &in, &out, keys, vals, &n, &opts);
 		if (err && errno != ENOENT)
 			goto each; /* EINVAL (no batch operations), ENOSPC (a bucket larger than a batch) */
 		end = err; /* ENOENT: the last buckets, n records in them */
+		err = 0;
 		first = false;
 		in = out;
-		for (i = 0; i < n; i++) {
-			struct kq_obj now, was = vals[i];
-			bool left;
-
-			/*
-			 * Taken: read again, just before the write, as the walk a record at a time does. The batch's
-			 * copy can be a millisecond old: its object destroyed since and a new one made at the same
-			 * address (a key the programs recorded anew), which the write would overwrite with the old
-			 * record (churn in the lab left contexts charged so).
-			 */
-			if (!rescan_takes(&was, sc, epoch, cg, &left)) {
-				*untaken += left;
-				continue;
-			}
-			if (!bpf_map_lookup_elem(q->fd[M_OBJS], &keys[i], &now))
-				rescan_one(q, keys[i], &now, sc, epoch, cg, base, untaken);
-		}
+		/* what the scope takes, by the batch's copy; rescan_one reads it again (the copy can be old) */
+		for (i = 0; !err && i < n; i++)
+			if (rescan_takes(&vals[i], sc, epoch, cg))
+				err = rescan_one(q, keys[i], sc, epoch, cg, base);
 	}
 	goto out;
 each:
-	rescan_each(q, sc, epoch, cg, base, untaken);
+	err = rescan_each(q, sc, epoch, cg, base);
 out:
+	end_err = kq_rescanning(q, false);
 	free(keys);
 	free(vals);
-	return 0;
+	return err ? err : end_err;
 }
 
 /*
@@ -313,8 +327,8 @@ out:
 static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *dir, struct kq_limit *lim)
 {
 	struct idset cg = {};
+	struct kq_scope charged = { .type = sc->type, .epoch = lim->epoch, .id = sc->id };
 	uint64_t one = sc->type == KQ_SCOPE_PID ? KQ_PID_TGID(sc->id) : sc->id; /* the population knows tgids */
-	size_t untaken = 0;
 	int err = 0;
 
 	if (sc->type == KQ_SCOPE_CGROUP) {
@@ -322,20 +336,20 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 		if (err)
 			return kq_fail(err, "cannot list the cgroups below %s: %s", dir ? dir : "the scope", strerror(-err));
 	}
-	err = kq_populate(q, sc->type, sc->type == KQ_SCOPE_CGROUP ? cg.v : &one,
-			  sc->type == KQ_SCOPE_CGROUP ? cg.n : sc->type == KQ_SCOPE_PID);
+	err = kq_populate(q, &charged, sc->type == KQ_SCOPE_CGROUP ? cg.v : &one,
+			  sc->type == KQ_SCOPE_CGROUP ? cg.n : sc->type == KQ_SCOPE_PID, lim->base);
 	if (!err) {
 		idset_sort(&cg);
-		err = rescan(q, sc, lim->epoch, &cg, lim->base, &untaken);
+		err = rescan(q, sc, lim->epoch, &cg, lim->base);
 	}
 	/*
 	 * after the rescan gave files' records the scope, never before: a thread that cached "this file has no
 	 * scopes" since looks again (bpf/kqcharge.bpf.h, free_of), before the limit goes in
 	 */
 	__atomic_add_fetch(&q->st->fgen, 1, __ATOMIC_SEQ_CST);
-	/* the records the population made that the scope did not take: nothing is charged to them */
-	if (err || untaken)
-		kq_drop_found(q);
+	/* not set: the records the population charged to the scope go with it */
+	if (err)
+		kq_drop_found(q, &charged);
 	free(cg.v);
 	return err;
 }
@@ -477,8 +491,10 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 			 * such an entry, and gives it its limit before it unlocks). Its usage misses what was there
 			 * before: removed, with the records its population or rescan left uncharged, and set anew.
 			 */
+			struct kq_scope dead = { .type = sc->type, .epoch = lim.epoch, .id = sc->id };
+
 			err = remove_locked(q, sc);
-			kq_drop_found(q);
+			kq_drop_found(q, &dead);
 			if (err)
 				goto out;
 		} else {
@@ -658,11 +674,14 @@ static int gc_unfinished(struct kq *q, unsigned int *removed)
 		if (bpf_map_lookup_elem(q->fd[M_LIMITS], &g.sc[i], &lim) || kq_limit_in_force(&lim))
 			continue;
 		err = remove_locked(q, &g.sc[i]);
-		if (!err)
+		if (!err) {
+			/* a set killed before its limit went in: the records its population charged to it go too */
+			struct kq_scope dead = { .type = g.sc[i].type, .epoch = lim.epoch, .id = g.sc[i].id };
+
+			kq_drop_found(q, &dead);
 			(*removed)++;
+		}
 	}
-	if (*removed)
-		kq_drop_found(q);
 	close(lock);
 	free(g.sc);
 	return err;

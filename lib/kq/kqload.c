@@ -237,16 +237,38 @@ static int set_populating(struct kq *q, bool on, __u32 *miss)
 	return 0;
 }
 
-void kq_drop_found(struct kq *q)
+static bool same_scope(const struct kq_scope *a, const struct kq_scope *b)
+{
+	return a->type == b->type && a->id == b->id && a->epoch == b->epoch;
+}
+
+int kq_rescanning(struct kq *q, bool on)
+{
+	__u32 miss = 0;
+
+	empty_map(q->fd[M_GONE]);
+	set_populating(q, on, &miss);
+	if (!on)
+		empty_map(q->fd[M_GONE]);
+	return miss ? kq_fail(-EAGAIN, "cannot count the RDMA objects that exist: %u destroys meanwhile were not "
+			      "marked (the programs' table of them is full)", miss) : 0;
+}
+
+void kq_drop_found(struct kq *q, const struct kq_scope *sc)
 {
 	__u64 key, next, *prev = NULL;
 	struct kq_obj o;
 
 	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
 		key = next;
-		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) && o.pad == KQ_OBJ_FOUND && !o.n &&
-		    !bpf_map_delete_elem(q->fd[M_OBJS], &key)) {
+		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) && o.pad == KQ_OBJ_FOUND &&
+		    (!o.n || (sc && o.n == 1 && same_scope(&o.sc[0], sc))) && !bpf_map_delete_elem(q->fd[M_OBJS], &key)) {
+			/* deleted here: its destroy finds no record, and gives nothing back (bpf/kq.bpf.c forget) */
 			__atomic_fetch_sub(&q->st->nobjs, 1, __ATOMIC_SEQ_CST);
+			if (o.n && o.kind < KQ_NK)
+				__atomic_fetch_sub(&q->st->pop_base[o.kind], 1, __ATOMIC_SEQ_CST);
+			if (o.n && o.bytes)
+				__atomic_fetch_sub(&q->st->pop_base[KQ_MR_BYTES], (__s64)o.bytes, __ATOMIC_SEQ_CST);
 			continue; /* from the same prev again */
 		}
 		prev = &key;
@@ -255,6 +277,8 @@ void kq_drop_found(struct kq *q)
 
 void kq_pop_recover(struct kq *q)
 {
+	struct kq_scope sc;
+
 	if (!q->st || (!__atomic_load_n(&q->st->populating, __ATOMIC_SEQ_CST) &&
 		       !__atomic_load_n(&q->st->pop_want, __ATOMIC_SEQ_CST)))
 		return;
@@ -264,7 +288,8 @@ void kq_pop_recover(struct kq *q)
 	empty_map(q->fd[M_WANT]);
 	empty_map(q->fd[M_GONE]);
 	empty_map(q->fd[M_WALKED]);
-	kq_drop_found(q);
+	sc = q->st->pop_scope;
+	kq_drop_found(q, &sc);
 }
 
 /*
@@ -272,19 +297,24 @@ void kq_pop_recover(struct kq *q)
  * is marked in kq_gone (the argument: bpf/kqpop.bpf.h). A walk that missed something (kq_gone full, a list
  * that kept changing) is done again, at most three times; one that found no room in kq_objs is not.
  */
-int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n)
+int kq_populate(struct kq *q, const struct kq_scope *sc, const uint64_t *ids, size_t n, __s64 base[KQ_NK])
 {
 	__u32 miss = 0, full;
 	__u8 one = 1;
 	size_t i;
 	int err = 0, round;
+	unsigned int k;
 
 	empty_map(q->fd[M_WANT]);
 	for (i = 0; i < n; i++)
 		if (bpf_map_update_elem(q->fd[M_WANT], &ids[i], &one, BPF_ANY))
 			return kq_fail(-errno, "cannot count what the scope holds: %zu cgroups below it (at most 16384): %s", n,
 				       strerror(errno));
-	__atomic_store_n(&q->st->pop_want, type, __ATOMIC_SEQ_CST);
+	/* the scope the records are charged to, and their count from 0, before the iterators look */
+	q->st->pop_scope = *sc;
+	for (k = 0; k < KQ_NK; k++)
+		__atomic_store_n(&q->st->pop_base[k], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&q->st->pop_want, sc->type, __ATOMIC_SEQ_CST);
 	for (round = 0;; round++) {
 		empty_map(q->fd[M_GONE]);
 		empty_map(q->fd[M_WALKED]);
@@ -307,8 +337,11 @@ int kq_populate(struct kq *q, __u32 type, const uint64_t *ids, size_t n)
 			err = kq_fail(-EAGAIN, "cannot count the RDMA objects that exist: they kept changing (%u misses)", miss);
 			break;
 		}
-		kq_drop_found(q);
+		kq_drop_found(q, sc);
 	}
+	/* what the records left are charged (a destroy since gave its part back to the usage) */
+	for (k = 0; !err && k < KQ_NK; k++)
+		base[k] += __atomic_load_n(&q->st->pop_base[k], __ATOMIC_SEQ_CST);
 	__atomic_store_n(&q->st->pop_want, 0, __ATOMIC_SEQ_CST);
 	empty_map(q->fd[M_WANT]);
 	empty_map(q->fd[M_GONE]);

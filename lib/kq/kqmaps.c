@@ -34,7 +34,7 @@
 const char *const kq_map_names[M_NR] = { "kq_limits", "kq_usage", "kq_objs", "kq_state", "kq_events", "kq_gone",
 					 "kq_want", "kq_walked" };
 const size_t kq_map_vsize[M_NR] = { sizeof(struct kq_limit), sizeof(struct kq_usage), sizeof(struct kq_obj),
-				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u8), sizeof(__u8),
+				    sizeof(struct kq_state), sizeof(struct kq_event), sizeof(__u64), sizeof(__u8),
 				    sizeof(__u8) };
 
 static __thread char kq_errbuf[512];
