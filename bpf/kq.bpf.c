@@ -650,7 +650,7 @@ static __always_inline bool scope_eq(const struct kq_scope *a, const struct kq_s
 	return a->type == b->type && a->id == b->id && a->epoch == b->epoch;
 }
 
-/* Is s one of the scopes the file's context was charged to, in the same epoch? */
+/* Is s one of the scopes record f (a file's context, or any object's) was charged to, in the same epoch? */
 static __always_inline bool file_has(const struct kq_obj *f, const struct kq_scope *s)
 {
 	int j;
@@ -724,18 +724,20 @@ int BPF_PROG(kq_receive, struct file *file)
 	return types ? crossing(ufile_of(file), types) : 0;
 }
 
-/* Is o charged to scope sc (of its epoch)? */
-static __always_inline bool charged_to(const struct kq_obj *o, const struct kq_scope *sc)
+/*
+ * Delete key's record o and give back what it held, from a copy made before the delete (into *v), if the
+ * delete was this one's: of a record another side may delete too (the population's walk, rdmactl's drop),
+ * exactly one gives it back.
+ */
+static __always_inline bool delete_credit(struct kq_state *st, __u64 key, const struct kq_obj *o, struct kq_obj *v)
 {
-	int i;
-
-	for (i = 0; i < KQ_MAXCHG; i++) {
-		if (i >= o->n)
-			break;
-		if (o->sc[i].type == sc->type && o->sc[i].id == sc->id && o->sc[i].epoch == sc->epoch)
-			return true;
-	}
-	return false;
+	*v = *o;
+	if (bpf_map_delete_elem(&kq_objs, &key))
+		return false;
+	__sync_fetch_and_add(&st->nobjs, -1);
+	if (st->nlimits)
+		credit(v);
+	return true;
 }
 
 /*
@@ -755,16 +757,8 @@ static __always_inline void forget_counting(struct kq_state *st, __u64 key)
 		__sync_fetch_and_add(&st->pop_miss, 1); /* not marked: the count cannot be proven (retried, or refused) */
 	mark = (seq << 2) | KQ_GONE_WITHOUT;
 	o = bpf_map_lookup_elem(&kq_objs, &key);
-	if (o) {
-		v = *o;
-		if (!bpf_map_delete_elem(&kq_objs, &key)) {
-			__sync_fetch_and_add(&st->nobjs, -1);
-			if (st->nlimits)
-				credit(&v);
-			if (charged_to(&v, &st->pop_scope))
-				mark = (seq << 2) | KQ_GONE_WITH;
-		}
-	}
+	if (o && delete_credit(st, key, o, &v) && file_has(&v, &st->pop_scope))
+		mark = (seq << 2) | KQ_GONE_WITH;
 	g = bpf_map_lookup_elem(&kq_gone, &key);
 	if (g)
 		*(volatile __u64 *)g = mark; /* last: the rescan waits while it says KQ_GONE_BUSY */
@@ -791,15 +785,12 @@ static __always_inline void forget(__u64 key)
 			return; /* charged to nothing (not recorded) */
 		if (o->pad == KQ_OBJ_FOUND) {
 			/*
-			 * The population's: given back only by whoever deletes it (the walk deletes such a record of
-			 * an object it finds gone, and takes back its count then: bpf/kqpop.bpf.h found_obj)
+			 * The population's: given back only by whoever deletes it (rdmactl drops such records of a
+			 * scope that goes, and takes back their count then: lib/kq/kqload.c kq_drop_found)
 			 */
-			struct kq_obj v = *o;
+			struct kq_obj v;
 
-			if (!bpf_map_delete_elem(&kq_objs, &key)) {
-				__sync_fetch_and_add(&st->nobjs, -1);
-				credit(&v);
-			}
+			delete_credit(st, key, o, &v);
 			return;
 		}
 		credit(o);

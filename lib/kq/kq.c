@@ -278,9 +278,9 @@ static int rescan_each(struct kq *q, const struct kq_scope *sc, __u32 epoch, con
  * mark those objects as charged to it so that their destroy gives it back. An object destroyed meanwhile
  * fails the BPF_EXIST update and is left out, as it should be. What the population recorded is charged to
  * the scope already (kq_populate counted it); what is taken here are records the programs made for other
- * scopes (the scope's objects charged to a limit set earlier). The table is read RESCAN_BATCH records a call (a hash map's batch: bucket by bucket, each bucket
- * whole) to find what the scope takes; each of those is read again and written back alone (a batch update
- * has no BPF_EXIST), so that nothing is written from a copy older than a lookup. A kernel without batch
+ * scopes (the scope's objects charged to a limit set earlier). The table is read RESCAN_BATCH records a call
+ * (a hash map's batch: bucket by bucket, each bucket whole) to find what the scope takes; each of those is
+ * read again and written back alone (rescan_one; a batch update has no BPF_EXIST). A kernel without batch
  * reads, or one that fails, has the rest done a record at a time, from the start (a record already given
  * the scope is taken again by nobody: charge_slot's "mine").
  */
