@@ -644,19 +644,13 @@ int BPF_PROG(kq_open, struct file *file)
 	return types ? reserve(types, KQ_CTX, 0, 0) : 0;
 }
 
-/* The same scope in the same epoch? */
-static __always_inline bool scope_eq(const struct kq_scope *a, const struct kq_scope *b)
-{
-	return a->type == b->type && a->id == b->id && a->epoch == b->epoch;
-}
-
 /* Is s one of the scopes record f (a file's context, or any object's) was charged to, in the same epoch? */
 static __always_inline bool file_has(const struct kq_obj *f, const struct kq_scope *s)
 {
 	int j;
 
 	for (j = 0; f && j < KQ_MAXCHG && j < f->n; j++)
-		if (scope_eq(&f->sc[j], s))
+		if (kq_scope_eq(&f->sc[j], s))
 			return true;
 	return false;
 }
@@ -701,7 +695,7 @@ static __noinline int crossing(__u64 ufile, __u32 types) /* a call: its stack ap
 			continue; /* lifted since: limits nothing */
 		sc.epoch = lim->epoch;
 		for (i = 0; i < KQ_MAXCHG && i < n; i++)
-			if (scope_eq(&rs[i], &sc))
+			if (kq_scope_eq(&rs[i], &sc))
 				mine = true;
 		if (!mine)
 			miss = sc;

@@ -30,6 +30,12 @@ struct kq_scope {
 	__u64 id;
 };
 
+/* The same scope in the same epoch? (the programs and rdmactl alike; an int, bool is the includer's) */
+static __always_inline int kq_scope_eq(const struct kq_scope *a, const struct kq_scope *b)
+{
+	return a->type == b->type && a->id == b->id && a->epoch == b->epoch;
+}
+
 /*
  * A process scope's id: the tgid (in the initial pid namespace, below 2^22 = PID_MAX_LIMIT) in the low 22 bits,
  * the start time above them in clock ticks since boot (/proc/PID/stat field 22: the group leader's

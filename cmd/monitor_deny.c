@@ -107,7 +107,7 @@ void poll_denials(struct ledger **l, uint64_t *since, double *next_try)
 static int on_kevent(const struct kq_event *ev, void *arg)
 {
 	const char *kind = kq_kind_name(ev->kind), *what = kq_event_name(ev->type);
-	char root[PATH_MAX], path[PATH_MAX], cg[PATH_MAX] = "", scope[PATH_MAX + 32], text[PATH_MAX + 384], tbuf[48];
+	char scope[PATH_MAX + 32], text[PATH_MAX + 384], tbuf[48];
 	char amount[32];
 	char drvdesc[128];
 	int64_t t = (int64_t)ev->time_ns + ((int64_t)clock_rt_ns() - (int64_t)clock_mono_ns());
@@ -125,18 +125,7 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	monitor_summary.denials++;
 	if (mopt.stats)
 		return 0;
-	if (ev->scope.type == KQ_SCOPE_CGROUP) {
-		cgroup2_root(root, sizeof(root));
-		if (cgroup_dir_by_id(root, ev->scope.id, path, sizeof(path)))
-			snprintf(cg, sizeof(cg), "%s", path[strlen(root)] ? path + strlen(root) : "/");
-		else
-			snprintf(cg, sizeof(cg), "id %llu", (unsigned long long)ev->scope.id);
-		snprintf(scope, sizeof(scope), "cgroup %s", cg);
-	} else if (ev->scope.type == KQ_SCOPE_PID) {
-		snprintf(scope, sizeof(scope), "pid %u", KQ_PID_TGID(ev->scope.id));
-	} else {
-		snprintf(scope, sizeof(scope), "global");
-	}
+	kq_scope_text(&ev->scope, scope, sizeof(scope));
 	if (ev->kind == KQ_MR_BYTES)
 		fmt_size(ev->amount, amount, sizeof(amount));
 	else
@@ -172,7 +161,7 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 	print_text("%-8s %-7s %-8s %8s  ", what, kind, "-", "-");
 	print_string(PRINT_JSON, "scope", NULL, kq_scope_name(ev->scope.type));
 	if (ev->scope.type == KQ_SCOPE_CGROUP)
-		print_string(PRINT_JSON, "cgroup", NULL, cg);
+		print_string(PRINT_JSON, "cgroup", NULL, scope + strlen("cgroup "));
 	print_string(PRINT_JSON, "enforced_by", NULL, "kernel");
 	if (ev->type == KQ_EV_DRV_UNKNOWN) {
 		const char *dn = kq_drv_name(ev->amount >> 32);

@@ -277,25 +277,6 @@ static int show_drv_one(const struct kq_drv_unknown *u, void *arg)
 	return 0;
 }
 
-/* A kernel scope in words: global, process PID, or the cgroup's path (its id when it is gone). */
-static const char *kscope_desc(const struct kq_scope *sc, char *buf, size_t len)
-{
-	char root[PATH_MAX], dir[PATH_MAX];
-
-	if (sc->type == KQ_SCOPE_GLOBAL) {
-		snprintf(buf, len, "global");
-	} else if (sc->type == KQ_SCOPE_PID) {
-		snprintf(buf, len, "process %u", KQ_PID_TGID(sc->id));
-	} else {
-		cgroup2_root(root, sizeof(root));
-		if (cgroup_dir_by_id(root, sc->id, dir, sizeof(dir)))
-			snprintf(buf, len, "cgroup %s", dir);
-		else
-			snprintf(buf, len, "cgroup id %" PRIu64 " (gone)", (uint64_t)sc->id);
-	}
-	return buf;
-}
-
 /*
  * What a killed `quota set --kernel` left (kq_unfinished): scopes whose limit never went in. Nothing false is
  * shown for them (no kernel columns), but the set that was asked for is not enforced: said, exit 1.
@@ -316,7 +297,7 @@ static bool show_unfinished(void)
 	}
 	out_open_array("kernel_unfinished");
 	for (i = 0; i < u.nscopes && i < KQ_UNFINISHED_MAX; i++)
-		print_string(PRINT_JSON, NULL, NULL, kscope_desc(&u.scope[i], desc, sizeof(desc)));
+		print_string(PRINT_JSON, NULL, NULL, kq_scope_text(&u.scope[i], desc, sizeof(desc)));
 	out_close_array();
 	print_bool(PRINT_JSON, "kernel_count_unfinished", NULL, u.populating);
 	if (!u.nscopes && !u.populating)
@@ -324,7 +305,7 @@ static bool show_unfinished(void)
 	if (u.nscopes)
 		pr_err("a 'quota set --kernel' was killed before its limit went in (%s%s): no kernel limit is in force "
 		       "there; set it again, or remove what it left with 'rdmactl quota gc'",
-		       kscope_desc(&u.scope[0], desc, sizeof(desc)), u.nscopes > 1 ? " and others" : "");
+		       kq_scope_text(&u.scope[0], desc, sizeof(desc)), u.nscopes > 1 ? " and others" : "");
 	else
 		pr_err("a 'quota set --kernel' was killed while it counted what exists; the next set, unset or "
 		       "'rdmactl quota gc' clears what it left");

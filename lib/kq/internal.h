@@ -50,11 +50,16 @@ int kq_lock_root(int how);
  * kqload.c: record what the tasks of a new scope already hold (sc: the scope with its epoch; ids: its tgid,
  * or the ids of its cgroup and those below; none for global), from the kernel's lists, each record charged
  * to sc; what they were charged is added to base. With the pin root locked and the programs attached.
- * kq_drop_found drops the population's records charged to nothing or to sc alone (sc NULL: to nothing),
- * what it drops taken from kq_state.pop_base.
+ * kq_drop_found drops the population's records charged to nothing or to one of the n scopes sc alone (n 0: to
+ * nothing), what it drops taken from kq_state.pop_base: the table read once, whatever n.
  */
 int kq_populate(struct kq *q, const struct kq_scope *sc, const uint64_t *ids, size_t n, __s64 base[KQ_NK]);
-void kq_drop_found(struct kq *q, const struct kq_scope *sc);
+void kq_drop_found(struct kq *q, const struct kq_scope *sc, size_t n);
+/*
+ * kqload.c: cb for each record of kq_objs, with a copy of it that may be old (the table read in batches, a
+ * hash map's buckets whole; cb reads again what it changes). 0, cb's non-zero return, or -errno (said).
+ */
+int kq_objs_each(struct kq *q, int (*cb)(struct kq *q, __u64 key, const struct kq_obj *o, void *arg), void *arg);
 /*
  * kqload.c: destroys marked in kq_gone (on) while the rescan gives records the new scope (kq_state.pop_scope,
  * as kq_populate left it), or no longer (off: -EAGAIN, said, when a destroy could not be marked).

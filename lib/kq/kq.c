@@ -256,67 +256,40 @@ static int rescan_one(struct kq *q, __u64 key, const struct kq_scope *sc, __u32 
 	return 0;
 }
 
-/* The rescan a record at a time: where the kernel has no batch operations on hash maps, and to finish one. */
-static int rescan_each(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg,
-		       __s64 base[KQ_NK])
+struct rescan_arg {
+	const struct kq_scope *sc;
+	__u32 epoch;
+	const struct idset *cg;
+	__s64 *base;
+};
+
+/* what the scope takes, by the batch's copy; rescan_one reads it again (the copy can be old) */
+static int rescan_cb(struct kq *q, __u64 key, const struct kq_obj *o, void *arg)
 {
-	__u64 key, next, *prev = NULL;
-	int err = 0;
+	struct rescan_arg *r = arg;
+	struct kq_obj c = *o;
 
-	while (!err && !bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
-		key = next;
-		prev = &key;
-		err = rescan_one(q, key, sc, epoch, cg, base);
-	}
-	return err;
+	return rescan_takes(&c, r->sc, r->epoch, r->cg) ? rescan_one(q, key, r->sc, r->epoch, r->cg, r->base) : 0;
 }
-
-#define RESCAN_BATCH 1024
 
 /*
  * Count into base what the scope's processes hold and was not charged to it (cg: a cgroup scope's ids), and
  * mark those objects as charged to it so that their destroy gives it back. An object destroyed meanwhile
  * fails the BPF_EXIST update and is left out, as it should be. What the population recorded is charged to
  * the scope already (kq_populate counted it); what is taken here are records the programs made for other
- * scopes (the scope's objects charged to a limit set earlier). The table is read RESCAN_BATCH records a call
- * (a hash map's batch: bucket by bucket, each bucket whole) to find what the scope takes; each of those is
- * read again and written back alone (rescan_one; a batch update has no BPF_EXIST). A kernel without batch
- * reads, or one that fails, has the rest done a record at a time, from the start (a record already given
- * the scope is taken again by nobody: charge_slot's "mine").
+ * scopes (the scope's objects charged to a limit set earlier). The table is read in batches (kq_objs_each)
+ * to find what the scope takes; each of those is read again and written back alone (rescan_one; a batch
+ * update has no BPF_EXIST).
  */
 static int rescan(struct kq *q, const struct kq_scope *sc, __u32 epoch, const struct idset *cg, __s64 base[KQ_NK])
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	__u64 *keys = malloc(RESCAN_BATCH * sizeof(*keys));
-	struct kq_obj *vals = malloc(RESCAN_BATCH * sizeof(*vals));
-	__u32 in = 0, out = 0, n, i;
-	bool first = true, end = false;
+	struct rescan_arg r = { .sc = sc, .epoch = epoch, .cg = cg, .base = base };
 	int err, end_err;
 
 	err = kq_rescanning(q, true);
-	if (!keys || !vals)
-		goto each;
-	while (!err && !end) {
-		n = RESCAN_BATCH;
-		err = bpf_map_lookup_batch(q->fd[M_OBJS], first ? NULL : &in, &out, keys, vals, &n, &opts);
-		if (err && errno != ENOENT)
-			goto each; /* EINVAL (no batch operations), ENOSPC (a bucket larger than a batch) */
-		end = err; /* ENOENT: the last buckets, n records in them */
-		err = 0;
-		first = false;
-		in = out;
-		/* what the scope takes, by the batch's copy; rescan_one reads it again (the copy can be old) */
-		for (i = 0; !err && i < n; i++)
-			if (rescan_takes(&vals[i], sc, epoch, cg))
-				err = rescan_one(q, keys[i], sc, epoch, cg, base);
-	}
-	goto out;
-each:
-	err = rescan_each(q, sc, epoch, cg, base);
-out:
+	if (!err)
+		err = kq_objs_each(q, rescan_cb, &r);
 	end_err = kq_rescanning(q, false);
-	free(keys);
-	free(vals);
 	return err ? err : end_err;
 }
 
@@ -349,7 +322,7 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 	__atomic_add_fetch(&q->st->fgen, 1, __ATOMIC_SEQ_CST);
 	/* not set: the records the population charged to the scope go with it */
 	if (err)
-		kq_drop_found(q, &charged);
+		kq_drop_found(q, &charged, 1);
 	free(cg.v);
 	return err;
 }
@@ -494,7 +467,7 @@ int kq_set(struct kq *q, const struct kq_scope *sc, const char *dir, unsigned in
 			struct kq_scope dead = { .type = sc->type, .epoch = lim.epoch, .id = sc->id };
 
 			err = remove_locked(q, sc);
-			kq_drop_found(q, &dead);
+			kq_drop_found(q, &dead, 1);
 			if (err)
 				goto out;
 		} else {
@@ -663,7 +636,7 @@ static int gc_unfinished(struct kq *q, unsigned int *removed)
 {
 	struct gc_arg g = {};
 	struct kq_limit lim;
-	size_t i;
+	size_t i, ndead = 0;
 	int lock, err;
 
 	lock = kq_lock_writer(q);
@@ -676,12 +649,13 @@ static int gc_unfinished(struct kq *q, unsigned int *removed)
 		err = remove_locked(q, &g.sc[i]);
 		if (!err) {
 			/* a set killed before its limit went in: the records its population charged to it go too */
-			struct kq_scope dead = { .type = g.sc[i].type, .epoch = lim.epoch, .id = g.sc[i].id };
-
-			kq_drop_found(q, &dead);
+			g.sc[ndead] = g.sc[i];
+			g.sc[ndead++].epoch = lim.epoch;
 			(*removed)++;
 		}
 	}
+	if (ndead)
+		kq_drop_found(q, g.sc, ndead); /* the table read once for them all */
 	close(lock);
 	free(g.sc);
 	return err;

@@ -116,5 +116,10 @@ int kq_events_read(struct kq *q, uint64_t *since, int (*cb)(const struct kq_even
 const char *kq_kind_name(unsigned int kind);
 const char *kq_event_name(unsigned int type);
 const char *kq_scope_name(unsigned int type);
+/*
+ * A scope in words, as messages name it: "global", "pid N", "cgroup /PATH" (under the cgroup2 mount, as
+ * /proc/PID/cgroup says it), or "cgroup id N (gone)". Returns buf (PATH_MAX + 32 bytes hold any).
+ */
+const char *kq_scope_text(const struct kq_scope *sc, char *buf, size_t len);
 
 #endif

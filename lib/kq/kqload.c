@@ -237,11 +237,6 @@ static int set_populating(struct kq *q, bool on, __u32 *miss)
 	return 0;
 }
 
-static bool same_scope(const struct kq_scope *a, const struct kq_scope *b)
-{
-	return a->type == b->type && a->id == b->id && a->epoch == b->epoch;
-}
-
 int kq_rescanning(struct kq *q, bool on)
 {
 	__u32 miss = 0;
@@ -254,25 +249,96 @@ int kq_rescanning(struct kq *q, bool on)
 			      "marked (the programs' table of them is full)", miss) : 0;
 }
 
-void kq_drop_found(struct kq *q, const struct kq_scope *sc)
+#define OBJS_BATCH 1024
+
+int kq_objs_each(struct kq *q, int (*cb)(struct kq *q, __u64 key, const struct kq_obj *o, void *arg), void *arg)
 {
-	__u64 key, next, *prev = NULL;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 in = 0, out = 0, n, i, size = OBJS_BATCH;
+	__u64 *keys = NULL;
+	struct kq_obj *vals = NULL;
+	bool first = true, end = false;
+	int err = 0;
+
+	while (!err && !end) {
+		if (!keys) {
+			keys = malloc(size * sizeof(*keys));
+			vals = malloc(size * sizeof(*vals));
+			if (!keys || !vals) {
+				err = kq_fail(-ENOMEM, "cannot read the kernel quota programs' table of objects: %s",
+					      strerror(ENOMEM));
+				break;
+			}
+		}
+		n = size;
+		err = bpf_map_lookup_batch(q->fd[M_OBJS], first ? NULL : &in, &out, keys, vals, &n, &opts);
+		if (err && errno == ENOSPC && size < (1u << 20)) {
+			/* one bucket holds more records than a batch: read it with a larger one */
+			free(keys);
+			free(vals);
+			keys = NULL;
+			vals = NULL;
+			size *= 4;
+			err = 0;
+			continue;
+		}
+		if (err && errno != ENOENT) {
+			err = kq_fail(-errno, "cannot read the kernel quota programs' table of objects: %s",
+				      strerror(errno));
+			break;
+		}
+		end = err; /* ENOENT: the last buckets, n records in them */
+		err = 0;
+		first = false;
+		in = out;
+		for (i = 0; !err && i < n; i++)
+			err = cb(q, keys[i], &vals[i], arg);
+	}
+	free(keys);
+	free(vals);
+	return err;
+}
+
+struct drop_arg {
+	const struct kq_scope *sc;
+	size_t n;
+};
+
+/* A record of the population's, charged to nothing or to one of the scopes alone? */
+static bool found_dropped(const struct kq_obj *o, const struct drop_arg *d)
+{
+	size_t i;
+
+	if (o->pad != KQ_OBJ_FOUND || o->n > 1)
+		return false;
+	for (i = 0; o->n && i < d->n; i++)
+		if (kq_scope_eq(&o->sc[0], &d->sc[i]))
+			return true;
+	return !o->n;
+}
+
+static int drop_one(struct kq *q, __u64 key, const struct kq_obj *copy, void *arg)
+{
 	struct kq_obj o;
 
-	while (!bpf_map_get_next_key(q->fd[M_OBJS], prev, &next)) {
-		key = next;
-		if (!bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) && o.pad == KQ_OBJ_FOUND &&
-		    (!o.n || (sc && o.n == 1 && same_scope(&o.sc[0], sc))) && !bpf_map_delete_elem(q->fd[M_OBJS], &key)) {
-			/* deleted here: its destroy finds no record, and gives nothing back (bpf/kq.bpf.c forget) */
-			__atomic_fetch_sub(&q->st->nobjs, 1, __ATOMIC_SEQ_CST);
-			if (o.n && o.kind < KQ_NK)
-				__atomic_fetch_sub(&q->st->pop_base[o.kind], 1, __ATOMIC_SEQ_CST);
-			if (o.n && o.bytes)
-				__atomic_fetch_sub(&q->st->pop_base[KQ_MR_BYTES], (__s64)o.bytes, __ATOMIC_SEQ_CST);
-			continue; /* from the same prev again */
-		}
-		prev = &key;
-	}
+	/* read again before the delete: the copy can be old (its object destroyed, the address used again) */
+	if (!found_dropped(copy, arg) || bpf_map_lookup_elem(q->fd[M_OBJS], &key, &o) || !found_dropped(&o, arg) ||
+	    bpf_map_delete_elem(q->fd[M_OBJS], &key))
+		return 0;
+	/* deleted here: its destroy finds no record, and gives nothing back (bpf/kq.bpf.c forget) */
+	__atomic_fetch_sub(&q->st->nobjs, 1, __ATOMIC_SEQ_CST);
+	if (o.n && o.kind < KQ_NK)
+		__atomic_fetch_sub(&q->st->pop_base[o.kind], 1, __ATOMIC_SEQ_CST);
+	if (o.n && o.bytes)
+		__atomic_fetch_sub(&q->st->pop_base[KQ_MR_BYTES], (__s64)o.bytes, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+void kq_drop_found(struct kq *q, const struct kq_scope *sc, size_t n)
+{
+	struct drop_arg d = { .sc = sc, .n = n };
+
+	kq_objs_each(q, drop_one, &d);
 }
 
 void kq_pop_recover(struct kq *q)
@@ -289,7 +355,7 @@ void kq_pop_recover(struct kq *q)
 	empty_map(q->fd[M_GONE]);
 	empty_map(q->fd[M_WALKED]);
 	sc = q->st->pop_scope;
-	kq_drop_found(q, &sc);
+	kq_drop_found(q, &sc, 1);
 }
 
 /*
@@ -337,7 +403,7 @@ int kq_populate(struct kq *q, const struct kq_scope *sc, const uint64_t *ids, si
 			err = kq_fail(-EAGAIN, "cannot count the RDMA objects that exist: they kept changing (%u misses)", miss);
 			break;
 		}
-		kq_drop_found(q, sc);
+		kq_drop_found(q, sc, sc ? 1 : 0);
 	}
 	/* what the records left are charged (a destroy since gave its part back to the usage) */
 	for (k = 0; !err && k < KQ_NK; k++)

@@ -336,6 +336,26 @@ const char *kq_scope_name(unsigned int type)
 	return type == KQ_SCOPE_GLOBAL ? "global" : type == KQ_SCOPE_PID ? "process" : type == KQ_SCOPE_CGROUP ? "cgroup" : "?";
 }
 
+const char *kq_scope_text(const struct kq_scope *sc, char *buf, size_t len)
+{
+	char root[PATH_MAX], dir[PATH_MAX];
+	size_t n;
+
+	if (sc->type == KQ_SCOPE_PID) {
+		snprintf(buf, len, "pid %u", KQ_PID_TGID(sc->id));
+	} else if (sc->type != KQ_SCOPE_CGROUP) {
+		snprintf(buf, len, "%s", kq_scope_name(sc->type));
+	} else {
+		cgroup2_root(root, sizeof(root));
+		n = strlen(root);
+		if (cgroup_dir_by_id(root, sc->id, dir, sizeof(dir)))
+			snprintf(buf, len, "cgroup %s", dir[n] ? dir + n : "/");
+		else
+			snprintf(buf, len, "cgroup id %llu (gone)", (unsigned long long)sc->id);
+	}
+	return buf;
+}
+
 /*
  * The namespace of kind ns ("pid", "cgroup") rdmactl runs in, as /proc/self/ns/NS names it ("pid:[N]"), read
  * once: a process's own pid and cgroup namespaces do not change under it in rdmactl (it never calls setns),

@@ -13,10 +13,11 @@ nl_count() {
 }
 
 # The kernel quota's usage of every kind of cgroup $1 equals what RDMA netlink lists for the commands $2...
+# (SHOW_RC: the exit status quota show must have, 0 unless told: 1 while a killed set's scope is left)
 assert_usage_is_netlink() {
 	local cg=$1 k want j
 	shift
-	run -0 "$RDMACTL" -j quota show --cgroup "$cg"
+	run --separate-stderr "-${SHOW_RC:-0}" "$RDMACTL" -j quota show --cgroup "$cg"
 	j=$output
 	for k in ctx pd cq qp mr; do
 		want=$(rdma -j res show "$k" | jq --arg c "$*" '[.[] | select(.comm as $n | $c | split(" ") | index($n))] | length')

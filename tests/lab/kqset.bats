@@ -194,18 +194,18 @@ kill_in_population() {
 	echo "# try $landed: killed in the population" >&3
 }
 
-# After such a kill: show names the scope whose limit never went in, exits 1, and claims no kernel limit
-# there (no kernel pd limit, and no kernel usage that misses what the cgroup holds).
+# After such a kill: show names the scope whose limit never went in ($2, default $CG), exits 1, and claims no
+# kernel limit there (no kernel pd limit, and no kernel usage that misses what the cgroup holds, $1).
 show_says_unfinished() {
-	local rc=0 j
-	j=$("$RDMACTL" -j quota show --cgroup "$CG" 2>/dev/null) || rc=$?
+	local rc=0 j cg=${2:-$CG}
+	j=$("$RDMACTL" -j quota show --cgroup "$cg" 2>/dev/null) || rc=$?
 	[ "$rc" = 1 ] || { echo "show exited $rc: $j" >&2; false; }
-	jq -e --argjson w "$1" --arg cg "cgroup $CG" '.kernel_enforced == true and .kernel_count_unfinished == true and
+	jq -e --argjson w "$1" --arg cg "cgroup ${cg#/sys/fs/cgroup}" '.kernel_enforced == true and .kernel_count_unfinished == true and
 		(.kernel_unfinished | index($cg)) and (.scopes[0].kinds.pd |
 		.kernel_limit == null and (.enforced_by | index("kernel") | not) and
 		(.kernel_usage == null or .kernel_usage == $w))' <<<"$j" >/dev/null || { echo "$j" >&2; false; }
-	run -1 "$RDMACTL" quota show --cgroup "$CG"
-	assert_output --partial "a 'quota set --kernel' was killed before its limit went in (cgroup $CG): no kernel limit is in force there"
+	run -1 "$RDMACTL" quota show --cgroup "$cg"
+	assert_output --partial "a 'quota set --kernel' was killed before its limit went in (cgroup ${cg#/sys/fs/cgroup}): no kernel limit is in force there"
 	run -0 "$RDMACTL" export --once
 	assert_line "rdmactl_kernel_unfinished_scopes 1"
 }
@@ -261,6 +261,63 @@ show_says_unfinished() {
 	assert_usage_is_netlink "$CG" kqverbs-static
 	run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
 	run -0 "$RDMACTL" quota unset qp --cgroup "$CG/other" --kernel
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '([.scopes[].kinds[] | .kernel_limit // empty] | length == 0) and .kernel_records == 0' <<<"$output" ||
+		{ echo "$output" >&2; false; }
+	[ "$(kq_state_field populating)" = 0 ] && [ "$(kq_state_field nlimits)" = 0 ]
+}
+
+@test "quota set --kernel SIGKILLed while it gives what exists the new scope (the rescan): the parent's usage stays exact, show says so, the next set counts exactly" {
+	local hold=$BATS_TEST_TMPDIR/release out=$BATS_TEST_TMPDIR/h i try delay landed= pds lim
+	# PDs made in $CG/sub under a limit on $CG are recorded, charged to $CG: a first limit on $CG/sub finds
+	# them recorded (the population makes no record) and the rescan gives each of them the new scope
+	mkdir "$CG/sub"
+	run -0 "$RDMACTL" quota set pd 100000 --cgroup "$CG" --kernel
+	for i in 1 2; do
+		INCG=$CG/sub in_cg "$KQS" -k pd -n 2048 -H "$hold" >"$out.$i" 2>&1 3>&- &
+		PIDS+=($!)
+	done
+	for i in 1 2; do wait_for 120 grep -q holding "$out.$i" || { cat "$out.$i" >&2; false; }; done
+	pds=$(nl_count kqverbs-static pd)
+	[ "$pds" -eq 4096 ]
+	lim=$((pds + 2))
+	# killed some milliseconds into the rescan (kqkillpop -r): landed when the dead command left
+	# kq_state.populating set (the rescan clears it before it returns); else the set is lifted and tried again
+	try=0
+	for delay in 40000 10000 2000 0; do
+		try=$((try + 1))
+		run "$KQK" -r "$delay" -- "$RDMACTL" quota set pd "$lim" --cgroup "$CG/sub" --kernel
+		echo "try $try: $output" >&2
+		if [ "$status" = 0 ] && [[ $output == *"dead populating=1"* ]] && [ "$(kq_state_field pop_want)" = 0 ]; then
+			landed=$try
+			break
+		fi
+		# the set ended first (3), or the kill came just after the rescan (0): lifted, tried again
+		[ "$status" = 3 ] || [ "$status" = 0 ] || false
+		run -0 "$RDMACTL" quota unset pd --cgroup "$CG/sub" --kernel
+	done
+	[ -n "$landed" ] || { echo "no kill landed in the rescan in $try tries" >&2; false; }
+	echo "# try $landed: killed in the rescan" >&3
+	show_says_unfinished "$pds" "$CG/sub"
+	# the records the dead rescan gave its scope keep their charge to $CG: its usage is still RDMA netlink's
+	# (show exits 1 while the dead set's scope is left)
+	SHOW_RC=1 assert_usage_is_netlink "$CG" kqverbs-static
+	# set again: counted exactly, enforced (2 more PDs of the 4 asked), in both scopes
+	run -0 "$RDMACTL" quota set pd "$lim" --cgroup "$CG/sub" --kernel
+	[ "$(kq_state_field populating)" = 0 ]
+	assert_usage_is_netlink "$CG/sub" kqverbs-static
+	INCG=$CG/sub run -3 in_cg timeout 60 "$KQS" -k pd -n 4
+	assert_line "pd created=2 errno=EDQUOT"
+	assert_usage_is_netlink "$CG/sub" kqverbs-static
+	assert_usage_is_netlink "$CG" kqverbs-static
+	# released: given back exactly to both; the last limits lifted: no record, no scope
+	touch "$hold"
+	wait "${PIDS[@]}"
+	PIDS=()
+	assert_usage_is_netlink "$CG/sub" kqverbs-static
+	assert_usage_is_netlink "$CG" kqverbs-static
+	run -0 "$RDMACTL" quota unset pd --cgroup "$CG/sub" --kernel
+	run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
 	run -0 "$RDMACTL" -j quota show
 	run -0 jq -e '([.scopes[].kinds[] | .kernel_limit // empty] | length == 0) and .kernel_records == 0' <<<"$output" ||
 		{ echo "$output" >&2; false; }

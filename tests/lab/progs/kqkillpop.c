@@ -4,8 +4,10 @@
  * the population, the walk that records what a new scope's processes already hold (lib/kq/kqload.c,
  * kq_populate). It watches the programs' global state (the pinned kq_state, mapped read-only) and kills the
  * command once kq_state.populating is set and the table of objects holds N records more than when it
- * started (the walk has recorded N of them).
- *   kqkillpop [-n N] -- CMD [ARGS...]      (default N 1000)
+ * started (the walk has recorded N of them). With -r USEC, in the rescan instead (lib/kq/kq.c: populating
+ * set, pop_want cleared: the records other scopes' limits made are given the new scope), USEC microseconds
+ * after it was first seen.
+ *   kqkillpop [-n N | -r USEC] -- CMD [ARGS...]      (default N 1000)
  * Prints "killed populating=P records=+R" (what it saw at the kill) and then "dead populating=P" (after the
  * command's death: 1 when it died before kq_populate cleared the flag), exit 0; or "missed status=S
  * records=+R" when the command ended first, exit 3. Exit 1: kq_state could not be mapped or CMD not run.
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -28,15 +31,19 @@
 int main(int argc, char **argv)
 {
 	volatile struct kq_state *st;
-	long long want = 1000, base, rec;
+	long long want = 1000, base, rec, rescan = -1, seen = 0;
+	struct timespec ts;
 	int opt, fd, status;
 	unsigned long spins = 0;
 	pid_t pid, r;
 
-	while ((opt = getopt(argc, argv, "n:")) != -1) {
-		if (opt != 'n')
+	while ((opt = getopt(argc, argv, "n:r:")) != -1) {
+		if (opt == 'n')
+			want = atoll(optarg);
+		else if (opt == 'r')
+			rescan = atoll(optarg) * 1000;
+		else
 			goto usage;
-		want = atoll(optarg);
 	}
 	if (optind >= argc)
 		goto usage;
@@ -59,7 +66,17 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	for (;;) {
-		if (st->populating && st->nobjs - base >= want) {
+		if (rescan >= 0 && st->populating && !st->pop_want) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if (!seen)
+				seen = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+			if (ts.tv_sec * 1000000000LL + ts.tv_nsec - seen >= rescan && st->populating && !st->pop_want) {
+				kill(pid, SIGKILL);
+				printf("killed rescanning populating=%u after %lld us\n", st->populating,
+				       (ts.tv_sec * 1000000000LL + ts.tv_nsec - seen) / 1000);
+				break;
+			}
+		} else if (rescan < 0 && st->populating && st->nobjs - base >= want) {
 			rec = st->nobjs - base;
 			kill(pid, SIGKILL);
 			printf("killed populating=%u records=+%lld\n", st->populating, rec);
@@ -79,6 +96,6 @@ int main(int argc, char **argv)
 	printf("dead populating=%u\n", st->populating);
 	return 0;
 usage:
-	fprintf(stderr, "usage: kqkillpop [-n N] -- CMD [ARGS...]\n");
+	fprintf(stderr, "usage: kqkillpop [-n N | -r USEC] -- CMD [ARGS...]\n");
 	return 2;
 }
