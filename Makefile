@@ -232,8 +232,10 @@ $(OUT)/bench/monprobe: bench/monprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a | $(OU
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
 
-# The kernel quota programs' benchmark loads them through lib/kq/kq.c, and the empty programs (the floor).
-$(OUT)/bench/kqprobe: bench/kqprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(OUT)/kqempty.skel.h | $(OUT)/bench
+# The kernel quota programs' benchmark loads them through lib/kq/kq.c, and the floors' programs (bpf/kqempty,
+# bpf/kqfloor).
+$(OUT)/bench/kqprobe: bench/kqprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(OUT)/kqempty.skel.h $(OUT)/kqfloor.skel.h \
+		| $(OUT)/bench
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_SAN) -o $@ $< $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(LIBS_CMD)
 

@@ -13,6 +13,10 @@
  *   control windows alternate exactly the same way but nothing is attached in either (the noise floor)
  *   empty   programs that return at once (bpf/kqempty.bpf.c) at the hooks a pair passes while a limit
  *           exists: the trampolines alone, the floor of any BPF design
+ *   lookup  at the same hooks, one look at the thread's task storage each (bpf/kqfloor.bpf.c): the floor of
+ *           a design that tells a limited thread from a free one at each hook
+ *   record  lookup's, and an object counted against one scope: its usage added to and taken from, a record
+ *           inserted and deleted (bpf/kqfloor.bpf.c): the floor of a limited thread's pair
  *   none    no limit anywhere: what lib/kq/kq.c leaves attached then (nothing)
  *   other   a limit on another scope: every create looks up this process's scopes and finds no limit
  *   self    a limit on every kind on this process's own scope: checked, charged and credited
@@ -47,6 +51,7 @@
 #include "bench.h"
 #include "kq/kq.h"
 #include "kqempty.skel.h"
+#include "kqfloor.skel.h"
 
 #define MAXPROGS 16
 
@@ -323,17 +328,14 @@ static void report(const char *config, struct verb *kinds, int nk)
 	fflush(stdout);
 }
 
-/* The floor: empty programs at the hooks a pair passes while a limit exists (-p picks among them too). */
-static void empty(struct verb *kinds, int nk, int pairs, int rounds)
+/* A floor: programs of another object (obj) at the hooks a pair passes while a limit exists (-p picks too). */
+static void floor_of(const char *config, struct bpf_object *obj, struct verb *kinds, int nk, int pairs, int rounds)
 {
-	struct kqempty_bpf *e = kqempty_bpf__open_and_load();
 	struct bpf_program *prog;
 	int saved = nprogs;
 
-	if (!e)
-		die("kqempty", errno);
 	first = nprogs; /* the kq programs (none without limits) stay out of these windows */
-	bpf_object__for_each_program(prog, e->obj) {
+	bpf_object__for_each_program(prog, obj) {
 		if (nprogs == MAXPROGS)
 			die("too many programs", E2BIG);
 		snprintf(progs[nprogs].name, sizeof(progs[nprogs].name), "%s", bpf_program__name(prog));
@@ -342,10 +344,34 @@ static void empty(struct verb *kinds, int nk, int pairs, int rounds)
 		nprogs++;
 	}
 	measure(kinds, nk, pairs, rounds, true);
-	report("empty", kinds, nk);
+	report(config, kinds, nk);
 	nprogs = saved;
 	first = 0;
+}
+
+/*
+ * The floors: empty programs (the trampolines alone); one look at the thread's storage at each hook; and that
+ * with the least a limited thread's object needs (its scope's usage added to and taken from, its record).
+ */
+static void floors(struct verb *kinds, int nk, int pairs, int rounds)
+{
+	struct kqempty_bpf *e = kqempty_bpf__open_and_load();
+
+	if (!e)
+		die("kqempty", errno);
+	floor_of("empty", e->obj, kinds, nk, pairs, rounds);
 	kqempty_bpf__destroy(e);
+	for (int rec = 0; rec < 2; rec++) {
+		struct kqfloor_bpf *f = kqfloor_bpf__open();
+
+		if (!f)
+			die("kqfloor", errno);
+		f->rodata->count_objects = rec;
+		if (kqfloor_bpf__load(f))
+			die("kqfloor", errno);
+		floor_of(rec ? "record" : "lookup", f->obj, kinds, nk, pairs, rounds);
+		kqfloor_bpf__destroy(f);
+	}
 }
 
 /*
@@ -470,7 +496,7 @@ int main(int argc, char **argv)
 
 	measure(kinds, nk, pairs, rounds, false);
 	report("control", kinds, nk);
-	empty(kinds, nk, pairs, rounds);
+	floors(kinds, nk, pairs, rounds);
 	measure(kinds, nk, pairs, rounds, true);
 	report("none", kinds, nk);
 	set_limits(q, &other, 1000000);

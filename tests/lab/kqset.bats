@@ -194,6 +194,27 @@ kill_in_population() {
 	echo "# try $landed: killed in the population" >&3
 }
 
+# 2 processes in cgroup ${INCG:-$CG} hold 2,048 PDs each until $hold exists (their output in $out.1 and
+# $out.2); sets pds to RDMA netlink's count of them, which must be 4,096.
+hold_pds() {
+	local i
+	for i in 1 2; do
+		in_cg "$KQS" -k pd -n 2048 -H "$hold" >"$out.$i" 2>&1 3>&- &
+		PIDS+=($!)
+	done
+	for i in 1 2; do wait_for 120 grep -q holding "$out.$i" || { cat "$out.$i" >&2; false; }; done
+	pds=$(nl_count kqverbs-static pd)
+	[ "$pds" -eq 4096 ]
+}
+
+# After the last limits are lifted: no kernel limit, no record, no population marked, no limit counted.
+assert_nothing_left() {
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e '([.scopes[].kinds[] | .kernel_limit // empty] | length == 0) and .kernel_records == 0' <<<"$output" ||
+		{ echo "$output" >&2; false; }
+	[ "$(kq_state_field populating)" = 0 ] && [ "$(kq_state_field nlimits)" = 0 ]
+}
+
 # After such a kill: show names the scope whose limit never went in ($2, default $CG), exits 1, and claims no
 # kernel limit there (no kernel pd limit, and no kernel usage that misses what the cgroup holds, $1).
 show_says_unfinished() {
@@ -216,13 +237,7 @@ show_says_unfinished() {
 	mkdir "$CG/other"
 	run -0 "$RDMACTL" quota set qp 100 --cgroup "$CG/other" --kernel
 	# 2 processes hold 2,048 PDs each: the population has 4,098 records to make
-	for i in 1 2; do
-		in_cg "$KQS" -k pd -n 2048 -H "$hold" >"$out.$i" 2>&1 3>&- &
-		PIDS+=($!)
-	done
-	for i in 1 2; do wait_for 120 grep -q holding "$out.$i" || { cat "$out.$i" >&2; false; }; done
-	pds=$(nl_count kqverbs-static pd)
-	[ "$pds" -eq 4096 ]
+	hold_pds
 	lim=$((pds + 2))
 	kill_in_population "$lim"
 	show_says_unfinished "$pds"
@@ -261,10 +276,7 @@ show_says_unfinished() {
 	assert_usage_is_netlink "$CG" kqverbs-static
 	run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
 	run -0 "$RDMACTL" quota unset qp --cgroup "$CG/other" --kernel
-	run -0 "$RDMACTL" -j quota show
-	run -0 jq -e '([.scopes[].kinds[] | .kernel_limit // empty] | length == 0) and .kernel_records == 0' <<<"$output" ||
-		{ echo "$output" >&2; false; }
-	[ "$(kq_state_field populating)" = 0 ] && [ "$(kq_state_field nlimits)" = 0 ]
+	assert_nothing_left
 }
 
 @test "quota set --kernel SIGKILLed while it gives what exists the new scope (the rescan): the parent's usage stays exact, show says so, the next set counts exactly" {
@@ -273,13 +285,7 @@ show_says_unfinished() {
 	# them recorded (the population makes no record) and the rescan gives each of them the new scope
 	mkdir "$CG/sub"
 	run -0 "$RDMACTL" quota set pd 100000 --cgroup "$CG" --kernel
-	for i in 1 2; do
-		INCG=$CG/sub in_cg "$KQS" -k pd -n 2048 -H "$hold" >"$out.$i" 2>&1 3>&- &
-		PIDS+=($!)
-	done
-	for i in 1 2; do wait_for 120 grep -q holding "$out.$i" || { cat "$out.$i" >&2; false; }; done
-	pds=$(nl_count kqverbs-static pd)
-	[ "$pds" -eq 4096 ]
+	INCG=$CG/sub hold_pds
 	lim=$((pds + 2))
 	# killed some milliseconds into the rescan (kqkillpop -r): landed when the dead command left
 	# kq_state.populating set (the rescan clears it before it returns); else the set is lifted and tried again
@@ -318,8 +324,5 @@ show_says_unfinished() {
 	assert_usage_is_netlink "$CG" kqverbs-static
 	run -0 "$RDMACTL" quota unset pd --cgroup "$CG/sub" --kernel
 	run -0 "$RDMACTL" quota unset pd --cgroup "$CG" --kernel
-	run -0 "$RDMACTL" -j quota show
-	run -0 jq -e '([.scopes[].kinds[] | .kernel_limit // empty] | length == 0) and .kernel_records == 0' <<<"$output" ||
-		{ echo "$output" >&2; false; }
-	[ "$(kq_state_field populating)" = 0 ] && [ "$(kq_state_field nlimits)" = 0 ]
+	assert_nothing_left
 }
