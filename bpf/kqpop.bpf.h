@@ -39,6 +39,10 @@
  *   head (the inserts already made stay, the new ones fail) and counts a miss in kq_state.pop_miss when it
  *   cannot finish, as forget() does when kq_gone is full: lib/kq/kq.c then drops what the population made and
  *   walks again.
+ * - an object another process (a forked child, a receiver of the fd) creates through a wanted task's file
+ *   meanwhile: that process's thread has no scope of its own and may have cached the file as one without
+ *   scopes; the file's context record, once inserted, moves kq_state.fgen before its objects are walked, so
+ *   that such a creation is charged to the new scope (and recorded: the walk's insert fails) from then on;
  * - a uverbs file whose open was under way at the attach (kq_opened does not run) and whose fd is installed
  *   after the iterator read its process's table: recorded at its GET_CONTEXT (late_ctx), which every file
  *   asks before it can create anything; its objects are created after the attach and recorded by the
@@ -224,6 +228,14 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 	if (!err) {
 		objs_add(1);
 		pop_count(&o, 1);
+		/*
+		 * Before its objects are walked: a thread that cached this file as one without scopes (another
+		 * process's, through fork or fd passing) looks again at its next creation and is charged to the
+		 * new scope from now on (reservation and record: the walk's insert then fails). One that read the
+		 * old fgen just before is seen at its commit (bfgen). Without it, what such a thread made after
+		 * the walk passed was charged nowhere until rdmactl's bump after the rescan.
+		 */
+		file_scoped(&o);
 	} else if (err != -17 /* EEXIST */) {
 		pop_failed(err); /* not recorded (kq_objs full): the new scope cannot count what exists */
 		return;

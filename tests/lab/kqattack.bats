@@ -199,6 +199,38 @@ give_from() {
 	run -0 jq -e '.scopes[0].kinds.pd.kernel_usage == 3' <<<"$output" || { echo "$output" >&2; false; }
 }
 
+@test "what a forked child makes through its parent's file while the parent's first limit is counted is all counted: nothing slips in between" {
+	local out=$BATS_TEST_TMPDIR/flood opener child r n pid
+	mkdir "$CG/other"
+	# the programs attached by a limit elsewhere: the child's thread and the opener's file are known as free
+	run -0 "$RDMACTL" quota set pd 100 --cgroup "$CG/other" --kernel
+	for r in 1 2 3; do # not i: bats run sets i
+		"$KQA" flood -S "$out.stop.$r" -c 30000 -H "$out.hold.$r" >"$out.$r" 2>&1 3>&- &
+		pid=$!
+		PIDS+=("$pid")
+		wait_for 60 grep -q '^flood pid=' "$out.$r" || { cat "$out.$r" >&2; false; }
+		opener=$(sed -n 's/^flood pid=[0-9]* opener=\([0-9]*\)$/\1/p' "$out.$r")
+		child=$(sed -n 's/^flood pid=\([0-9]*\) .*/\1/p' "$out.$r")
+		PIDS+=("$child")
+		sleep 0.2
+		# the opener's first limit, its count (population, rescan) made while the child creates through its file
+		run -0 "$RDMACTL" quota set pd 1000000 --pid "$opener" --kernel
+		touch "$out.stop.$r"
+		wait_for 60 grep -q '^flood pd=' "$out.$r" || { cat "$out.$r" >&2; false; }
+		grep -q '^flood pd=[0-9]* errno=0$' "$out.$r" || { cat "$out.$r" >&2; false; }
+		# every PD of the file counts against the opener's limit: made before the count, during it, or after
+		n=$(rdma -j res show pd | jq --argjson o "$opener" --argjson c "$child" '[.[] | select(.pid == $o or .pid == $c)] | length')
+		run -0 "$RDMACTL" -j quota show --pid "$opener"
+		jq -e --argjson n "$n" '.scopes[0].kinds.pd.kernel_usage == $n' <<<"$output" >/dev/null ||
+			{ echo "round $r: $(cat "$out.$r"), RDMA netlink $n PDs, kernel usage:" >&2; jq -c '.scopes[0].kinds.pd' <<<"$output" >&2; false; }
+		echo "# round $r: $(sed -n 's/^flood //p' "$out.$r" | tail -1), all counted" >&3
+		# lifted while the opener lives (its pid names the scope), then released: the next round is a first count
+		run -0 "$RDMACTL" quota unset pd --pid "$opener" --kernel
+		touch "$out.hold.$r"
+		wait "$pid"
+	done
+}
+
 @test "a process sharing a limited process's file table creates through the limited one's new file within its limit" {
 	local out=$BATS_TEST_TMPDIR/clonefiles go=$BATS_TEST_TMPDIR/go pid
 	# its own file first, without scopes (remembered so), closed; then the limited process's new file, often at

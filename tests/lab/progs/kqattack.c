@@ -37,6 +37,11 @@
  *       "step k pd=N errno=E". A test changes the thread's scopes between the steps. -F: the opener forks
  *       after the open, and its child, sharing the opener's uverbs file, does the rest ("warm pid=CHILD
  *       opener=P"); the opener waits for it.
+ *   kqattack flood -S STOP [-d DEV] [-c N] [-H FILE]
+ *       Opens the device and forks; the child, sharing the opener's uverbs file, prints "flood pid=CHILD
+ *       opener=P" and allocates PDs through it, keeping them, one every 100 us until STOP exists, N PDs
+ *       (default 5000) or a refusal; then "flood pd=N errno=E" (E: the refusal's, 0 without one) and, with
+ *       -H, "holding" until FILE exists. A test sets the opener's first limit meanwhile.
  *   kqattack clonefiles [-d DEV] [-c N] [-W START]
  *       Prints "clonefiles pid=P" (and with -W waits for START: a test limits P then). P makes a process C
  *       that shares its file table (clone with CLONE_FILES: a process of its own, not a thread). C opens the
@@ -486,6 +491,35 @@ static int cmd_steps(const char *prefix, int k, bool forked)
 	return 0;
 }
 
+static int cmd_flood(const char *stop, int max, const char *hold)
+{
+	struct ibv_context *ctx = open_dev();
+	pid_t opener = getpid(), child;
+	struct stat st;
+	int n, err = 0, status;
+
+	if (!ctx)
+		return 1;
+	child = fork();
+	if (child < 0)
+		return 1;
+	if (child > 0)
+		return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	printf("flood pid=%d opener=%d\n", (int)getpid(), (int)opener);
+	for (n = 0; n < max; n++) {
+		if (!(n & 15) && !stat(stop, &st))
+			break;
+		if (!ibv_alloc_pd(ctx)) {
+			err = errno;
+			break;
+		}
+		usleep(100);
+	}
+	printf("flood pd=%d errno=%d\n", n, err);
+	hold_until(hold);
+	return 0;
+}
+
 static int cmd_clonefiles(int n, const char *start)
 {
 	int c2p[2], p2c[2], fd = -1, ok = 0, refused = 0, other = 0, i, status;
@@ -799,6 +833,8 @@ int main(int argc, char **argv)
 		return cmd_take(sock, tpid, tfd, children);
 	if (!strcmp(mode, "steps") && sock && strlen(sock) < 4000)
 		return cmd_steps(sock, children, forked);
+	if (!strcmp(mode, "flood") && sock)
+		return cmd_flood(sock, cgiven ? children : 5000, hold);
 	if (!strcmp(mode, "clonefiles"))
 		return cmd_clonefiles(children, startfile);
 	if (!strcmp(mode, "rereg"))
@@ -806,6 +842,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "inflight") && method)
 		return cmd_inflight(method, startfile, cgiven ? children : 1, ready, hold);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|clonefiles|rereg|inflight [options] (see the source)\n");
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|flood|clonefiles|rereg|inflight [options] "
+		"(see the source)\n");
 	return 2;
 }
