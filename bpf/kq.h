@@ -20,6 +20,9 @@ enum kq_kind {
 
 enum kq_scope_type { KQ_SCOPE_GLOBAL = 1, KQ_SCOPE_PID = 2, KQ_SCOPE_CGROUP = 3 };
 
+/* kq_state.populating during a rescan (1 during the population's walk) */
+#define KQ_RESCANNING 2
+
 /*
  * A scope: the global one (id 0), a process (KQ_PID_ID: its tgid and its start time, so that a limit never
  * passes to a later process given the same number) or a cgroup (its cgroup id, the directory's inode).
@@ -136,7 +139,7 @@ struct kq_state {
 	__u32 nlimits;    /* limited scopes: 0 means every hook returns at once */
 	__u32 types;      /* KQ_TYPE_* of the scope types among them: the programs look up only those */
 	__u64 evseq;      /* the last event's seq */
-	__u32 populating; /* the iterators are recording what exists (lib/kq/kq.c populate): destroys mark kq_gone */
+	__u32 populating; /* a count runs (the iterators: 1, the rescan: KQ_RESCANNING): destroys mark kq_gone */
 	__u32 pop_miss;   /* during it: a destroy not marked (kq_gone full), a list not walked to its end */
 	__u32 dyn_major;  /* the major of uverbs devices 32 and up (alloc_chrdev_region), from /proc/devices */
 	__u32 epochs;     /* the last epoch given to a scope (lib/kq/kq.c; the programs never write it) */
@@ -144,7 +147,7 @@ struct kq_state {
 	__s32 lost_err;   /* the error of the last insert that failed (-E2BIG: kq_objs full) */
 	__u32 objs_max;   /* kq_objs' entries (rdmactl, at each count of the limits) */
 	__u64 full;       /* limited creations refused because kq_objs had no room left for their record */
-	__u32 pop_want;   /* during a population: the scope type whose tasks' objects it records (kq_want) */
+	__u32 pop_want;   /* from a population to its rescan's end: the scope type counted (kq_want names whom) */
 	__u32 pop_full;   /* during it: records it could not insert (kq_objs full): the count is not whole */
 	/*
 	 * Scopes made so far: rdmactl adds 1 after each new scope's entry is in kq_limits (never before), so

@@ -285,6 +285,86 @@ static __always_inline bool backstop_kills(__u32 kind)
  */
 
 /*
+ * Does the count of a new scope take this task's objects (the scope being set: kq_state.pop_want, kq_want,
+ * kept from its population to the end of its rescan)?
+ */
+static __always_inline bool wanted(__u32 tgid, __u64 cgid)
+{
+	struct kq_state *st = state();
+	__u64 key = cgid;
+
+	if (!st)
+		return false;
+	switch (st->pop_want) {
+	case KQ_SCOPE_GLOBAL:
+		return true;
+	case KQ_SCOPE_PID:
+		key = tgid;
+		break;
+	case KQ_SCOPE_CGROUP:
+		break;
+	default:
+		return false;
+	}
+	return bpf_map_lookup_elem(&kq_want, &key) != NULL;
+}
+
+/*
+ * While a new scope is counted (kq_state.pop_want: from its population to its rescan's end), a creation whose owner is
+ * the scope's (the file's opener, f, or else the creating task) is charged to it as well, when the scopes
+ * above did not: a thread the scope does not name (a forked child under a --pid limit, a receiver of the
+ * fd) creating through such a file, or a file whose record names only lifted scopes (their epochs gone),
+ * would otherwise charge nothing until the rescan gives the file's record the scope, and what it made after
+ * the walk passed the file would be counted nowhere. The count's limit has no maximum yet: never refused.
+ * Its record names the scope in its epoch, so that neither the walk (its insert fails) nor the rescan
+ * ("mine") counts it again.
+ */
+static __always_inline void charge_counted(const struct kq_obj *f, struct kq_obj *o, __u32 kind, __u64 bytes)
+{
+	struct kq_state *st = state();
+	struct kq_limit *lim;
+	struct kq_usage *use;
+	struct kq_scope sc, key;
+	__u64 cgid;
+	__u32 tgid, idx;
+	int j;
+
+	if (!st || !st->pop_want)
+		return;
+	sc = st->pop_scope;
+	if (!sc.type)
+		return;
+	if (f) {
+		tgid = f->tgid;
+		cgid = f->cgid;
+	} else {
+		tgid = bpf_get_current_pid_tgid() >> 32;
+		cgid = bpf_get_current_cgroup_id();
+	}
+	if (!wanted(tgid, cgid))
+		return;
+	for (j = 0; j < KQ_MAXCHG && j < o->n; j++)
+		if (o->sc[j].type == sc.type && o->sc[j].id == sc.id)
+			return; /* charged to it already (the task is the scope's) */
+	key = sc;
+	key.epoch = 0;
+	lim = bpf_map_lookup_elem(&kq_limits, &key);
+	if (!lim || lim->epoch != sc.epoch)
+		return;
+	use = bpf_map_lookup_elem(&kq_usage, &sc);
+	idx = o->n;
+	if (!use || idx >= KQ_MAXCHG)
+		return;
+	barrier_var(kind); /* checked in the register used below (the verifier sees the bound) */
+	if (kind < KQ_NK)
+		__sync_fetch_and_add(&use->use[kind], 1);
+	if (bytes)
+		__sync_fetch_and_add(&use->use[KQ_MR_BYTES], bytes);
+	o->sc[idx] = sc;
+	o->n = idx + 1;
+}
+
+/*
  * Charge amount of kind to every limited scope of the file (ufile: file_scopes) or else of the task,
  * recording them in o. Returns 1 when a scope went past its limit (the check did not stop it): the caller
  * decides what that costs.
@@ -339,6 +419,9 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, _
 			over = true;
 		}
 	}
+	barrier_var(kind);
+	if (kind < KQ_NK)
+		charge_counted(f, o, kind, 0);
 	return over;
 }
 
@@ -539,6 +622,10 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 			break;
 		r->sc[idx] = sc;
 		r->n = idx + 1;
+		r->bytes = bytes;
+	}
+	if (!err) {
+		charge_counted(f, r, kind, bytes);
 		r->bytes = bytes;
 	}
 	/*

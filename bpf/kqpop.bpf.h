@@ -39,10 +39,11 @@
  *   head (the inserts already made stay, the new ones fail) and counts a miss in kq_state.pop_miss when it
  *   cannot finish, as forget() does when kq_gone is full: lib/kq/kq.c then drops what the population made and
  *   walks again.
- * - an object another process (a forked child, a receiver of the fd) creates through a wanted task's file
- *   meanwhile: that process's thread has no scope of its own and may have cached the file as one without
- *   scopes; the file's context record, once inserted, moves kq_state.fgen before its objects are walked, so
- *   that such a creation is charged to the new scope (and recorded: the walk's insert fails) from then on;
+ * - an object created meanwhile through a wanted task's file by a thread the new scope does not name (a
+ *   forked child under a --pid limit, a receiver of the fd), or through a file whose record names only
+ *   lifted scopes: charged to the new scope too (bpf/kqcharge.bpf.h, charge_counted) while the count runs,
+ *   population and rescan; a thread that cached the file as one without scopes looks again, since the
+ *   file's context record, once inserted, moves kq_state.fgen before its objects are walked;
  * - a uverbs file whose open was under way at the attach (kq_opened does not run) and whose fd is installed
  *   after the iterator read its process's table: recorded at its GET_CONTEXT (late_ctx), which every file
  *   asks before it can create anything; its objects are created after the attach and recorded by the
@@ -111,28 +112,6 @@ static __always_inline void pop_record(struct kq_obj *o, __u32 tgid, __u64 cgid)
 		return;
 	o->sc[0] = st->pop_scope;
 	o->n = 1;
-}
-
-/* Does the population count this task's objects (the scope being set: kq_state.pop_want, kq_want)? */
-static __always_inline bool wanted(__u32 tgid, __u64 cgid)
-{
-	struct kq_state *st = state();
-	__u64 key = cgid;
-
-	if (!st)
-		return false;
-	switch (st->pop_want) {
-	case KQ_SCOPE_GLOBAL:
-		return true;
-	case KQ_SCOPE_PID:
-		key = tgid;
-		break;
-	case KQ_SCOPE_CGROUP:
-		break;
-	default:
-		return false;
-	}
-	return bpf_map_lookup_elem(&kq_want, &key) != NULL;
 }
 
 /* One object the walk found: recorded unless a program did, dropped again when it is gone already. */

@@ -54,6 +54,11 @@ int kq_lock_root(int how);
  * nothing), what it drops taken from kq_state.pop_base: the table read once, whatever n.
  */
 int kq_populate(struct kq *q, const struct kq_scope *sc, const uint64_t *ids, size_t n, __s64 base[KQ_NK]);
+/*
+ * The count's end (after the rescan, or its failure): kq_state.pop_want and kq_want cleared, which kq_populate
+ * leaves set so that the programs charge the scope what its owners' files make meanwhile (charge_counted).
+ */
+void kq_pop_done(struct kq *q);
 void kq_drop_found(struct kq *q, const struct kq_scope *sc, size_t n);
 /*
  * kqload.c: cb for each record of kq_objs, with a copy of it that may be old (the table read in batches, a

@@ -315,6 +315,7 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 		idset_sort(&cg);
 		err = rescan(q, sc, lim->epoch, &cg, lim->base);
 	}
+	kq_pop_done(q);
 	/*
 	 * after the rescan gave files' records the scope, never before: a thread that cached "this file has no
 	 * scopes" since looks again (bpf/kqcharge.bpf.h, free_of), before the limit goes in

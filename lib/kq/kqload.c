@@ -220,7 +220,7 @@ static int run_iter(const char *name)
 	return err;
 }
 
-static int set_populating(struct kq *q, bool on, __u32 *miss)
+static int set_populating(struct kq *q, __u32 on, __u32 *miss)
 {
 	/* on: the misses counted from here; off: those counted until the programs stopped marking */
 	if (on) {
@@ -242,7 +242,7 @@ int kq_rescanning(struct kq *q, bool on)
 	__u32 miss = 0;
 
 	empty_map(q->fd[M_GONE]);
-	set_populating(q, on, &miss);
+	set_populating(q, on ? KQ_RESCANNING : 0, &miss);
 	if (!on)
 		empty_map(q->fd[M_GONE]);
 	return miss ? kq_fail(-EAGAIN, "cannot count the RDMA objects that exist: %u destroys meanwhile were not "
@@ -408,11 +408,15 @@ int kq_populate(struct kq *q, const struct kq_scope *sc, const uint64_t *ids, si
 	/* what the records left are charged (a destroy since gave its part back to the usage) */
 	for (k = 0; !err && k < KQ_NK; k++)
 		base[k] += __atomic_load_n(&q->st->pop_base[k], __ATOMIC_SEQ_CST);
-	__atomic_store_n(&q->st->pop_want, 0, __ATOMIC_SEQ_CST);
-	empty_map(q->fd[M_WANT]);
 	empty_map(q->fd[M_GONE]);
 	empty_map(q->fd[M_WALKED]);
 	return err;
+}
+
+void kq_pop_done(struct kq *q)
+{
+	__atomic_store_n(&q->st->pop_want, 0, __ATOMIC_SEQ_CST);
+	empty_map(q->fd[M_WANT]);
 }
 
 /*

@@ -205,7 +205,7 @@ give_from() {
 	# the programs attached by a limit elsewhere: the child's thread and the opener's file are known as free
 	run -0 "$RDMACTL" quota set pd 100 --cgroup "$CG/other" --kernel
 	for r in 1 2 3; do # not i: bats run sets i
-		"$KQA" flood -S "$out.stop.$r" -c 30000 -H "$out.hold.$r" >"$out.$r" 2>&1 3>&- &
+		"$KQA" flood -F -S "$out.stop.$r" -c 30000 -H "$out.hold.$r" >"$out.$r" 2>&1 3>&- &
 		pid=$!
 		PIDS+=("$pid")
 		wait_for 60 grep -q '^flood pid=' "$out.$r" || { cat "$out.$r" >&2; false; }
@@ -229,6 +229,32 @@ give_from() {
 		touch "$out.hold.$r"
 		wait "$pid"
 	done
+}
+
+@test "a limit lifted and set again while its process creates counts everything it made: nothing slips in between" {
+	local out=$BATS_TEST_TMPDIR/flood pid n
+	mkdir "$CG/other"
+	run -0 "$RDMACTL" quota set pd 100 --cgroup "$CG/other" --kernel
+	"$KQA" flood -S "$out.stop" -c 30000 -H "$out.hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q '^flood pid=' "$out" || { cat "$out" >&2; false; }
+	pid=$(sed -n 's/^flood pid=\([0-9]*\) .*/\1/p' "$out")
+	# a first limit, lifted, and set again while the process keeps creating through its file (whose record
+	# names the lifted limit's scope in its old epoch)
+	run -0 "$RDMACTL" quota set pd 1000000 --pid "$pid" --kernel
+	run -0 "$RDMACTL" quota unset pd --pid "$pid" --kernel
+	sleep 0.2
+	run -0 "$RDMACTL" quota set pd 1000000 --pid "$pid" --kernel
+	touch "$out.stop"
+	wait_for 60 grep -q '^flood pd=' "$out" || { cat "$out" >&2; false; }
+	grep -q '^flood pd=[0-9]* errno=0$' "$out" || { cat "$out" >&2; false; }
+	n=$(rdma -j res show pd | jq --argjson p "$pid" '[.[] | select(.pid == $p)] | length')
+	run -0 "$RDMACTL" -j quota show --pid "$pid"
+	jq -e --argjson n "$n" '.scopes[0].kinds.pd.kernel_usage == $n' <<<"$output" >/dev/null ||
+		{ echo "$(cat "$out"), RDMA netlink $n PDs, kernel usage:" >&2; jq -c '.scopes[0].kinds.pd' <<<"$output" >&2; false; }
+	echo "# $(sed -n 's/^flood //p' "$out" | tail -1), all counted" >&3
+	run -0 "$RDMACTL" quota unset pd --pid "$pid" --kernel
+	touch "$out.hold"
 }
 
 @test "a process sharing a limited process's file table creates through the limited one's new file within its limit" {

@@ -288,13 +288,13 @@ show_says_unfinished() {
 	INCG=$CG/sub hold_pds
 	lim=$((pds + 2))
 	# killed some milliseconds into the rescan (kqkillpop -r): landed when the dead command left
-	# kq_state.populating set (the rescan clears it before it returns); else the set is lifted and tried again
+	# kq_state.populating at KQ_RESCANNING (the rescan clears it before it returns); else lifted, tried again
 	try=0
 	for delay in 40000 10000 2000 0; do
 		try=$((try + 1))
 		run "$KQK" -r "$delay" -- "$RDMACTL" quota set pd "$lim" --cgroup "$CG/sub" --kernel
 		echo "try $try: $output" >&2
-		if [ "$status" = 0 ] && [[ $output == *"dead populating=1"* ]] && [ "$(kq_state_field pop_want)" = 0 ]; then
+		if [ "$status" = 0 ] && [[ $output == *"dead populating=2"* ]]; then
 			landed=$try
 			break
 		fi

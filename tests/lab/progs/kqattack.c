@@ -37,10 +37,10 @@
  *       "step k pd=N errno=E". A test changes the thread's scopes between the steps. -F: the opener forks
  *       after the open, and its child, sharing the opener's uverbs file, does the rest ("warm pid=CHILD
  *       opener=P"); the opener waits for it.
- *   kqattack flood -S STOP [-d DEV] [-c N] [-H FILE]
- *       Opens the device and forks; the child, sharing the opener's uverbs file, prints "flood pid=CHILD
- *       opener=P" and allocates PDs through it, keeping them, one every 100 us until STOP exists, N PDs
- *       (default 5000) or a refusal; then "flood pd=N errno=E" (E: the refusal's, 0 without one) and, with
+ *   kqattack flood -S STOP [-d DEV] [-c N] [-H FILE] [-F]
+ *       Opens the device and prints "flood pid=P opener=P" (-F: forks, and the child, sharing the opener's
+ *       uverbs file, prints "flood pid=CHILD opener=P"), then allocates PDs through it, keeping them, one
+ *       every 100 us until STOP exists, N PDs (default 5000) or a refusal; then "flood pd=N errno=E" (E: the refusal's, 0 without one) and, with
  *       -H, "holding" until FILE exists. A test sets the opener's first limit meanwhile.
  *   kqattack clonefiles [-d DEV] [-c N] [-W START]
  *       Prints "clonefiles pid=P" (and with -W waits for START: a test limits P then). P makes a process C
@@ -491,7 +491,7 @@ static int cmd_steps(const char *prefix, int k, bool forked)
 	return 0;
 }
 
-static int cmd_flood(const char *stop, int max, const char *hold)
+static int cmd_flood(const char *stop, int max, const char *hold, bool forked)
 {
 	struct ibv_context *ctx = open_dev();
 	pid_t opener = getpid(), child;
@@ -500,11 +500,13 @@ static int cmd_flood(const char *stop, int max, const char *hold)
 
 	if (!ctx)
 		return 1;
-	child = fork();
-	if (child < 0)
-		return 1;
-	if (child > 0)
-		return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	if (forked) {
+		child = fork();
+		if (child < 0)
+			return 1;
+		if (child > 0)
+			return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	}
 	printf("flood pid=%d opener=%d\n", (int)getpid(), (int)opener);
 	for (n = 0; n < max; n++) {
 		if (!(n & 15) && !stat(stop, &st))
@@ -834,7 +836,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "steps") && sock && strlen(sock) < 4000)
 		return cmd_steps(sock, children, forked);
 	if (!strcmp(mode, "flood") && sock)
-		return cmd_flood(sock, cgiven ? children : 5000, hold);
+		return cmd_flood(sock, cgiven ? children : 5000, hold, forked);
 	if (!strcmp(mode, "clonefiles"))
 		return cmd_clonefiles(children, startfile);
 	if (!strcmp(mode, "rereg"))

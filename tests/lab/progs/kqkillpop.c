@@ -5,8 +5,8 @@
  * kq_populate). It watches the programs' global state (the pinned kq_state, mapped read-only) and kills the
  * command once kq_state.populating is set and the table of objects holds N records more than when it
  * started (the walk has recorded N of them). With -r USEC, in the rescan instead (lib/kq/kq.c: populating
- * set, pop_want cleared: the records other scopes' limits made are given the new scope), USEC microseconds
- * after it was first seen.
+ * KQ_RESCANNING: the records other scopes' limits made are given the new scope), USEC microseconds after it
+ * was first seen.
  *   kqkillpop [-n N | -r USEC] -- CMD [ARGS...]      (default N 1000)
  * Prints "killed populating=P records=+R" (what it saw at the kill) and then "dead populating=P" (after the
  * command's death: 1 when it died before kq_populate cleared the flag), exit 0; or "missed status=S
@@ -66,11 +66,11 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	for (;;) {
-		if (rescan >= 0 && st->populating && !st->pop_want) {
+		if (rescan >= 0 && st->populating == KQ_RESCANNING) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			if (!seen)
 				seen = ts.tv_sec * 1000000000LL + ts.tv_nsec;
-			if (ts.tv_sec * 1000000000LL + ts.tv_nsec - seen >= rescan && st->populating && !st->pop_want) {
+			if (ts.tv_sec * 1000000000LL + ts.tv_nsec - seen >= rescan && st->populating == KQ_RESCANNING) {
 				kill(pid, SIGKILL);
 				printf("killed rescanning populating=%u after %lld us\n", st->populating,
 				       (ts.tv_sec * 1000000000LL + ts.tv_nsec - seen) / 1000);
