@@ -317,9 +317,10 @@ static __always_inline bool wanted(__u32 tgid, __u64 cgid)
  * would otherwise charge nothing until the rescan gives the file's record the scope, and what it made after
  * the walk passed the file would be counted nowhere. The count's limit has no maximum yet: never refused.
  * Its record names the scope in its epoch, so that neither the walk (its insert fails) nor the rescan
- * ("mine") counts it again.
+ * ("mine") counts it again. n of kind (KQ_NK: none), and bytes of mr_bytes.
  */
-static __always_inline void charge_counted(const struct kq_obj *f, struct kq_obj *o, __u32 kind, __u64 bytes)
+static __always_inline void charge_counted(const struct kq_obj *f, struct kq_obj *o, __u32 kind, __u64 n,
+					   __u64 bytes)
 {
 	struct kq_state *st = state();
 	struct kq_limit *lim;
@@ -356,8 +357,8 @@ static __always_inline void charge_counted(const struct kq_obj *f, struct kq_obj
 	if (!use || idx >= KQ_MAXCHG)
 		return;
 	barrier_var(kind); /* checked in the register used below (the verifier sees the bound) */
-	if (kind < KQ_NK)
-		__sync_fetch_and_add(&use->use[kind], 1);
+	if (kind < KQ_NK && n)
+		__sync_fetch_and_add(&use->use[kind], n);
 	if (bytes)
 		__sync_fetch_and_add(&use->use[KQ_MR_BYTES], bytes);
 	o->sc[idx] = sc;
@@ -420,8 +421,10 @@ __noinline int charge(__u32 types, struct kq_obj *o, __u32 kind, __u64 amount, _
 		}
 	}
 	barrier_var(kind);
-	if (kind < KQ_NK)
-		charge_counted(f, o, kind, 0);
+	if (kind == KQ_MR_BYTES) /* bytes alone (a DEVX UMEM) */
+		charge_counted(f, o, KQ_NK, 0, amount);
+	else if (kind < KQ_NK)
+		charge_counted(f, o, kind, amount, 0);
 	return over;
 }
 
@@ -625,7 +628,7 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 		r->bytes = bytes;
 	}
 	if (!err) {
-		charge_counted(f, r, kind, bytes);
+		charge_counted(f, r, kind, 1, bytes);
 		r->bytes = bytes;
 	}
 	/*
