@@ -458,22 +458,39 @@ static int cmd_rereg(int n)
 	return 0;
 }
 
+/*
+ * With forked: fork, and in the parent wait for the child and give its exit status (true, *rc set); the child,
+ * which shares the opener's uverbs file, goes on (false), as does a process told not to fork.
+ */
+static bool fork_child(bool forked, int *rc)
+{
+	pid_t child;
+	int status;
+
+	if (!forked)
+		return false;
+	child = fork();
+	if (child < 0) {
+		*rc = 1;
+		return true;
+	}
+	if (!child)
+		return false;
+	*rc = waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	return true;
+}
+
 static int cmd_steps(const char *prefix, int k, bool forked)
 {
 	struct ibv_context *ctx = open_dev();
 	char file[4096], what[32];
-	pid_t opener = getpid(), child;
-	int i, n, status;
+	pid_t opener = getpid();
+	int i, n, rc;
 
 	if (!ctx)
 		return 1;
-	if (forked) {
-		child = fork();
-		if (child < 0)
-			return 1;
-		if (child > 0)
-			return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-	}
+	if (fork_child(forked, &rc))
+		return rc;
 	if (!ibv_alloc_pd(ctx))
 		return 1;
 	if (forked)
@@ -494,19 +511,14 @@ static int cmd_steps(const char *prefix, int k, bool forked)
 static int cmd_flood(const char *stop, int max, const char *hold, bool forked)
 {
 	struct ibv_context *ctx = open_dev();
-	pid_t opener = getpid(), child;
+	pid_t opener = getpid();
 	struct stat st;
-	int n, err = 0, status;
+	int n, err = 0, rc;
 
 	if (!ctx)
 		return 1;
-	if (forked) {
-		child = fork();
-		if (child < 0)
-			return 1;
-		if (child > 0)
-			return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-	}
+	if (fork_child(forked, &rc))
+		return rc;
 	printf("flood pid=%d opener=%d\n", (int)getpid(), (int)opener);
 	for (n = 0; n < max; n++) {
 		if (!(n & 15) && !stat(stop, &st))
