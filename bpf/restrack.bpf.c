@@ -63,6 +63,7 @@ struct rdma_id_private___rdmactl {
 
 /* Set by user space before load. */
 const volatile bool emit_events = true;
+const volatile bool track_qpids = false; /* keep qpids (a monitor that pins its counters) */
 const volatile bool devcache_on = false; /* only with the ib_dealloc_device hook loaded */
 
 /*
@@ -137,6 +138,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mon_status);
 } status SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MON_QPIDS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct mon_qpid);
+	__type(value, __u32);
+} qpids SEC(".maps");
 
 /* kprobe fallback: rdma_restrack_add's argument, from entry to return. */
 struct {
@@ -405,11 +414,32 @@ static __always_inline void count_in(struct mon_counts *c, const struct mon_even
 	}
 }
 
+/* A user QP's number, kept while it exists (see MON_QPIDS_MAX); one that cannot be kept is a lost count. */
+static __always_inline void track_qp(const struct mon_event *e)
+{
+	struct mon_qpid k = { .dev_index = e->dev_index, .qpn = e->id };
+	__u32 zero = 0;
+	struct mon_status *st;
+
+	if (e->op == MON_OP_DESTROY) {
+		bpf_map_delete_elem(&qpids, &k);
+		return;
+	}
+	if (!bpf_map_update_elem(&qpids, &k, &e->tgid, BPF_ANY))
+		return;
+	__sync_fetch_and_add(&lost_counters, 1);
+	st = bpf_map_lookup_elem(&status, &zero);
+	if (st)
+		__sync_fetch_and_add(&st->lost_counters, 1);
+}
+
 /* Per owner (top's rates) and per device (export's rdmactl_creates_total{device}). */
 static __always_inline void count(const struct mon_event *e)
 {
 	struct mon_counts *c;
 
+	if (track_qpids && e->type == RESTRACK_QP && e->user)
+		track_qp(e);
 	c = counts_of(&counters, e->tgid);
 	if (c)
 		count_in(c, e);

@@ -67,6 +67,19 @@ struct mon_counts {
 };
 
 #define MON_COUNTERS_MAX 16384
+
+/*
+ * The user QPs that exist, by device and number (key struct mon_qpid, value: the owner's tgid), kept while a
+ * monitor pins its counters: rdmactl top and the exporter ask the kernel for each one's state by its number
+ * (RDMA netlink by id, O(QPs)) instead of a dump (which walks the device's QP table again for each message:
+ * O(QPs^2)). Allocated as used; a QP that does not fit is counted in mon_status.lost_counters like a full
+ * counters map (the counts are then not trusted as complete).
+ */
+#define MON_QPIDS_MAX (1u << 20)
+struct mon_qpid {
+	__u32 dev_index;
+	__u32 qpn;
+};
 /*
  * The per-device counters map (key: __u32 mon_event.dev_index, MON_DEV_NONE for objects without a device; value:
  * struct mon_counts, every owner summed). Entries are never removed: a device's counts only ever increase.
@@ -98,6 +111,8 @@ struct mon_status {
 	__u32 devcounters_id; /* opened the pins of two different monitors tells by them) */
 	__u64 established_ns; /* CLOCK_MONOTONIC of the baseline */
 	struct mon_devbase dev[MON_BASE_DEVS];
+	__u32 qpids_id;      /* user space: the map id of the QP numbers of this baseline's monitor (0: none) */
+	__u32 pad;
 };
 
 #endif

@@ -66,6 +66,7 @@ static int attempt(char *why, size_t len)
 	st->ndevs = nb.ndevs;
 	st->counters_id = mon_map_id(cfd);
 	st->devcounters_id = mon_map_id(dfd);
+	st->qpids_id = mon_map_id(mon_qpids_fd(monitor_bpf));
 	st->established_ns = clock_mono_ns();
 	st->complete = 1;
 	__atomic_store_n(&st->seq, base.attempts, __ATOMIC_RELEASE);

@@ -40,7 +40,7 @@ static void on_signal(int sig)
 	top_exiting = 1;
 }
 
-enum { OPT_PID = 0x100, OPT_DEV, OPT_USER, OPT_COMM, OPT_LEDGER, OPT_NO_QP_STATES };
+enum { OPT_PID = 0x100, OPT_DEV, OPT_USER, OPT_COMM, OPT_LEDGER, OPT_NO_QP_STATES, OPT_COUNTERS };
 
 static const struct argp_option options[] = {
 	{ "batch", 'b', NULL, 0, "Batch mode: print snapshots as text (or JSON with -j) instead of a screen", 0 },
@@ -52,6 +52,9 @@ static const struct argp_option options[] = {
 	{ "no-qp-states", OPT_NO_QP_STATES, NULL, 0,
 	  "Leave QP states out; counts then come from a running monitor's counters when they are provably "
 	  "complete (no per-object dump; JSON \"source\"), else from the dump as always", 0 },
+	{ "counters", OPT_COUNTERS, NULL, 0,
+	  "Counts from a running monitor's counters and each QP's state asked for by its number, when they are "
+	  "provably complete (no per-object dump; JSON \"source\"), else from the dump as always", 0 },
 	{ "pid", OPT_PID, "PID", 0, "Only this process (repeatable)", 1 },
 	{ "dev", OPT_DEV, "DEV", 0, "Only this RDMA device", 1 },
 	{ "user", OPT_USER, "USER", 0, "Only processes of this user (name or uid)", 1 },
@@ -93,6 +96,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_QP_STATES:
 		o.view.no_qp_states = true;
+		break;
+	case OPT_COUNTERS:
+		o.view.counters = true;
 		break;
 	case OPT_PID:
 		if (o.npids == MAX_PIDS)
@@ -227,9 +233,12 @@ int top_take(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, 
 	bool have_cur;
 	int ret = -1;
 
-	if (v->no_qp_states) {
-		/* O(processes) when the monitor's counts are provably complete; else the dump, as without the option */
-		ret = top_snapshot_counters(t, f, s, why, sizeof(why));
+	if (v->no_qp_states || v->counters) {
+		/*
+		 * O(processes) when the monitor's counts are provably complete (and O(QPs) for the states, by number);
+		 * else the dump, as without the option
+		 */
+		ret = top_snapshot_counters(t, f, s, !v->no_qp_states, why, sizeof(why));
 		if (!quiet && (ret ? strcmp(why, extra.source_why) : !extra.told_counters)) {
 			if (ret)
 				pr_debug("counts from the per-object dump: %s", why);

@@ -111,8 +111,12 @@ static void print_head(const struct top_snap *s, const struct top_view *v)
 		   s->source == TOP_SRC_COUNTERS ? " - from the monitor's counters" : "",
 		   v->screen ? " - q quit, s/S sort, r reverse" : "");
 	print_string(PRINT_JSON, "source", NULL, s->source == TOP_SRC_COUNTERS ? "counters" : "dump");
-	if (v->no_qp_states)
+	if (v->no_qp_states || v->counters)
 		print_string(PRINT_JSON, "source_reason", NULL, s->source_why[0] ? s->source_why : NULL);
+	if (s->states_by_number) {
+		/* QPs the kernel answers nothing for by number (never given a port): counted in RESET */
+		print_uint(PRINT_JSON, "qp_reset_without_port", NULL, s->qp_noport);
+	}
 	end_line();
 	print_bool(PRINT_JSON, "privileged", NULL, s->privileged);
 	print_uint(PRINT_JSON, "unresolved_threads", NULL, s->unresolved);

@@ -16,6 +16,8 @@ struct top_view {
 	bool screen;		/* the header line also names the screen's keys */
 	bool no_qp_states;	/* --no-qp-states: no QP states (JSON qp_states, text QP-STATES); the counts
 				 * may then come from the monitor's counters (top_snapshot_counters) */
+	bool counters;		/* --counters: counts from the monitor's counters, QP states asked for QP by QP
+				 * by number (top_snapshot_counters with states); else the dump */
 };
 
 /* Lines of one text snapshot, for the screen: the column header, the process rows after it. */

@@ -300,7 +300,7 @@ static int take_summed(struct metrics_ctx *x, struct metrics_snap *s, struct top
 
 	if (!v)
 		return -ENOMEM;
-	ret = top_snapshot_counters(x->top, NULL, v, s->source_why, sizeof(s->source_why));
+	ret = top_snapshot_counters(x->top, NULL, v, false, s->source_why, sizeof(s->source_why));
 	s->why_dump = metrics_dump_why_of(ret);
 	if (ret == -ENOMEM) {
 		free(v);

@@ -184,6 +184,7 @@ static int load_attach(struct mon *m, bool fentry)
 	if (!m->skel)
 		return fail(-errno ? -errno : -EINVAL, "cannot open the BPF object: %s", strerror(errno));
 	m->skel->rodata->emit_events = m->opts.events;
+	m->skel->rodata->track_qpids = m->opts.pin_counters;
 	/* The device index cache is safe only if a device's release invalidates it. */
 	m->skel->rodata->devcache_on = m->dealloc_hook;
 	set_autoload(m->skel, fentry, m->commit_del, m->dealloc_hook);
@@ -242,11 +243,14 @@ int mon_prog_stats(const struct mon *m, uint64_t *run_ns, uint64_t *runs)
 }
 
 /* The counters maps a monitor pins (the per-owner ones first: top's rates need them), owned by the newest. */
-static const char *const pins[] = { MON_PIN_COUNTERS, MON_PIN_DEVCOUNTERS, MON_PIN_STATUS };
+static const char *const pins[] = { MON_PIN_COUNTERS, MON_PIN_DEVCOUNTERS, MON_PIN_STATUS, MON_PIN_QPIDS };
 
 static struct bpf_map *pin_map(struct mon *m, size_t i)
 {
-	return i == 2 ? m->skel->maps.status : i ? m->skel->maps.devcounters : m->skel->maps.counters;
+	struct bpf_map *maps[] = { m->skel->maps.counters, m->skel->maps.devcounters, m->skel->maps.status,
+				   m->skel->maps.qpids };
+
+	return maps[i];
 }
 
 static void pin_counters(struct mon *m)
@@ -430,6 +434,11 @@ struct mon_status *mon_status_of(const struct mon *m)
 int mon_devcounters_fd(const struct mon *m)
 {
 	return bpf_map__fd(m->skel->maps.devcounters);
+}
+
+int mon_qpids_fd(const struct mon *m)
+{
+	return bpf_map__fd(m->skel->maps.qpids);
 }
 
 int mon_counters_fd(const struct mon *m)

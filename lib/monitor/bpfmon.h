@@ -31,6 +31,8 @@
 #define MON_PIN_DEVCOUNTERS MON_PIN_DIR "/devcounters"
 /* struct mon_status (bpf/restrack.h): lost counters and the baseline that makes the counts complete. */
 #define MON_PIN_STATUS MON_PIN_DIR "/status"
+/* The user QPs that exist (bpf/restrack.h MON_QPIDS_MAX): read with mon_qpids_read(). */
+#define MON_PIN_QPIDS MON_PIN_DIR "/qpids"
 
 /* Set to 1 to skip fentry/fexit and attach kprobes (tests the fallback). */
 #define MON_ENV_KPROBE "RDMACTL_MON_KPROBE"
@@ -97,6 +99,7 @@ int64_t mon_realtime_offset(const struct mon *m);
 /* The counters maps of an open monitor (owned by m: do not close). */
 int mon_counters_fd(const struct mon *m);
 int mon_devcounters_fd(const struct mon *m);
+int mon_qpids_fd(const struct mon *m);
 /* Its status map, mapped read-write (owned by m): the baseline is written there (monbase.c). */
 struct mon_status *mon_status_of(const struct mon *m);
 /* Open the status a running monitor pins (read-only); -ENOENT when none. */
@@ -110,6 +113,15 @@ int mon_counters_open_pinned(int *fd);
 /* The per-device counters a monitor pins (MON_PIN_DEVCOUNTERS), read-only; mon_counters_foreach() reads them
  * with the device index as key. -ENOENT: no monitor, or one that pins only the per-owner counters. */
 int mon_devcounters_open_pinned(int *fd);
+/* The user QPs a monitor pins (MON_PIN_QPIDS), read-only; -ENOENT: no monitor, or an older one. */
+int mon_qpids_open_pinned(int *fd);
+/* One QP of the map: where it is, and its owner. */
+struct mon_qp {
+	struct mon_qpid id;
+	uint32_t tgid;
+};
+/* Every entry of the map, in batches (*out malloc'ed, *n entries; the caller frees): 0 or -errno. */
+int mon_qpids_read(int fd, struct mon_qp **out, size_t *n);
 /* Counts of one tgid (0 = kernel objects); -ENOENT when it never created or destroyed anything. */
 int mon_counters_read(int fd, pid_t tgid, struct mon_counts *out);
 /* Every tgid in the map; cb returns non-zero to stop (returned). */

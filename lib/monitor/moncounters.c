@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
@@ -35,6 +36,77 @@ int mon_devcounters_open_pinned(int *fd)
 int mon_status_open_pinned(int *fd)
 {
 	return open_ro(MON_PIN_STATUS, fd);
+}
+
+int mon_qpids_open_pinned(int *fd)
+{
+	return open_ro(MON_PIN_QPIDS, fd);
+}
+
+/*
+ * A hash map read in batches: a bucket larger than the batch fails with ENOSPC and is read again with a larger
+ * one. The map may change meanwhile: the caller checks the counts around the read (an entry deleted and added
+ * again during it can be seen twice or not at all).
+ */
+int mon_qpids_read(int fd, struct mon_qp **out, size_t *n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	struct mon_qpid *keys = NULL;
+	struct mon_qp *v = NULL;
+	__u32 *vals = NULL, batch = 4096, cnt;
+	size_t have = 0, cap = 0, i;
+	__u32 in = 0, next = 0;
+	bool first = true, done = false;
+	int ret = 0;
+
+	while (!done) {
+		if (have + batch > cap) {
+			struct mon_qp *nv;
+
+			cap = (have + batch) * 2;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				ret = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		free(keys);
+		free(vals);
+		keys = malloc(batch * sizeof(*keys));
+		vals = malloc(batch * sizeof(*vals));
+		if (!keys || !vals) {
+			ret = -ENOMEM;
+			break;
+		}
+		cnt = batch;
+		if (bpf_map_lookup_batch(fd, first ? NULL : &in, &next, keys, vals, &cnt, &opts)) {
+			if (errno == ENOSPC && !cnt && batch < (1u << 20)) {
+				batch *= 4; /* one bucket holds more than a batch */
+				continue;
+			}
+			if (errno != ENOENT) {
+				ret = -errno;
+				break;
+			}
+			done = true; /* the last entries are in this batch */
+		}
+		for (i = 0; i < cnt; i++) {
+			v[have].id = keys[i];
+			v[have++].tgid = vals[i];
+		}
+		in = next;
+		first = false;
+	}
+	free(keys);
+	free(vals);
+	if (ret) {
+		free(v);
+		return ret;
+	}
+	*out = v;
+	*n = have;
+	return 0;
 }
 
 int mon_status_read(int fd, struct mon_status *out)

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -282,6 +284,49 @@ static int parse_summary(const nl_tb tb, struct nl_handlers *h)
 	return h->summary(&s, h->arg);
 }
 
+/* One object's attributes (etb: a dump's entry, or the reply to a request by number) into r. */
+static int fill_res(const nl_tb tb, const nl_tb etb, enum nl_res_type t, struct nl_res *r)
+{
+	if (!etb[res_desc[t].id])
+		return -EPROTO;
+	memset(r, 0, sizeof(*r));
+	r->type = t;
+	r->dev_index = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
+	r->dev_name = mnl_attr_get_str(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
+	r->id = mnl_attr_get_u32(etb[res_desc[t].id]);
+	if (etb[RDMA_NLDEV_ATTR_RES_PID]) {
+		r->pid = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_RES_PID]);
+		r->has |= NL_HAS_PID;
+	} else if (etb[RDMA_NLDEV_ATTR_RES_KERN_NAME]) {
+		r->kern_name = mnl_attr_get_str(etb[RDMA_NLDEV_ATTR_RES_KERN_NAME]);
+		r->has |= NL_HAS_KERN;
+	}
+	if (t == NL_RES_MR) {
+		if (!etb[RDMA_NLDEV_ATTR_RES_MRLEN])
+			return -EPROTO;
+		r->mrlen = mnl_attr_get_u64(etb[RDMA_NLDEV_ATTR_RES_MRLEN]);
+		r->has |= NL_HAS_MRLEN;
+	}
+	if (etb[RDMA_NLDEV_ATTR_RES_TYPE]) {
+		r->qp_type = mnl_attr_get_u8(etb[RDMA_NLDEV_ATTR_RES_TYPE]);
+		r->has |= NL_HAS_QP_TYPE;
+	}
+	if (etb[RDMA_NLDEV_ATTR_RES_STATE]) {
+		r->state = mnl_attr_get_u8(etb[RDMA_NLDEV_ATTR_RES_STATE]);
+		r->has |= NL_HAS_STATE;
+	}
+	if (etb[RDMA_NLDEV_ATTR_PORT_INDEX]) {
+		r->port = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_PORT_INDEX]);
+		r->has |= NL_HAS_PORT;
+	}
+	if (etb[RDMA_NLDEV_ATTR_RES_PDN] && t != NL_RES_PD) {
+		r->pdn = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_RES_PDN]);
+		r->has |= NL_HAS_PDN;
+	}
+	return 0;
+}
+
+/* A dump's message: the kind's table of entries. A reply to a request by number: the object's attributes. */
 static int parse_res(const nl_tb tb, enum nl_res_type t, struct nl_handlers *h)
 {
 	const struct res_desc *rd = &res_desc[t];
@@ -290,8 +335,14 @@ static int parse_res(const nl_tb tb, enum nl_res_type t, struct nl_handlers *h)
 	nl_tb etb;
 	int ret;
 
-	if (!tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !tb[RDMA_NLDEV_ATTR_DEV_NAME] || !tb[rd->table])
+	if (!tb[RDMA_NLDEV_ATTR_DEV_INDEX] || !tb[RDMA_NLDEV_ATTR_DEV_NAME])
 		return -EPROTO;
+	if (!tb[rd->table]) {
+		if (!tb[rd->id])
+			return -EPROTO;
+		ret = fill_res(tb, tb, t, &r);
+		return ret ? ret : h->res(&r, h->arg);
+	}
 	/* Validates the table's members (entries) before walking it. */
 	ret = parse_nested(tb[rd->table], etb);
 	if (ret)
@@ -300,45 +351,10 @@ static int parse_res(const nl_tb tb, enum nl_res_type t, struct nl_handlers *h)
 		if (mnl_attr_get_type(e) != rd->entry)
 			continue;
 		ret = parse_nested(e, etb);
-		if (ret)
-			return ret;
-		if (!etb[rd->id])
-			return -EPROTO;
-		memset(&r, 0, sizeof(r));
-		r.type = t;
-		r.dev_index = mnl_attr_get_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX]);
-		r.dev_name = mnl_attr_get_str(tb[RDMA_NLDEV_ATTR_DEV_NAME]);
-		r.id = mnl_attr_get_u32(etb[rd->id]);
-		if (etb[RDMA_NLDEV_ATTR_RES_PID]) {
-			r.pid = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_RES_PID]);
-			r.has |= NL_HAS_PID;
-		} else if (etb[RDMA_NLDEV_ATTR_RES_KERN_NAME]) {
-			r.kern_name = mnl_attr_get_str(etb[RDMA_NLDEV_ATTR_RES_KERN_NAME]);
-			r.has |= NL_HAS_KERN;
-		}
-		if (t == NL_RES_MR) {
-			if (!etb[RDMA_NLDEV_ATTR_RES_MRLEN])
-				return -EPROTO;
-			r.mrlen = mnl_attr_get_u64(etb[RDMA_NLDEV_ATTR_RES_MRLEN]);
-			r.has |= NL_HAS_MRLEN;
-		}
-		if (etb[RDMA_NLDEV_ATTR_RES_TYPE]) {
-			r.qp_type = mnl_attr_get_u8(etb[RDMA_NLDEV_ATTR_RES_TYPE]);
-			r.has |= NL_HAS_QP_TYPE;
-		}
-		if (etb[RDMA_NLDEV_ATTR_RES_STATE]) {
-			r.state = mnl_attr_get_u8(etb[RDMA_NLDEV_ATTR_RES_STATE]);
-			r.has |= NL_HAS_STATE;
-		}
-		if (etb[RDMA_NLDEV_ATTR_PORT_INDEX]) {
-			r.port = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_PORT_INDEX]);
-			r.has |= NL_HAS_PORT;
-		}
-		if (etb[RDMA_NLDEV_ATTR_RES_PDN] && t != NL_RES_PD) {
-			r.pdn = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_RES_PDN]);
-			r.has |= NL_HAS_PDN;
-		}
-		ret = h->res(&r, h->arg);
+		if (!ret)
+			ret = fill_res(tb, etb, t, &r);
+		if (!ret)
+			ret = h->res(&r, h->arg);
 		if (ret)
 			return ret;
 	}
@@ -605,6 +621,140 @@ int nl_port_dump(struct nl_sock *s, uint32_t dev_index, struct nl_handlers *h)
 int nl_summary_dump(struct nl_sock *s, struct nl_handlers *h)
 {
 	return dump(s, RDMA_NLDEV_CMD_RES_GET, UINT32_MAX, h);
+}
+
+/*
+ * QPs by number: one request each (RES_QP_GET without NLM_F_DUMP: the kernel looks the number up), NL_GET_BATCH
+ * to a write, their replies read before the next batch (the socket's receive buffer holds a batch's replies;
+ * one that did not fit fails the read with ENOBUFS, never silently). The kernel answers only on the QP's port:
+ * a QP it answers EAGAIN for is asked again on the next port; one no port answers for was never given a port
+ * (only a move to INIT gives one), so it is still in RESET (see nl.h).
+ */
+#define NL_GET_BATCH 32
+
+struct get_ctx {
+	struct nl_handlers *h;
+	const uint32_t *qpns;
+	unsigned char *again;	/* per QP of the batch: the kernel answered EAGAIN (another port) */
+	uint32_t dev;
+	uint32_t port;
+	int err;		/* the first error other than EAGAIN */
+};
+
+static int get_batch(struct nl_sock *s, struct get_ctx *c, const size_t *idx, size_t n)
+{
+	char req[NL_GET_BATCH * NLMSG_ALIGN(MNL_NLMSG_HDRLEN + 3 * (MNL_ATTR_HDRLEN + 4))] __attribute__((aligned(8)));
+	unsigned int first = s->seq + 1;
+	size_t len = 0, k, got = 0;
+	ssize_t rn;
+	int ret;
+
+	for (k = 0; k < n; k++) {
+		struct nlmsghdr *nlh = mnl_nlmsg_put_header(req + len);
+
+		nlh->nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_QP_GET);
+		nlh->nlmsg_flags = NLM_F_REQUEST;
+		nlh->nlmsg_seq = ++s->seq;
+		mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_DEV_INDEX, c->dev);
+		mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_PORT_INDEX, c->port);
+		mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_RES_LQPN, c->qpns[idx[k]]);
+		len += NLMSG_ALIGN(nlh->nlmsg_len);
+	}
+	if (mnl_socket_sendto(s->nl, req, len) < 0)
+		return -errno;
+	while (got < n) {
+		const struct nlmsghdr *m;
+		int left;
+
+		rn = mnl_socket_recvfrom(s->nl, s->buf, sizeof(s->buf));
+		if (rn < 0 && errno == EINTR)
+			continue;
+		if (rn < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (s->capture)
+			capture(s, RDMA_NLDEV_CMD_RES_QP_GET, rn);
+		left = (int)rn;
+		for (m = (const struct nlmsghdr *)s->buf; mnl_nlmsg_ok(m, left); m = mnl_nlmsg_next(m, &left)) {
+			k = m->nlmsg_seq - first;
+			if (m->nlmsg_pid != s->portid || m->nlmsg_seq < first || k >= n)
+				return -EPROTO;
+			got++;
+			c->h->seq = m->nlmsg_seq;
+			c->h->portid = s->portid;
+			ret = nl_parse(m, m->nlmsg_len, c->h);
+			if (ret == -EAGAIN)
+				c->again[k] = 1;
+			else if (ret < 0 && !c->err)
+				c->err = ret;
+		}
+		if (left)
+			return -EPROTO;
+	}
+	return 0;
+}
+
+static int qp_get_all(struct nl_sock *s, uint32_t dev_index, uint32_t nports, const uint32_t *qpns, size_t n,
+		      struct nl_handlers *h)
+{
+	unsigned char again[NL_GET_BATCH];
+	struct get_ctx c = { .h = h, .qpns = qpns, .again = again, .dev = dev_index };
+	size_t idx[NL_GET_BATCH], next[NL_GET_BATCH], i, k, nk, nn;
+	struct nl_res r;
+	int ret;
+
+	for (i = 0; i < n; i += nk) {
+		nk = n - i < NL_GET_BATCH ? n - i : NL_GET_BATCH;
+		for (k = 0; k < nk; k++)
+			idx[k] = i + k;
+		nn = nk;
+		for (c.port = 1; nn && c.port <= nports; c.port++) {
+			memset(again, 0, sizeof(again));
+			ret = get_batch(s, &c, idx, nn);
+			if (!ret && c.err)
+				ret = c.err;
+			if (ret) {
+				if (h->ext_ack[0])
+					snprintf(s->ext_ack, sizeof(s->ext_ack), "%s", h->ext_ack);
+				return ret;
+			}
+			for (k = 0, ret = 0; k < nn; k++)
+				if (again[k])
+					next[ret++] = idx[k];
+			nn = (size_t)ret;
+			memcpy(idx, next, nn * sizeof(*idx));
+		}
+		/* no port answers for these: never given one, so never moved out of RESET */
+		for (k = 0; k < nn; k++) {
+			memset(&r, 0, sizeof(r));
+			r.type = NL_RES_QP;
+			r.dev_index = dev_index;
+			r.id = qpns[idx[k]];
+			r.state = 0; /* IB_QPS_RESET */
+			r.has = NL_HAS_STATE | NL_NO_PORT;
+			ret = h->res(&r, h->arg);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int nl_qp_get(struct nl_sock *s, uint32_t dev_index, uint32_t nports, const uint32_t *qpns, size_t n,
+	      struct nl_handlers *h)
+{
+	struct timeval tv = { .tv_sec = 10 }, none = { 0 };
+	int fd = mnl_socket_get_fd(s->nl), rcv = 1 << 20, ret;
+
+	if (!h->res || !nports || nports > 255)
+		return -EINVAL;
+	/* room for a batch's replies (root may go past rmem_max); a lost reply times out instead of hanging */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	s->ext_ack[0] = '\0';
+	ret = qp_get_all(s, dev_index, nports, qpns, n, h);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	return ret;
 }
 
 int nl_res_dump(struct nl_sock *s, uint32_t dev_index, enum nl_res_type t, struct nl_handlers *h)

@@ -67,6 +67,8 @@ enum {
 	NL_HAS_STATE = 1u << 4,
 	NL_HAS_PORT = 1u << 5,
 	NL_HAS_PDN = 1u << 6,
+	/* nl_qp_get: no port answers for the QP (never given a port); state RESET is inferred, not reported */
+	NL_NO_PORT = 1u << 7,
 };
 
 /* One restrack object. Owner: pid (the creating *thread*'s id) or kern_name, or neither (dying task). */
@@ -125,6 +127,15 @@ int nl_port_dump(struct nl_sock *s, uint32_t dev_index, struct nl_handlers *h);
 int nl_summary_dump(struct nl_sock *s, struct nl_handlers *h);
 /* Objects of one kind on one device. -EOPNOTSUPP when the kernel does not track/dump that kind. */
 int nl_res_dump(struct nl_sock *s, uint32_t dev_index, enum nl_res_type t, struct nl_handlers *h);
+/*
+ * The QPs qpns[0..n) of device dev_index (ports 1..nports), asked one by one by number: h->res is called once
+ * for each QP that exists. O(n), where a dump walks the device's QPs again for each message it sends (O(QPs^2)).
+ * The kernel answers by number only for a QP on a port: a QP never given one (still in RESET, as only the
+ * move to INIT gives a port) is reported with state RESET and NL_NO_PORT (the one QP this misreports: moved
+ * from RESET straight to ERR, which a dump shows as ERR). A number that is no QP fails with -ENOENT.
+ */
+int nl_qp_get(struct nl_sock *s, uint32_t dev_index, uint32_t nports, const uint32_t *qpns, size_t n,
+	      struct nl_handlers *h);
 
 /* Names for the numbers in replies ("RTS", "ACTIVE"); "UNKNOWN" past the table, never NULL. */
 const char *nl_qp_state_name(uint8_t s);

@@ -541,11 +541,13 @@ void top_snap_free(struct top_snap *s)
 /* --- counters mode --------------------------------------------------------------------------------- */
 
 struct pins {
-	int status, counters, devcounters;
+	int status, counters, devcounters, qpids;
 };
 
 static void pins_close(struct pins *p)
 {
+	if (p->qpids >= 0)
+		close(p->qpids);
 	if (p->status >= 0)
 		close(p->status);
 	if (p->counters >= 0)
@@ -554,17 +556,25 @@ static void pins_close(struct pins *p)
 		close(p->devcounters);
 }
 
-/* The three pins of one monitor, and its status as it stands: complete, nothing lost. */
-static int pins_open(struct pins *p, struct mon_status *st, char *why, size_t len)
+/* The pins of one monitor (its QP numbers too with states), and its status as it stands: complete, nothing lost. */
+static int pins_open(struct pins *p, bool states, struct mon_status *st, char *why, size_t len)
 {
 	int ret;
 
-	p->status = p->counters = p->devcounters = -1;
+	p->status = p->counters = p->devcounters = p->qpids = -1;
+	memset(st, 0, sizeof(*st)); /* an older monitor's status is shorter: qpids_id 0 */
 	ret = mon_status_open_pinned(&p->status);
 	if (!ret)
 		ret = mon_counters_open_pinned(&p->counters);
 	if (!ret)
 		ret = mon_devcounters_open_pinned(&p->devcounters);
+	if (!ret && states) {
+		ret = mon_qpids_open_pinned(&p->qpids);
+		if (ret == -ENOENT) {
+			snprintf(why, len, "the monitor keeps no QP numbers (an older rdmactl monitor: restart it)");
+			return ret;
+		}
+	}
 	if (!ret)
 		ret = mon_status_read(p->status, st);
 	if (ret) {
@@ -582,7 +592,8 @@ static int pins_open(struct pins *p, struct mon_status *st, char *why, size_t le
 			 "is still trying)");
 		return -ENODATA;
 	}
-	if (st->counters_id != mon_map_id(p->counters) || st->devcounters_id != mon_map_id(p->devcounters)) {
+	if (st->counters_id != mon_map_id(p->counters) || st->devcounters_id != mon_map_id(p->devcounters) ||
+	    (states && st->qpids_id != mon_map_id(p->qpids))) {
 		snprintf(why, len, "the pins belong to different monitors (one restarted)");
 		return -EAGAIN;
 	}
@@ -631,8 +642,127 @@ static int counters_rows(struct top_ctx *t, struct top_snap *s, const struct top
 	return 0;
 }
 
-static int counters_once(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, char *why, size_t len)
+/* The QPs the monitor keeps by number, each with its state as the kernel answers for it by number. */
+struct qp_states {
+	struct mon_qp *v;
+	unsigned char *state;	/* per entry of v */
+	size_t n;
+	size_t cur, end;	/* the device's entries being asked for (nl_qp_get's callback) */
+	size_t noport;		/* QPs no port answered for (RESET inferred: nl.h) */
+};
+
+static int cmp_qp(const void *a, const void *b)
 {
+	const struct mon_qp *x = a, *y = b;
+
+	if (x->id.dev_index != y->id.dev_index)
+		return x->id.dev_index < y->id.dev_index ? -1 : 1;
+	return x->id.qpn < y->id.qpn ? -1 : x->id.qpn > y->id.qpn;
+}
+
+static int on_qp_state(const struct nl_res *r, void *arg)
+{
+	struct qp_states *q = arg;
+	size_t lo = q->cur, hi = q->end, mid;
+
+	/* the device's entries are sorted by number */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (q->v[mid].id.qpn < r->id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == q->end || q->v[lo].id.qpn != r->id || !(r->has & NL_HAS_STATE) || r->state >= TOP_QP_NSTATES)
+		return -EPROTO; /* a reply for a number not asked, or without a state */
+	q->state[lo] = r->state;
+	q->noport += !!(r->has & NL_NO_PORT);
+	return 0;
+}
+
+/* Every QP of q asked for by number, device by device (each device of s, with its ports). */
+static int qp_states_get(struct top_ctx *t, const struct top_snap *s, struct qp_states *q, char *why, size_t len)
+{
+	struct nl_handlers h = { .res = on_qp_state, .arg = q };
+	uint32_t *qpns;
+	size_t i, j;
+	unsigned int d;
+	int ret = 0;
+
+	qsort(q->v, q->n, sizeof(*q->v), cmp_qp);
+	q->state = malloc(q->n ? q->n : 1);
+	qpns = malloc((q->n ? q->n : 1) * sizeof(*qpns));
+	if (!q->state || !qpns) {
+		free(qpns);
+		return -ENOMEM;
+	}
+	memset(q->state, 0xff, q->n);
+	for (i = 0; i < q->n && !ret; i = j) {
+		for (j = i; j < q->n && q->v[j].id.dev_index == q->v[i].id.dev_index; j++)
+			qpns[j - i] = q->v[j].id.qpn;
+		for (d = 0; d < s->ndevs && s->devs[d].dev.index != q->v[i].id.dev_index; d++)
+			;
+		if (d == s->ndevs) {
+			snprintf(why, len, "the monitor keeps QPs of device %u, which RDMA netlink does not list",
+				 q->v[i].id.dev_index);
+			ret = -ESTALE;
+			break;
+		}
+		q->cur = i;
+		q->end = j;
+		ret = nl_qp_get(t->nl, q->v[i].id.dev_index, s->devs[d].dev.nports ? s->devs[d].dev.nports : 1,
+				qpns, j - i, &h);
+		if (ret)
+			snprintf(why, len, "asking %s for its QPs by number: %s", s->devs[d].dev.name,
+				 ret == -ENOENT ? "a QP the monitor keeps is gone" : strerror(-ret));
+		if (ret == -ENOENT)
+			ret = -EAGAIN; /* destroyed since the read of the numbers: look again */
+	}
+	free(qpns);
+	return ret;
+}
+
+/* The states into the rows (by the monitor's owner of each QP) and the device totals; each row's QPs are its
+ * count's, or the QP numbers do not match the counts. */
+static int qp_states_apply(struct top_snap *s, const struct qp_states *q, char *why, size_t len)
+{
+	uint64_t sum;
+	unsigned int d, k;
+	size_t i, r;
+	int idx;
+
+	for (i = 0; i < q->n; i++) {
+		if (q->state[i] >= TOP_QP_NSTATES) {
+			snprintf(why, len, "no state for QP %u of device %u", q->v[i].id.qpn, q->v[i].id.dev_index);
+			return -ESTALE;
+		}
+		idx = s->map ? map_get(s->map, (pid_t)q->v[i].tgid) : -1;
+		if (idx < 0) {
+			snprintf(why, len, "QP %u's owner %u has no QP by the counts", q->v[i].id.qpn, q->v[i].tgid);
+			return -ESTALE;
+		}
+		s->rows[idx].c.qp_state[q->state[i]]++;
+		for (d = 0; d < s->ndevs; d++)
+			if (s->devs[d].dev.index == q->v[i].id.dev_index)
+				s->devs[d].totals.qp_state[q->state[i]]++;
+		s->totals.qp_state[q->state[i]]++;
+	}
+	for (r = 0; r < s->nrows; r++) {
+		for (k = 0, sum = 0; k < TOP_QP_NSTATES; k++)
+			sum += s->rows[r].c.qp_state[k];
+		if (sum != s->rows[r].c.n[NL_RES_QP]) {
+			snprintf(why, len, "pid %d: %llu QPs by number, %llu by the counts", (int)s->rows[r].pid,
+				 (unsigned long long)sum, (unsigned long long)s->rows[r].c.n[NL_RES_QP]);
+			return -ESTALE;
+		}
+	}
+	return 0;
+}
+
+static int counters_once(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, bool states, char *why,
+			 size_t len)
+{
+	struct qp_states q = { 0 };
 	struct top_counters c1 = { 0 }, c2 = { 0 }, d1 = { 0 }, d2 = { 0 };
 	struct mon_status st, st2;
 	struct pins p;
@@ -642,7 +772,7 @@ static int counters_once(struct top_ctx *t, const struct top_filter *f, struct t
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	ret = pins_open(&p, &st, why, len);
+	ret = pins_open(&p, states, &st, why, len);
 	if (ret)
 		goto out;
 	/* counters, device counters, the kernel's summary, the same two reads again in reverse */
@@ -653,6 +783,14 @@ static int counters_once(struct top_ctx *t, const struct top_filter *f, struct t
 		ret = snapshot_once(t, NULL, s, false);
 		if (ret)
 			snprintf(why, len, "RDMA netlink: %s", strerror(-ret));
+	}
+	/* the QPs by number, between the two reads of the counts: a change while asking is seen there */
+	if (!ret && states) {
+		ret = mon_qpids_read(p.qpids, &q.v, &q.n);
+		if (ret)
+			snprintf(why, len, "reading the monitor's QP numbers: %s", strerror(-ret));
+		else
+			ret = qp_states_get(t, s, &q, why, len);
 	}
 	if (!ret)
 		ret = top_counters_read(p.devcounters, &d2);
@@ -690,6 +828,13 @@ static int counters_once(struct top_ctx *t, const struct top_filter *f, struct t
 		snprintf(why, len, "%s", strerror(-ret));
 		goto out;
 	}
+	if (states) {
+		ret = qp_states_apply(s, &q, why, len);
+		if (ret)
+			goto out;
+		s->states_by_number = true;
+		s->qp_noport = q.noport;
+	}
 	for (r = 0, w = 0; r < s->nrows; r++)
 		if (row_matches(&s->rows[r], f))
 			s->rows[w++] = s->rows[r];
@@ -700,6 +845,8 @@ out:
 	map_free(s->map);
 	s->map = NULL;
 	pins_close(&p);
+	free(q.v);
+	free(q.state);
 	top_counters_free(&c1);
 	top_counters_free(&c2);
 	top_counters_free(&d1);
@@ -707,8 +854,8 @@ out:
 	return ret;
 }
 
-int top_snapshot_counters(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, char *why,
-			  size_t len)
+int top_snapshot_counters(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, bool states,
+			  char *why, size_t len)
 {
 	int ret, tries = 0;
 
@@ -719,7 +866,7 @@ int top_snapshot_counters(struct top_ctx *t, const struct top_filter *f, struct 
 		return -EINVAL;
 	}
 	/* An operation between the table and its hook, or a read torn by one: look again. */
-	while ((ret = counters_once(t, f, s, why, len)) == -EAGAIN || ret == -ESTALE || ret == -ENODEV ||
+	while ((ret = counters_once(t, f, s, states, why, len)) == -EAGAIN || ret == -ESTALE || ret == -ENODEV ||
 	       ret == -EINTR) {
 		top_snap_free(s);
 		if (++tries == 3)

@@ -107,6 +107,8 @@ struct top_snap {
 	bool ledger_joined;		/* top_join_ledger() ran on this snapshot */
 	bool rates_joined;		/* top_join_rates() ran on this snapshot */
 	double rate_interval;		/* seconds between the two counter reads */
+	bool states_by_number;		/* counters source with QP states, each QP asked for by number */
+	size_t qp_noport;		/* of those, QPs no port answered for (RESET inferred: nl_qp_get) */
 	/* tid -> row index map, valid for this snapshot only */
 	struct top_map *map;
 };
@@ -164,13 +166,15 @@ void top_snap_free(struct top_snap *s);
 
 /*
  * The same snapshot from the counters a running monitor pins, in time proportional to processes and devices
- * (no per-object dump): rows of user processes only, no QP states, no per-row devices (devmask 0), device
- * totals from the kernel's summary. Only when the counts are provably complete (topbase.c): else a positive
- * -errno and the reason in why (s released): -ENOENT no monitor, -EAGAIN objects came and went while it
- * read (worth a retry), others lasting.
+ * (no per-object dump): rows of user processes only, no per-row devices (devmask 0), device totals from the
+ * kernel's summary. QP states: none, or with states, the states of the processes' QPs, each asked for by the
+ * number the monitor keeps (nl_qp_get: O(QPs), where the dump is O(QPs^2)); kernel QPs are then in no state
+ * count. Only when the counts are provably complete (topbase.c) and, with states, the monitor's QP numbers
+ * are exactly its counts' QPs: else a negative errno and the reason in why (s released): -ENOENT no monitor,
+ * -EAGAIN objects came and went while it read (worth a retry), others lasting.
  */
-int top_snapshot_counters(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, char *why,
-			  size_t len);
+int top_snapshot_counters(struct top_ctx *t, const struct top_filter *f, struct top_snap *s, bool states,
+			  char *why, size_t len);
 
 /* --- topbase.c: the completeness rule ---------------------------------------------------------------- */
 int64_t top_live(const struct mon_counts *c, unsigned int t);

@@ -439,6 +439,46 @@ compare_counters() {
 	pkill -P "$st" || true
 }
 
+# Each process's QPs by state in one top JSON snapshot on stdin: {"p<pid>": {"RESET": n, ...}}, processes only.
+qp_states_of() {
+	jq -S '.processes | map(select(.kind == "process") | { key: "p\(.pid)", value: (.qp_states | with_entries(select(.value > 0))) }) | from_entries'
+}
+
+@test "counters: top --counters asks each QP's state by the number the monitor keeps: equal to the dump's, QPs never given a port in RESET; numbers that do not match the counts: the dump" {
+	start_monitor
+	grep -q "counts complete" "$T/mon.err" || { cat "$T/mon.err" >&2; false; }
+	"$BUILD/lab-progs/qpstates" -d rxe0 -g 1 reset init rtr rts rts err >"$T/qps" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 grep -q '^ready' "$T/qps" || { cat "$T/qps" >&2; false; }
+	# 2 threads of 10 QPs each: every third of a thread's (0, 3, 6, 9) in INIT, the rest never given a port
+	start_holdres -q 20 -i 3 -m 64K -t 2
+	run -0 "$RDMACTL" top -b -n1 -j
+	jq -e '.source == "dump"' <<<"$output"
+	qp_states_of <<<"$output" >"$T/want"
+	jq -e '[.[]] | length == 2 and (map(.RESET // 0) | add) == 13' "$T/want"
+	run -0 "$RDMACTL" top -b -n1 -j --counters
+	jq -e '.source == "counters" and .source_reason == null and .qp_reset_without_port == 13' <<<"$output"
+	qp_states_of <<<"$output" >"$T/got"
+	diff -u "$T/want" "$T/got"
+	# the device's totals are the processes' QPs by state
+	jq -e '.devices[0].totals.qp_states | .INIT == 9 and .RTR == 1 and .RTS == 2 and .ERR == 1 and .RESET == 13' <<<"$output"
+	# the text view has the QP-STATES column
+	run -0 "$RDMACTL" top -b -n1 --counters --comm qpstates
+	assert_line --partial "from the monitor's counters"
+	assert_line --regexp "qpstates .* RESET:1,INIT:1,RTR:1,RTS:2,ERR:1$"
+	# a QP number the monitor lost: the numbers no longer match the counts, and top says so and dumps
+	local key
+	key=$(bpftool -j map dump pinned /sys/fs/bpf/rdmactl/qpids | jq -r '.[0].key | map(ltrimstr("0x")) | join(" ")')
+	bpftool map delete pinned /sys/fs/bpf/rdmactl/qpids key hex $key
+	run -0 "$RDMACTL" top -b -n1 -j --counters
+	jq -e '.source == "dump" and (.source_reason | test("QPs by number, [0-9]+ by the counts"))' <<<"$output"
+	qp_states_of <<<"$output" >"$T/got"
+	diff -u "$T/want" "$T/got"
+	# --no-qp-states does not need the numbers: still the counters
+	run -0 "$RDMACTL" top -b -n1 -j --no-qp-states
+	jq -e '.source == "counters"' <<<"$output"
+}
+
 @test "counters: a monitor started while user objects exist is not used (the dump, and why) until they are gone" {
 	start_holdres -q 4 -m 64K -t 2
 	local a=$hr

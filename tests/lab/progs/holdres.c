@@ -14,10 +14,11 @@
 #include "core/util.h"
 
 static const char usage[] =
-	"usage: holdres [-d DEV] [-q NQP] [-m MRBYTES] [-t THREADS] [-e]\n"
+	"usage: holdres [-d DEV] [-q NQP] [-m MRBYTES] [-t THREADS] [-i N] [-e]\n"
 	"  Open DEV (default: the first device) and one PD in the main thread; then THREADS threads each\n"
 	"  create one CQ, their share of NQP RC QPs (left in RESET) and one MR of MRBYTES (K/M/G suffixes;\n"
 	"  0: no MR). Prints \"ready\" once everything exists, then holds it until SIGINT/SIGTERM and exits 0.\n"
+	"  -i N: every Nth QP (the first, the N+1st, ...) is moved to INIT on port 1; the others stay in RESET.\n"
 	"  -e: the creating threads exit once done (their objects stay, the kernel no longer knows a pid).\n"
 	"  Defaults: -q 1 -m 64K -t 1.\n";
 
@@ -36,6 +37,7 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static uint64_t mr_bytes = 65536;
 static bool threads_exit;
+static uint64_t init_every;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static unsigned int ndone;
@@ -62,6 +64,14 @@ static void *work(void *arg)
 		if (!w->qp[i]) {
 			w->err = errno ? errno : EIO;
 			goto done;
+		}
+		if (init_every && i % init_every == 0) {
+			struct ibv_qp_attr at = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+
+			w->err = ibv_modify_qp(w->qp[i], &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_ACCESS_FLAGS);
+			if (w->err)
+				goto done;
 		}
 	}
 	if (mr_bytes) {
@@ -121,7 +131,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c, sig, n, rc = 1;
 
-	while ((c = getopt(argc, argv, "d:q:m:t:eh")) != -1) {
+	while ((c = getopt(argc, argv, "d:q:m:t:i:eh")) != -1) {
 		switch (c) {
 		case 'd':
 			devname = optarg;
@@ -136,6 +146,10 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			if (parse_u64(optarg, 1, 1024, &nthreads))
+				goto bad;
+			break;
+		case 'i':
+			if (parse_u64(optarg, 1, 1000000, &init_every))
 				goto bad;
 			break;
 		case 'e':
