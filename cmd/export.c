@@ -23,6 +23,7 @@ static struct {
 	double max_age;
 	bool per_process;
 	bool no_qp_states;
+	bool counters;
 	const char *ledger;
 	double timeout;
 	unsigned int max_conns;
@@ -36,7 +37,7 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
-enum { OPT_LISTEN = 0x100, OPT_TEXTFILE, OPT_INTERVAL, OPT_ONCE, OPT_MAX_AGE, OPT_PER_PROCESS, OPT_NO_QP_STATES,
+enum { OPT_LISTEN = 0x100, OPT_TEXTFILE, OPT_INTERVAL, OPT_ONCE, OPT_MAX_AGE, OPT_PER_PROCESS, OPT_NO_QP_STATES, OPT_COUNTERS,
        OPT_LEDGER, OPT_TIMEOUT, OPT_MAX_CONNS };
 
 static const struct argp_option options[] = {
@@ -55,6 +56,10 @@ static const struct argp_option options[] = {
 	  "No QP states, and per-cgroup and per-process counts summed over devices (no device label); they then "
 	  "come from a running monitor's counters when they are provably complete (no per-object dump), else "
 	  "from the dump (rdmactl_counts_source says which, and why)", 1 },
+	{ "counters", OPT_COUNTERS, NULL, 0,
+	  "Per-cgroup and per-process counts summed over devices (no device label), with QP states: from a running "
+	  "monitor's counters and each QP asked for by its number when they are provably complete (no per-object "
+	  "dump), else from the dump (rdmactl_counts_source)", 1 },
 	{ "ledger", OPT_LEDGER, "PATH", 0,
 	  "Quota ledger to read (default $RDMACTL_LEDGER, else /dev/shm/rdmactl.ledger)", 1 },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", 0,
@@ -102,6 +107,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_QP_STATES:
 		o.no_qp_states = true;
+		break;
+	case OPT_COUNTERS:
+		o.counters = true;
 		break;
 	case OPT_LEDGER:
 		if (!*arg)
@@ -189,7 +197,7 @@ static void log_sources(const struct metrics_snap *s)
 		st.err[i] = s->err[i];
 	}
 	/* with --no-qp-states: the source of the counts, told with -v when it changes */
-	if (o.no_qp_states && !s->err[METRICS_SRC_NETLINK] && (!st.logged || strcmp(s->source_why, st.source_why))) {
+	if ((o.no_qp_states || o.counters) && !s->err[METRICS_SRC_NETLINK] && (!st.logged || strcmp(s->source_why, st.source_why))) {
 		if (s->source == TOP_SRC_COUNTERS)
 			pr_debug("counts from the monitor's counters (no per-object dump)");
 		else
@@ -411,6 +419,7 @@ int cmd_export(int argc, char **argv)
 	mo.ledger = o.ledger;
 	mo.follow = !o.once;
 	mo.no_qp_states = o.no_qp_states;
+	mo.counters = o.counters;
 	if (metrics_open(&mo, &st.ctx)) {
 		pr_err("out of memory");
 		return EXIT_FAIL;

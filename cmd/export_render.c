@@ -56,10 +56,11 @@ static void counts_source(const struct metrics_snap *s, struct prom_buf *b)
 	prom_family(b, "rdmactl_counts_source", PROM_GAUGE,
 		    "Where this collection's per-cgroup and per-process counts came from (1; the other series 0): "
 		    "source=\"counters\", a running rdmactl monitor's BPF counters, proven complete (with "
-		    "--no-qp-states), or source=\"dump\", RDMA netlink's per-object dumps, with the reason the "
-		    "counters were not used: qp_states (no --no-qp-states), no_monitor, no_access, lost_counts, "
-		    "incomplete (no complete baseline), busy (objects came and went while it read), mismatch (the "
-		    "kernel's counts differ), error.");
+		    "--no-qp-states, or --counters: QP states then asked for QP by QP by number), or "
+		    "source=\"dump\", RDMA netlink's per-object dumps, with the reason the counters were not used: "
+		    "qp_states (neither option), no_monitor, no_access, lost_counts, incomplete (no complete "
+		    "baseline), busy (objects came and went while it read), mismatch (the kernel's counts, or the "
+		    "monitor's QP numbers, differ), error.");
 	for (w = 0; w < METRICS_DUMP_NR; w++) {
 		struct prom_label l[] = { { "source", w == METRICS_DUMP_NONE ? "counters" : "dump" },
 					  { "reason", metrics_dump_why_names[w] } };
@@ -170,17 +171,16 @@ static void cgroup_qps(const struct metrics_snap *s, struct prom_buf *b)
 	int t;
 
 	prom_family(b, "rdmactl_qps", PROM_GAUGE,
-		    "QPs held by the processes of a cgroup, by device and state (RESET, INIT, RTR, RTS, SQD, SQE, "
-		    "ERR), as the kernel's QP dump reports it.");
+		    "QPs held by the processes of a cgroup, by device (with --counters: every device summed) and state "
+		    "(RESET, INIT, RTR, RTS, SQD, SQE, ERR), as the kernel reports it.");
 	for (i = 0; i < s->ncg_counts; i++) {
 		const struct metrics_count *c = &s->cg_counts[i];
 		const struct metrics_cgroup *cg = &s->cgroups[c->owner];
-		const struct top_dev *d = &s->devs[c->dev];
 
-		if (!type_shown(d, NL_RES_QP))
+		if (!count_type_shown(s, c, NL_RES_QP))
 			continue;
 		for (t = 0; t < TOP_QP_NSTATES; t++) {
-			struct prom_label l[] = { CG_LABELS(cg), { "device", d->dev.name },
+			struct prom_label l[] = { CG_LABELS(cg), { "device", count_dev(s, c) },
 						  { "state", top_qp_state_name((unsigned int)t) } };
 
 			prom_sample_u64(b, "rdmactl_qps", l, NLAB(l), c->c.qp_state[t]);
@@ -274,17 +274,17 @@ static void processes(const struct metrics_snap *s, struct prom_buf *b)
 		prom_sample_u64(b, "rdmactl_process_mr_bytes", l, NLAB(l), c->c.mr_bytes);
 	}
 	if (!s->no_qp_states) {
-		prom_family(b, "rdmactl_process_qps", PROM_GAUGE, "QPs held by a process, by device and state.");
+		prom_family(b, "rdmactl_process_qps", PROM_GAUGE,
+			    "QPs held by a process, by device (with --counters: every device summed) and state.");
 		for (i = 0; i < s->nproc_counts; i++) {
 			const struct metrics_count *c = &s->proc_counts[i];
 			const struct metrics_proc *p = &s->procs[c->owner];
-			const struct top_dev *d = &s->devs[c->dev];
 
-			if (!type_shown(d, NL_RES_QP))
+			if (!count_type_shown(s, c, NL_RES_QP))
 				continue;
 			snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 			for (t = 0; t < TOP_QP_NSTATES; t++) {
-				struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", d->dev.name },
+				struct prom_label l[] = { PROC_LABELS(p, &s->cgroups[p->cg]), { "device", count_dev(s, c) },
 							  { "state", top_qp_state_name((unsigned int)t) } };
 
 				prom_sample_u64(b, "rdmactl_process_qps", l, NLAB(l), c->c.qp_state[t]);

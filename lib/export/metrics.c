@@ -300,7 +300,7 @@ static int take_summed(struct metrics_ctx *x, struct metrics_snap *s, struct top
 
 	if (!v)
 		return -ENOMEM;
-	ret = top_snapshot_counters(x->top, NULL, v, false, s->source_why, sizeof(s->source_why));
+	ret = top_snapshot_counters(x->top, NULL, v, !x->o.no_qp_states, s->source_why, sizeof(s->source_why));
 	s->why_dump = metrics_dump_why_of(ret);
 	if (ret == -ENOMEM) {
 		free(v);
@@ -449,6 +449,7 @@ static int collect_netlink(struct metrics_ctx *x, struct gather *g)
 	int ret;
 
 	s->no_qp_states = x->o.no_qp_states;
+	s->summed = x->o.no_qp_states || x->o.counters;
 	s->source = TOP_SRC_DUMP;
 	s->why_dump = METRICS_DUMP_QP_STATES;
 	if (!x->top) {
@@ -461,7 +462,7 @@ static int collect_netlink(struct metrics_ctx *x, struct gather *g)
 			return 0;
 		}
 	}
-	if (x->o.no_qp_states)
+	if (s->summed)
 		ret = take_summed(x, s, &v, &n);
 	else
 		ret = take_per_device(x, &v, &n);
@@ -479,7 +480,7 @@ static int collect_netlink(struct metrics_ctx *x, struct gather *g)
 		x->devnames_known = false;
 		return 0;
 	}
-	if (x->o.no_qp_states) {
+	if (s->summed) {
 		/* one snapshot of every device, each process's objects summed over them */
 		for (i = 0; i < v->ndevs && i < TOP_MAX_DEVS; i++)
 			s->devs[i] = v->devs[i];

@@ -64,6 +64,7 @@ struct metrics_opts {
 	const char *ledger;	/* NULL: ledger_default_path() */
 	bool follow;		/* long-running: see above */
 	bool no_qp_states;	/* counts summed over devices, without QP states: see netlink above */
+	bool counters;		/* counts summed over devices, with QP states asked for by number (top_snapshot_counters) */
 };
 
 /*
@@ -72,13 +73,13 @@ struct metrics_opts {
  */
 #define METRICS_DUMP_WHYS(X)                                                                            \
 	X(NONE, "")			/* the counters were used */                                   \
-	X(QP_STATES, "qp_states")	/* not asked (no --no-qp-states): QP states need the dump */   \
+	X(QP_STATES, "qp_states")	/* not asked (no --no-qp-states, no --counters): the dump */  \
 	X(NO_MONITOR, "no_monitor")	/* no monitor pins its counters */                             \
 	X(NO_ACCESS, "no_access")	/* the pins cannot be read (CAP_BPF, file modes) */            \
 	X(LOST, "lost_counts")		/* the monitor lost counts (a counters map was full) */        \
 	X(INCOMPLETE, "incomplete")	/* no complete baseline yet, or no kernel summary to check */ \
 	X(BUSY, "busy")			/* objects came and went during each of the tries */           \
-	X(MISMATCH, "mismatch")		/* the kernel's counts differ from the counters' */            \
+	X(MISMATCH, "mismatch")		/* the kernel's counts (or QP numbers) differ from the counters' */ \
 	X(ERROR, "error")		/* anything else (RDMA netlink failed, ...) */
 
 enum metrics_dump_why {
@@ -137,6 +138,7 @@ struct metrics_snap {
 	char why[METRICS_SRC_NR][160];	/* what failed, for the log ("" when it was read) */
 	/* netlink */
 	bool no_qp_states;		/* counts summed over devices (METRICS_ALL_DEVS), no QP states */
+	bool summed;			/* counts summed over devices (no_qp_states, or opts.counters) */
 	enum top_source source;		/* where the counts of cgroups and processes came from */
 	enum metrics_dump_why why_dump;	/* METRICS_DUMP_NONE when from the counters */
 	char source_why[192];		/* the sentence, when the counters were asked for and not used */

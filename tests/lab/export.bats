@@ -360,6 +360,38 @@ kernel_qps() {
 	assert_success
 }
 
+@test "QP states with --counters: beside a monitor started with no user object, the scrape's QPs by state come from each QP asked for by number, summed over devices, equal to the dump's" {
+	start_monitor || return 1
+	grep -q "counts complete" "$T/mon.err" || { cat "$T/mon.err" >&2; return 1; }
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -d rxe0 -g 1 reset init init rtr rts rts rts err' qp "$CG" \
+		"$BUILD/lab-progs/qpstates" >"$T/qps" 2>&1 3>&- &
+	pids+=($!)
+	wait_for 60 grep -q '^ready' "$T/qps" || { cat "$T/qps" >&2; false; }
+	local pid=$! out st n
+	run -0 --separate-stderr "$RDMACTL" export --once --per-process --counters
+	out=$output
+	run promtool check metrics <<<"$out"
+	assert_success
+	grep -Fx 'rdmactl_counts_source{source="counters"} 1' <<<"$out"
+	for st in RESET:1 INIT:2 RTR:1 RTS:3 SQD:0 SQE:0 ERR:1; do
+		n=${st#*:} st=${st%:*}
+		run grep -Fx "rdmactl_qps{cgroup=\"$REL\",state=\"$st\"} $n" <<<"$out"
+		assert_success
+		run grep -Fx "rdmactl_process_qps{pid=\"$pid\",comm=\"qpstates\",cgroup=\"$REL\",state=\"$st\"} $n" <<<"$out"
+		assert_success
+	done
+	# the QP numbers no longer match the counts (one deleted from the monitor's map): the dump, and why
+	local key
+	key=$(bpftool -j map dump pinned /sys/fs/bpf/rdmactl/qpids | jq -r '.[0].key | map(ltrimstr("0x")) | join(" ")')
+	bpftool map delete pinned /sys/fs/bpf/rdmactl/qpids key hex $key
+	run -0 --separate-stderr "$RDMACTL" export --once --per-process --counters -v
+	out=$output
+	[[ $stderr == *"counts from the per-object dump: "*"by the counts"* ]]
+	grep -Fx 'rdmactl_counts_source{source="dump",reason="mismatch"} 1' <<<"$out"
+	run grep -Fx "rdmactl_process_qps{pid=\"$pid\",comm=\"qpstates\",cgroup=\"$REL\",state=\"RTS\"} 3" <<<"$out"
+	assert_success
+}
+
 # --- counts from the monitor's counters (--no-qp-states; issue 32) ---------------------------------------
 
 # A scrape's per-process counts (--per-process --no-qp-states: summed over devices) on stdin, grouped as
