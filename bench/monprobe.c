@@ -7,7 +7,9 @@
  * drained between windows, so the reader's work is outside the timed windows: this is the BPF side alone
  * (trampolines and programs), which is what the storm in bench/monitor.sh cannot resolve on a noisy host.
  *
- *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE] [-S WINDOWS] [-p PROCS]
+ *   monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k KINDS] [-s SETTLE] [-S WINDOWS] [-p PROCS] [-Q]
+ * -Q: the programs also keep the user QPs' numbers, as a monitor does for top --counters (rdmactl monitor
+ * always does).
  * PROCS worker processes (default 2: a storm from several processes) each run CYCLES cycles per window
  * on their own context, all at once; a window lasts until the last of them is done. This process only
  * attaches, detaches and drains the ring, like a monitor would. Two measures per pair: the wall time of
@@ -356,7 +358,7 @@ int main(int argc, char **argv)
 		 c_off = 0;
 	int settle = 50, stat_windows = 0, procs = 2;
 
-	while ((opt = getopt(argc, argv, "d:n:w:k:s:S:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:w:k:s:S:p:Q")) != -1) {
 		switch (opt) {
 		case 'd':
 			devname = optarg;
@@ -379,9 +381,12 @@ int main(int argc, char **argv)
 		case 'p':
 			procs = atoi(optarg);
 			break;
+		case 'Q':
+			mo.track_qpids = true;
+			break;
 		default:
 			fprintf(stderr, "usage: monprobe [-d DEV] [-n CYCLES] [-w PAIRS] [-k qp,mr,cq,pd] [-s SETTLE] "
-					"[-S WINDOWS] [-p PROCS]\n");
+					"[-S WINDOWS] [-p PROCS] [-Q]\n");
 			return 2;
 		}
 	}

@@ -16,7 +16,11 @@
 # TOPSCALE_COUNTERS=1: an `rdmactl monitor` is started before the holders, and each round also times
 # `rdmactl top -b -n1 -j --no-qp-states` and `rdmactl export --once --no-qp-states`, which then count from the
 # monitor's counters (top's JSON "source" and the scrape's rdmactl_counts_source are checked once per
-# configuration, their QPs too); a second table gives their ratios to rdma.
+# configuration, their QPs too), and `rdmactl top -b -n1 -j --counters` and `rdmactl export --once --counters`, which
+# count from them and ask each QP's state by the number the monitor keeps (checked the same way, and that the
+# states cover every QP); a second table gives their ratios to rdma. The holders move every TOPSCALE_INIT-th QP
+# to INIT (default 2: half), so that the kernel's answers by number are full ones for half the QPs, as a dump's
+# are for all (a QP still in RESET is answered with an error: the cheaper path).
 #   bench/topscale.sh [RUNS [PROCS:QPS...]]   (build first: make bench; default 5, the six of issue 32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -127,7 +131,7 @@ for c in "${configs[@]}"; do
 	t0=$(date +%s)
 	base=$((qps / procs)) extra=$((qps % procs))
 	for i in $(seq "$procs"); do
-		"$BUILD/lab-progs/holdres" -q $((base + (i <= extra))) -m 64K -t 1 >"$dir/h$i" 2>&1 3>&- &
+		"$BUILD/lab-progs/holdres" -q $((base + (i <= extra))) -m 64K -t 1 -i "${TOPSCALE_INIT:-2}" >"$dir/h$i" 2>&1 3>&- &
 		pids+=($!)
 		echo 1000 2>/dev/null >"/proc/$!/oom_score_adj" || true
 	done
@@ -184,10 +188,24 @@ for c in "${configs[@]}"; do
 		echo "# export --no-qp-states: source $xsrc, QPs of every cgroup $xq (the holders' $qps and none else)"
 		[ "$xsrc" = counters ] && [ "$xq" = "$qps" ] ||
 			echo "COUNTERS NOT USED or wrong in the scrape at $c: source $xsrc, $xq QPs"
+		read -r ssrc sq sst < <("$rdmactl" top -b -n1 -j --counters | jq -r '"\(.source) \([.processes[] |
+			select(.comm == "holdres") | .qp] | add // 0) \([.processes[] | select(.comm == "holdres") |
+			.qp_states[]] | add // 0)"')
+		echo "# top --counters: source $ssrc, QPs of the holders $sq, in a state $sst"
+		[ "$ssrc" = counters ] && [ "$sq" = "$qps" ] && [ "$sst" = "$qps" ] ||
+			echo "COUNTERS NOT USED or wrong with states at $c: source $ssrc, $sq QPs, $sst in a state"
+		xssrc=$("$rdmactl" export --once --counters |
+			sed -nE 's/^rdmactl_counts_source\{source="([a-z]+)"(,reason="([a-z_]+)")?\} 1$/\1 \3/p')
+		xssrc=${xssrc% }
+		xsq=$("$rdmactl" export --once --counters | awk '/^rdmactl_qps\{/ { n += $NF } END { print n + 0 }')
+		echo "# export --counters: source $xssrc, QPs in a state of every cgroup $xsq"
+		[ "$xssrc" = counters ] && [ "$xsq" = "$qps" ] ||
+			echo "COUNTERS NOT USED or wrong in the scrape with states at $c: source $xssrc, $xsq QPs"
 	fi
 
 	: >"$dir/top" && : >"$dir/export" && : >"$dir/rdma" && : >"$dir/ctl" && : >"$dir/rt" && : >"$dir/rx"
 	: >"$dir/cnt" && : >"$dir/rc" && : >"$dir/xcnt" && : >"$dir/xrc"
+	: >"$dir/scnt" && : >"$dir/src" && : >"$dir/sxcnt" && : >"$dir/sxrc"
 	for r in $(seq "$runs"); do
 		a=$(ms "$rdmactl" top -b -n1 -j) b=$(ms "$rdmactl" export --once)
 		d=$(ms rdma res show qp -j) e=$(ms "$rdmactl" --version)
@@ -197,6 +215,11 @@ for c in "${configs[@]}"; do
 			awk -v f="$f" -v d="$d" 'BEGIN { print f / d }' >>"$dir/rc"
 			awk -v g="$g" -v d="$d" 'BEGIN { print g / d }' >>"$dir/xrc"
 			printf 'round %d: top --no-qp-states (counters) %9.1f ms  export --no-qp-states %9.1f ms\n' "$r" "$f" "$g"
+			h=$(ms "$rdmactl" top -b -n1 -j --counters) k=$(ms "$rdmactl" export --once --counters)
+			echo "$h" >>"$dir/scnt" && echo "$k" >>"$dir/sxcnt"
+			awk -v h="$h" -v d="$d" 'BEGIN { print h / d }' >>"$dir/src"
+			awk -v k="$k" -v d="$d" 'BEGIN { print k / d }' >>"$dir/sxrc"
+			printf 'round %d: top --counters (states by number) %9.1f ms  export --counters %9.1f ms\n' "$r" "$h" "$k"
 		fi
 		echo "$a" >>"$dir/top" && echo "$b" >>"$dir/export" && echo "$d" >>"$dir/rdma" && echo "$e" >>"$dir/ctl"
 		awk -v a="$a" -v d="$d" 'BEGIN { print a / d }' >>"$dir/rt"
@@ -234,11 +257,18 @@ for c in "${configs[@]}"; do
 		xcnt_ms=$(median <"$dir/xcnt") xrc=$(median <"$dir/xrc")
 		printf '%-34s %10.1f ms  (%s)\n' "top -b -n1 -j --no-qp-states" "$cnt_ms" "$(span cnt)"
 		printf '%-34s %10.1f ms  (%s)\n' "export --once --no-qp-states" "$xcnt_ms" "$(span xcnt)"
-		awk -v rc="$rc" -v xrc="$xrc" 'BEGIN { printf "ratio to rdma: top --no-qp-states %.4f, export --no-qp-states %.4f" \
-			" (medians of the rounds; goal <= 0.1 at 64k QPs)\n", rc, xrc }'
+		scnt_ms=$(median <"$dir/scnt") src_r=$(median <"$dir/src")
+		sxcnt_ms=$(median <"$dir/sxcnt") sxrc=$(median <"$dir/sxrc")
+		printf '%-34s %10.1f ms  (%s)\n' "top -b -n1 -j --counters" "$scnt_ms" "$(span scnt)"
+		printf '%-34s %10.1f ms  (%s)\n' "export --once --counters" "$sxcnt_ms" "$(span sxcnt)"
+		awk -v rc="$rc" -v xrc="$xrc" -v s="$src_r" -v x="$sxrc" 'BEGIN { printf "ratio to rdma: top --no-qp-states %.4f, " \
+			"export --no-qp-states %.4f, top --counters %.4f, export --counters %.4f" \
+			" (medians of the rounds; goal <= 0.1 at 64k QPs)\n", rc, xrc, s, x }'
 		awk -v p="$procs" -v q="$qps" -v r="$rdma_ms" -v f="$cnt_ms" -v g="$xcnt_ms" -v c="$ctl_ms" -v rc="$rc" \
-			-v xrc="$xrc" -v s="$src" -v xs="$xsrc" \
-			'BEGIN { printf "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.4f | %.4f | %s, %s |", p, q, r, f, g, c, rc, xrc, s, xs }' \
+			-v xrc="$xrc" -v s="$src" -v xs="$xsrc" -v h="$scnt_ms" -v k="$sxcnt_ms" -v sr="$src_r" -v sx="$sxrc" \
+			-v ss="$ssrc" -v sxs="$xssrc" \
+			'BEGIN { printf "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.4f | %.4f | %.4f | %.4f | %s, %s, %s, %s |",
+				p, q, r, f, g, h, k, c, rc, xrc, sr, sx, s, xs, ss, sxs }' \
 			>"$dir/line2"
 		summary2+=("$(cat "$dir/line2")")
 	fi
@@ -255,7 +285,7 @@ printf '%s\n' "${summary[@]}"
 if [ -n "$counters" ]; then
 	echo
 	echo "## counters mode (monitor started before the holders; medians of $runs rounds, ms)"
-	echo "| processes | QPs | rdma res show qp -j | top -b -n1 -j --no-qp-states | export --once --no-qp-states | control | top/rdma | export/rdma | source (top, export) |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+	echo "| processes | QPs | rdma res show qp -j | top --no-qp-states | export --no-qp-states | top --counters | export --counters | control | top --no-qp-states/rdma | export --no-qp-states/rdma | top --counters/rdma | export --counters/rdma | source (the four) |"
+	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 	printf '%s\n' "${summary2[@]}"
 fi

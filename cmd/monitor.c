@@ -247,7 +247,7 @@ static void periodic(double *next_stats, double *last_stats, double *next_prune)
 
 int cmd_monitor(int argc, char **argv)
 {
-	struct mon_opts mo = { .events = true, .pin_counters = true, .cb = on_event };
+	struct mon_opts mo = { .events = true, .pin_counters = true, .track_qpids = true, .cb = on_event };
 	struct mon_lost lost = { 0 }, seen_lost = { 0 };
 	/*
 	 * SA_RESTART: a signal must not cut a write() to a slow reader short (stdio drops the rest of its buffer

@@ -184,7 +184,7 @@ static int load_attach(struct mon *m, bool fentry)
 	if (!m->skel)
 		return fail(-errno ? -errno : -EINVAL, "cannot open the BPF object: %s", strerror(errno));
 	m->skel->rodata->emit_events = m->opts.events;
-	m->skel->rodata->track_qpids = m->opts.pin_counters;
+	m->skel->rodata->track_qpids = m->opts.track_qpids;
 	/* The device index cache is safe only if a device's release invalidates it. */
 	m->skel->rodata->devcache_on = m->dealloc_hook;
 	set_autoload(m->skel, fentry, m->commit_del, m->dealloc_hook);

@@ -46,6 +46,7 @@ struct mon_lost {
 struct mon_opts {
 	bool events;       /* deliver events through the event ring (bpf/restrack.h) to cb */
 	bool pin_counters; /* pin the counters map at MON_PIN_COUNTERS */
+	bool track_qpids;  /* keep the user QPs' numbers (MON_PIN_QPIDS when pinned): top/export --counters */
 	/* Called for every event from mon_poll()/mon_consume(); a negative value stops the poll with that value. */
 	int (*cb)(const struct mon_event *e, void *arg);
 	void *arg;

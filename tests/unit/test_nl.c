@@ -129,6 +129,33 @@ static void test_first_entry_fields(void)
 	CHECK(nl_parse(buf, nlh->nlmsg_len, &h) == -EPROTO, "missing mrlen");
 }
 
+/* The reply to a request by number (nl_qp_get): one QP, its attributes at the top of the message. */
+static void test_qp_by_number(void)
+{
+	struct seen s = { 0 };
+	struct nl_handlers h = { .res = on_res, .arg = &s };
+	struct nlmsghdr *nlh = begin(buf, RDMA_NLDEV_CMD_RES_QP_GET);
+
+	nlh->nlmsg_flags = 0;
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_PORT_INDEX, 1);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_RES_LQPN, 4711);
+	mnl_attr_put_u8(nlh, RDMA_NLDEV_ATTR_RES_TYPE, 2);
+	mnl_attr_put_u8(nlh, RDMA_NLDEV_ATTR_RES_STATE, 1);
+	mnl_attr_put_u32(nlh, RDMA_NLDEV_ATTR_RES_PID, 99);
+	CHECK(nl_parse(buf, nlh->nlmsg_len, &h) == 0 && s.n == 1, "n %d", s.n);
+	CHECK(s.last.id == 4711 && s.last.state == 1 && (s.last.has & NL_HAS_STATE) && s.last.port == 1 &&
+	      s.last.pid == 99 && s.last.dev_index == 3, "id %u state %u", s.last.id, s.last.state);
+	/* neither a table nor the QP's number: malformed, nothing reported */
+	nlh = begin(buf, RDMA_NLDEV_CMD_RES_QP_GET);
+	mnl_attr_put_u8(nlh, RDMA_NLDEV_ATTR_RES_STATE, 1);
+	s.n = 0;
+	CHECK(nl_parse(buf, nlh->nlmsg_len, &h) == -EPROTO && s.n == 0, "n %d", s.n);
+	/* the number with a wrong size: rejected by the attribute check */
+	nlh = begin(buf, RDMA_NLDEV_CMD_RES_QP_GET);
+	mnl_attr_put_u8(nlh, RDMA_NLDEV_ATTR_RES_LQPN, 1);
+	CHECK(nl_parse(buf, nlh->nlmsg_len, &h) < 0 && s.n == 0, "n %d", s.n);
+}
+
 static void test_malformed(void)
 {
 	struct seen s = { 0 };
@@ -291,6 +318,7 @@ int main(void)
 {
 	RUN(test_qp_dump);
 	RUN(test_first_entry_fields);
+	RUN(test_qp_by_number);
 	RUN(test_malformed);
 	RUN(test_seq);
 	RUN(test_errors);
