@@ -318,6 +318,19 @@ kernel_qps() {
 	# belongs in a bench/ program, issue 32)
 }
 
+# The scrape $1 has qpstates $2's QPs by state (reset init init rtr rts rts rts err) per cgroup and per process,
+# with the device label $3 (',device="rxe0"', or "" summed over devices).
+qps_by_state() {
+	local st n
+	for st in RESET:1 INIT:2 RTR:1 RTS:3 SQD:0 SQE:0 ERR:1; do
+		n=${st#*:} st=${st%:*}
+		grep -Fxq "rdmactl_qps{cgroup=\"$REL\"$3,state=\"$st\"} $n" <<<"$1" ||
+			{ echo "no rdmactl_qps $st $n" >&2; return 1; }
+		grep -Fxq "rdmactl_process_qps{pid=\"$2\",comm=\"qpstates\",cgroup=\"$REL\"$3,state=\"$st\"} $n" <<<"$1" ||
+			{ echo "no rdmactl_process_qps $st $n" >&2; return 1; }
+	done
+}
+
 @test "QP states: top -j and the metrics break a process's and a cgroup's QPs down by state, as rdma res show qp" {
 	local states="reset init init rtr rts rts rts err"
 	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -d rxe0 -g 1 $3' qp "$CG" "$BUILD/lab-progs/qpstates" "$states" \
@@ -345,16 +358,10 @@ kernel_qps() {
 	assert_line --regexp "^ +total +rxe0 .* ([A-Z]+:[0-9]+,)*ERR:[0-9]+$"
 	# the metrics: per cgroup, and per process with --per-process
 	run -0 --separate-stderr "$RDMACTL" export --once --per-process
-	local out=$output st n
+	local out=$output
 	run promtool check metrics <<<"$out"
 	assert_success
-	for st in RESET:1 INIT:2 RTR:1 RTS:3 SQD:0 SQE:0 ERR:1; do
-		n=${st#*:} st=${st%:*}
-		run grep -Fx "rdmactl_qps{cgroup=\"$REL\",device=\"rxe0\",state=\"$st\"} $n" <<<"$out"
-		assert_success
-		run grep -Fx "rdmactl_process_qps{pid=\"$pid\",comm=\"qpstates\",cgroup=\"$REL\",device=\"rxe0\",state=\"$st\"} $n" <<<"$out"
-		assert_success
-	done
+	qps_by_state "$out" "$pid" ',device="rxe0"'
 	# the states add up to the QPs
 	run grep -Fx "rdmactl_objects{cgroup=\"$REL\",device=\"rxe0\",type=\"qp\"} 8" <<<"$out"
 	assert_success
@@ -367,19 +374,13 @@ kernel_qps() {
 		"$BUILD/lab-progs/qpstates" >"$T/qps" 2>&1 3>&- &
 	pids+=($!)
 	wait_for 60 grep -q '^ready' "$T/qps" || { cat "$T/qps" >&2; false; }
-	local pid=$! out st n
+	local pid=$! out
 	run -0 --separate-stderr "$RDMACTL" export --once --per-process --counters
 	out=$output
 	run promtool check metrics <<<"$out"
 	assert_success
 	grep -Fx 'rdmactl_counts_source{source="counters"} 1' <<<"$out"
-	for st in RESET:1 INIT:2 RTR:1 RTS:3 SQD:0 SQE:0 ERR:1; do
-		n=${st#*:} st=${st%:*}
-		run grep -Fx "rdmactl_qps{cgroup=\"$REL\",state=\"$st\"} $n" <<<"$out"
-		assert_success
-		run grep -Fx "rdmactl_process_qps{pid=\"$pid\",comm=\"qpstates\",cgroup=\"$REL\",state=\"$st\"} $n" <<<"$out"
-		assert_success
-	done
+	qps_by_state "$out" "$pid" ""
 	# the QP numbers no longer match the counts (one deleted from the monitor's map): the dump, and why
 	local key
 	key=$(bpftool -j map dump pinned /sys/fs/bpf/rdmactl/qpids | jq -r '.[0].key | map(ltrimstr("0x")) | join(" ")')
