@@ -644,8 +644,8 @@ struct get_ctx {
 static int get_batch(struct nl_sock *s, struct get_ctx *c, const size_t *idx, size_t n)
 {
 	char req[NL_GET_BATCH * NLMSG_ALIGN(MNL_NLMSG_HDRLEN + 3 * (MNL_ATTR_HDRLEN + 4))] __attribute__((aligned(8)));
-	unsigned int first = s->seq + 1;
-	size_t len = 0, k, got = 0;
+	uint32_t first = s->seq + 1, k;
+	size_t len = 0, got = 0;
 	ssize_t rn;
 	int ret;
 
@@ -675,8 +675,8 @@ static int get_batch(struct nl_sock *s, struct get_ctx *c, const size_t *idx, si
 			capture(s, RDMA_NLDEV_CMD_RES_QP_GET, rn);
 		left = (int)rn;
 		for (m = (const struct nlmsghdr *)s->buf; mnl_nlmsg_ok(m, left); m = mnl_nlmsg_next(m, &left)) {
-			k = m->nlmsg_seq - first;
-			if (m->nlmsg_pid != s->portid || m->nlmsg_seq < first || k >= n)
+			k = m->nlmsg_seq - first; /* modulo 2^32: the numbers wrap in a long-running exporter */
+			if (m->nlmsg_pid != s->portid || k >= n)
 				return -EPROTO;
 			got++;
 			c->h->seq = m->nlmsg_seq;
@@ -754,6 +754,21 @@ int nl_qp_get(struct nl_sock *s, uint32_t dev_index, uint32_t nports, const uint
 	s->ext_ack[0] = '\0';
 	ret = qp_get_all(s, dev_index, nports, qpns, n, h);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	if (ret) {
+		/*
+		 * The kernel answers a write's requests before the write returns: whatever of the failed batch is
+		 * left is queued now. Read it away, so that the next request (the dump top falls back to) starts
+		 * clean.
+		 */
+		ssize_t rn;
+		int i;
+
+		for (i = 0; i < 4 * NL_GET_BATCH; i++) {
+			rn = recv(fd, s->buf, sizeof(s->buf), MSG_DONTWAIT);
+			if (rn <= 0 && !(rn < 0 && (errno == EINTR || errno == ENOBUFS)))
+				break;
+		}
+	}
 	return ret;
 }
 
