@@ -5,7 +5,8 @@
  * The dump walks the device's QP table from its start for each message it fills; a request by number looks
  * one QP up. Both see the same QPs (the numbers the dump gave); prints the milliseconds of each, side by side,
  * ROUNDS times, and their ratio, and a control: the dump done twice in a row, whose ratio is the noise.
- *   nlget DEV_INDEX [BATCH [ROUNDS]]
+ * A QP never given a port (still in RESET) is answered with EAGAIN, an error reply (counted, not retried).
+ *   nlget DEV_INDEX [BATCH [ROUNDS]]     (in the lab, with holders: bench/nlget.sh)
  */
 #include <errno.h>
 #include <stdio.h>
