@@ -26,26 +26,8 @@ done
 [ "$qps" -ge "$procs" ] || { echo "bench/nlget.sh: fewer QPs than processes" >&2; exit 2; }
 echo "clock: emulated time (qemu TCG, on the host's load), $(nproc) vCPU(s), kernel $(uname -r)"
 ulimit -n 65536 2>/dev/null || true
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-	kill "${pids[@]}" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-base=$((qps / procs)) extra=$((qps % procs))
-for i in $(seq "$procs"); do
-	"$BUILD/lab-progs/holdres" -q $((base + (i <= extra))) -m 64K -i "$init" >"$dir/h$i" 2>&1 3>&- &
-	pids+=($!)
-done
+. bench/bench.bash
 SECONDS=0
-until [ "$(cat "$dir"/h* | grep -c '^ready')" -eq "$procs" ]; do
-	for p in "${pids[@]}"; do
-		kill -0 "$p" 2>/dev/null || { echo "bench/nlget.sh: a holder failed:" >&2; cat "$dir"/h* >&2; exit 1; }
-	done
-	[ "$SECONDS" -lt 1800 ] || { echo "bench/nlget.sh: holders not ready in 1800 s" >&2; exit 1; }
-	sleep 1
-done
+holders "$procs" "$qps" -m 64K -i "$init" || exit 1
 echo "# $procs holders of $qps QPs (every ${init}-th in INIT) ready in $SECONDS s: $(rdma res show | head -1)"
 "$BUILD/bench/nlget" "$(rdma -j dev show | jq '.[0].ifindex')" 32 "$rounds"

@@ -15,27 +15,12 @@ for f in "$BUILD/rdmactl" "$BUILD/lab-progs/holdres" "$BUILD/bench/top_refresh";
 	[ -x "$f" ] || { echo "bench/top.sh: $f missing (make bench)" >&2; exit 1; }
 done
 
+. bench/bench.bash
+
 procs=8 qps=1000
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-	kill "${pids[@]}" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-for i in $(seq $procs); do
-	"$BUILD/lab-progs/holdres" -q $qps -m 64K -t 2 >"$dir/h$i" 2>&1 3>&- &
-	pids+=($!)
-done
-for i in $(seq $procs); do
-	timeout 300 bash -c "until grep -q ready '$dir/h$i'; do sleep 0.5; done" ||
-		{ echo "holdres $i did not get ready:" >&2; cat "$dir/h$i" >&2; exit 1; }
-done
+holders $procs $((procs * qps)) -m 64K -t 2 || exit 1
 total=$("$BUILD/rdmactl" top -b -n1 -j | jq '.totals.qp')
 echo "# $procs holdres processes x $qps QPs ready; rdmactl top sees $total QPs in total"
-
-. bench/bench.bash
 
 : >"$dir/top" && : >"$dir/rdma"
 for i in $(seq "$runs"); do
