@@ -95,7 +95,8 @@ struct mon_qpid {
 #define MON_BASE_DEVS 32
 struct mon_devbase {
 	__u32 index;       /* ib_device index; unused slots past mon_status.ndevs */
-	__u32 pad;
+	__u32 aux;         /* dev[0].aux: the map id of the QP numbers of this baseline's monitor (0: none), in a
+			    * word the layout had spare: the status's size stays what older readers copy into */
 	/* Objects per restrack type on the device, every owner, minus the device counters' live count
 	 * (create - destroy) at the baseline: kernel truth now = base + live now. */
 	__s64 base[RESTRACK_NTYPES];
@@ -111,8 +112,7 @@ struct mon_status {
 	__u32 devcounters_id; /* opened the pins of two different monitors tells by them) */
 	__u64 established_ns; /* CLOCK_MONOTONIC of the baseline */
 	struct mon_devbase dev[MON_BASE_DEVS];
-	__u32 qpids_id;      /* user space: the map id of the QP numbers of this baseline's monitor (0: none) */
-	__u32 pad;
 };
+#define mon_status_qpids_id(st) ((st)->dev[0].aux)
 
 #endif

@@ -62,11 +62,11 @@ static int attempt(char *why, size_t len)
 	memset(&nb, 0, sizeof(nb));
 	top_base_fill(&nb, &s, &d2);
 	/* Field by field into the mapping: lost_counters is the program's. seq last, for readers. */
+	nb.dev[0].aux = mon_map_id(mon_qpids_fd(monitor_bpf));
 	memcpy(st->dev, nb.dev, sizeof(st->dev));
 	st->ndevs = nb.ndevs;
 	st->counters_id = mon_map_id(cfd);
 	st->devcounters_id = mon_map_id(dfd);
-	st->qpids_id = mon_map_id(mon_qpids_fd(monitor_bpf));
 	st->established_ns = clock_mono_ns();
 	st->complete = 1;
 	__atomic_store_n(&st->seq, base.attempts, __ATOMIC_RELEASE);

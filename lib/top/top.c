@@ -562,7 +562,6 @@ static int pins_open(struct pins *p, bool states, struct mon_status *st, char *w
 	int ret;
 
 	p->status = p->counters = p->devcounters = p->qpids = -1;
-	memset(st, 0, sizeof(*st)); /* an older monitor's status is shorter: qpids_id 0 */
 	ret = mon_status_open_pinned(&p->status);
 	if (!ret)
 		ret = mon_counters_open_pinned(&p->counters);
@@ -593,7 +592,7 @@ static int pins_open(struct pins *p, bool states, struct mon_status *st, char *w
 		return -ENODATA;
 	}
 	if (st->counters_id != mon_map_id(p->counters) || st->devcounters_id != mon_map_id(p->devcounters) ||
-	    (states && st->qpids_id != mon_map_id(p->qpids))) {
+	    (states && mon_status_qpids_id(st) != mon_map_id(p->qpids))) {
 		snprintf(why, len, "the pins belong to different monitors (one restarted)");
 		return -EAGAIN;
 	}

@@ -466,6 +466,15 @@ qp_states_of() {
 	run -0 "$RDMACTL" top -b -n1 --counters --comm qpstates
 	assert_line --partial "from the monitor's counters"
 	assert_line --regexp "qpstates .* RESET:1,INIT:1,RTR:1,RTS:2,ERR:1$"
+	# the status names another map of QP numbers (dev[0].aux, offset 44: its map id): pins of two monitors
+	local was
+	was=$(status_peek 47)
+	status_poke 47 0x7f
+	run -0 "$RDMACTL" top -b -n1 -j --counters
+	jq -e '.source == "dump" and (.source_reason | test("different monitors"))' <<<"$output"
+	status_poke 47 "$was"
+	run -0 "$RDMACTL" top -b -n1 -j --counters
+	jq -e '.source == "counters"' <<<"$output"
 	# a QP number the monitor lost: the numbers no longer match the counts, and top says so and dumps
 	local key
 	key=$(bpftool -j map dump pinned /sys/fs/bpf/rdmactl/qpids | jq -r '.[0].key | map(ltrimstr("0x")) | join(" ")')
