@@ -30,4 +30,4 @@ ulimit -n 65536 2>/dev/null || true
 SECONDS=0
 holders "$procs" "$qps" -m 64K -i "$init" || exit 1
 echo "# $procs holders of $qps QPs (every ${init}-th in INIT) ready in $SECONDS s: $(rdma res show | head -1)"
-"$BUILD/bench/nlget" "$(rdma -j dev show | jq '.[0].ifindex')" 32 "$rounds"
+"$BUILD/bench/nlget" "$(rdma -j dev show | jq '.[0].ifindex')" "$rounds"
