@@ -16,7 +16,10 @@
  *   lookup  at the same hooks, one look at the thread's task storage each (bpf/kqfloor.bpf.c): the floor of
  *           a design that tells a limited thread from a free one at each hook
  *   record  lookup's, and an object counted against one scope: its usage added to and taken from, a record
- *           inserted and deleted (bpf/kqfloor.bpf.c): the floor of a limited thread's pair
+ *           inserted and deleted (bpf/kqfloor.bpf.c): the floor of a limited thread's pair that records objects
+ *   least-other, least-self  the least a design keeping issue 33's promises pays without a record per object
+ *           (bpf/kqfloor.bpf.c, KQR_LEAST; one more hook, the ioctl's return), for a free thread and for a
+ *           limited one
  *   none    no limit anywhere: what lib/kq/kq.c leaves attached then (nothing)
  *   other   a limit on another scope: every create looks up this process's scopes and finds no limit
  *   self    a limit on every kind on this process's own scope: checked, charged and credited
@@ -328,14 +331,16 @@ static void report(const char *config, struct verb *kinds, int nk)
 	fflush(stdout);
 }
 
-/* A floor: programs of another object (obj) at the hooks a pair passes while a limit exists (-p picks too). */
-static void floor_of(const char *config, struct bpf_object *obj, struct verb *kinds, int nk, int pairs, int rounds)
+/* The programs of another object (obj) join the list, apart from the kq programs (none without limits). */
+static int floor_progs(struct bpf_object *obj)
 {
 	struct bpf_program *prog;
 	int saved = nprogs;
 
-	first = nprogs; /* the kq programs (none without limits) stay out of these windows */
+	first = nprogs;
 	bpf_object__for_each_program(prog, obj) {
+		if (bpf_program__fd(prog) < 0)
+			continue; /* not loaded (autoload off) */
 		if (nprogs == MAXPROGS)
 			die("too many programs", E2BIG);
 		snprintf(progs[nprogs].name, sizeof(progs[nprogs].name), "%s", bpf_program__name(prog));
@@ -343,33 +348,97 @@ static void floor_of(const char *config, struct bpf_object *obj, struct verb *ki
 		progs[nprogs].link = -1;
 		nprogs++;
 	}
+	return saved;
+}
+
+/* A floor: programs of another object (obj) at the hooks a pair passes while a limit exists (-p picks too). */
+static void floor_of(const char *config, struct bpf_object *obj, struct verb *kinds, int nk, int pairs, int rounds)
+{
+	int saved = floor_progs(obj);
+
 	measure(kinds, nk, pairs, rounds, true);
 	report(config, kinds, nk);
 	nprogs = saved;
 	first = 0;
 }
 
+/* bpf/kqfloor.bpf.c's scope and limits (KQR_LEAST), as its maps keep them */
+struct kqr_scope {
+	__u32 type;
+	__u32 epoch;
+	__u64 id;
+};
+
+struct kqr_lim {
+	__s64 max[KQ_NK + 1];
+	__s64 use[KQ_NK + 1];
+};
+
 /*
- * The floors: empty programs (the trampolines alone); one look at the thread's storage at each hook; and that
- * with the least a limited thread's object needs (its scope's usage added to and taken from, its record).
+ * Does the least design do its work? Attached alone, a PD allocated by this process (limited in least-self)
+ * is charged to its file's scope and given back at its deallocation; in least-other nothing is charged. A
+ * floor that skipped its work would be no floor: the benchmark stops.
+ */
+static void least_works(struct kqfloor_bpf *f, bool self)
+{
+	struct kqr_scope sc = { .type = KQ_SCOPE_PID, .epoch = 1, .id = (__u64)getpid() };
+	struct kqr_lim l;
+	__s64 held, after;
+	struct ibv_pd *p;
+	int saved = floor_progs(f->obj), fd = bpf_map__fd(f->maps.kqr_lims);
+
+	attach();
+	p = ibv_alloc_pd(ctx);
+	held = bpf_map_lookup_elem(fd, &sc, &l) ? 0 : l.use[KQ_PD];
+	if (!p || ibv_dealloc_pd(p))
+		die("least: a PD", errno);
+	after = bpf_map_lookup_elem(fd, &sc, &l) ? 0 : l.use[KQ_PD];
+	detach();
+	nprogs = saved;
+	first = 0;
+	if (held != (self ? 1 : 0) || after != 0) {
+		fprintf(stderr, "kqprobe: least-%s: a PD held counted %lld, after its deallocation %lld "
+			"(expected %d and 0): the floor does not do its work\n", self ? "self" : "other",
+			(long long)held, (long long)after, self ? 1 : 0);
+		exit(1);
+	}
+}
+
+/*
+ * The floors: empty programs (the trampolines alone); one look at the thread's storage at each hook; that with
+ * the least a limited thread's object needs in a design that records objects (its scope's usage added to and
+ * taken from, its record); and the least a design keeping issue 33's promises pays without records (a
+ * limited thread's request read, checked and reserved, the reservation taken or given back, the credit by the
+ * file's scope), for a free thread (least-other) and a limited one (least-self).
  */
 static void floors(struct verb *kinds, int nk, int pairs, int rounds)
 {
+	static const struct {
+		const char *name;
+		unsigned mode;
+		bool self;
+	} fl[] = { { "lookup", 0, false }, { "record", 1, false }, { "least-other", 2, false },
+		   { "least-self", 2, true } };
 	struct kqempty_bpf *e = kqempty_bpf__open_and_load();
 
 	if (!e)
 		die("kqempty", errno);
 	floor_of("empty", e->obj, kinds, nk, pairs, rounds);
 	kqempty_bpf__destroy(e);
-	for (int rec = 0; rec < 2; rec++) {
+	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
 		struct kqfloor_bpf *f = kqfloor_bpf__open();
 
 		if (!f)
 			die("kqfloor", errno);
-		f->rodata->count_objects = rec;
+		f->rodata->mode = fl[i].mode;
+		f->rodata->limited_tgid = fl[i].self ? (unsigned)getpid() : 0;
+		/* the ioctl's return: a hook of the designs that reserve only */
+		bpf_program__set_autoload(f->progs.kqr_ioctl_done, fl[i].mode == 2);
 		if (kqfloor_bpf__load(f))
 			die("kqfloor", errno);
-		floor_of(rec ? "record" : "lookup", f->obj, kinds, nk, pairs, rounds);
+		if (fl[i].mode == 2)
+			least_works(f, fl[i].self);
+		floor_of(fl[i].name, f->obj, kinds, nk, pairs, rounds);
 		kqfloor_bpf__destroy(f);
 	}
 }

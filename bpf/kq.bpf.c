@@ -44,32 +44,13 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 
 #include "kq.h"
+#include "kquverbs.bpf.h"
 
 #define EFAULT 14
 #define EINVAL 22
 #define EDQUOT 122
 #define ENOMEM 12
 #define SIGKILL 9
-
-/* ib_uverbs types are not in vmlinux BTF: local views, relocated by CO-RE against the module's BTF. */
-struct uverbs_api_object___kq {
-	__u32 id;
-} __attribute__((preserve_access_index));
-
-struct ib_uobject___kq {
-	void *object;
-	void *ufile; /* struct ib_uverbs_file *: its uverbs file's, the key of the file's context record */
-	struct list_head list;
-	const struct uverbs_api_object___kq *uapi_object;
-} __attribute__((preserve_access_index));
-
-struct ib_uverbs_file___kq {
-	struct list_head uobjects;
-} __attribute__((preserve_access_index));
-
-struct ib_mr___kq {
-	__u64 length;
-} __attribute__((preserve_access_index));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -257,76 +238,6 @@ static __always_inline __u64 ufile_of(struct file *file)
 
 /* The scopes, the check, the reservation, the charges and the records: bpf/kqcharge.bpf.h. */
 #include "kqcharge.bpf.h"
-
-/* The kind a uverbs object type is counted as, or KQ_NK. */
-static __always_inline __u32 kind_of_object(__u32 id)
-{
-	switch (id) {
-	case UVERBS_OBJECT_PD: return KQ_PD;
-	case UVERBS_OBJECT_CQ: return KQ_CQ;
-	case UVERBS_OBJECT_QP: return KQ_QP;
-	case UVERBS_OBJECT_SRQ: return KQ_SRQ;
-	case UVERBS_OBJECT_AH: return KQ_AH;
-	case UVERBS_OBJECT_MR: return KQ_MR;
-	case UVERBS_OBJECT_MW: return KQ_MW;
-	case UVERBS_OBJECT_XRCD: return KQ_XRCD;
-	case UVERBS_OBJECT_WQ: return KQ_WQ;
-	}
-	return KQ_NK;
-}
-
-/* The kind a write command (direct or through INVOKE_WRITE) creates, or KQ_NK. */
-static __always_inline __u32 kind_of_write(__u32 cmd)
-{
-	__u32 c = cmd & KQ_CMD_MASK;
-
-	if (cmd & KQ_CMD_FLAG_EXTENDED) {
-		switch (c) {
-		case KQ_CMD_CREATE_CQ: return KQ_CQ;
-		case KQ_CMD_CREATE_QP: return KQ_QP;
-		case KQ_CMD_EX_CREATE_WQ: return KQ_WQ;
-		}
-		return KQ_NK;
-	}
-	switch (c) {
-	case KQ_CMD_ALLOC_PD: return KQ_PD;
-	case KQ_CMD_CREATE_AH: return KQ_AH;
-	case KQ_CMD_REG_MR: return KQ_MR;
-	case KQ_CMD_ALLOC_MW: return KQ_MW;
-	case KQ_CMD_CREATE_CQ: return KQ_CQ;
-	case KQ_CMD_CREATE_QP: return KQ_QP;
-	case KQ_CMD_OPEN_QP: return KQ_QP;
-	case KQ_CMD_CREATE_SRQ: return KQ_SRQ;
-	case KQ_CMD_CREATE_XSRQ: return KQ_SRQ;
-	case KQ_CMD_OPEN_XRCD: return KQ_XRCD;
-	}
-	return KQ_NK;
-}
-
-struct uattr {
-	__u16 attr_id;
-	__u16 len;
-	__u16 flags;
-	__u16 reserved;
-	__u64 data;
-};
-
-struct uhdr {
-	__u16 length;
-	__u16 object_id;
-	__u16 method_id;
-	__u16 num_attrs;
-	__u64 reserved1;
-	__u32 driver_id;
-	__u32 reserved2;
-};
-
-/* The header and the first attributes, read with one copy (libibverbs puts WRITE_CMD first, CORE_IN next). */
-#define KQ_FIRST_ATTRS 2
-struct ureq {
-	struct uhdr h;
-	struct uattr a[KQ_FIRST_ATTRS];
-};
 
 /* The attributes bpf/kqdrv.bpf.h looks at (the core verbs' requests are read whole: scan_attrs). */
 #define KQ_MAX_ATTRS 16
