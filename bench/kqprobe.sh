@@ -10,8 +10,9 @@
 # Configurations: control (nothing attached on either side), empty (programs that return at once at the hooks
 # a pair passes while a limit exists: the trampolines alone), lookup (the same hooks, one look at the thread's
 # task storage each: the floor of a design that tells limited threads from free ones), record (lookup's, and
-# a record and one scope's usage per object: the floor of a limited thread's pair), none (no kernel limit:
-# nothing is attached),
+# a record and one scope's usage per object: the floor of a limited thread's pair), least-other and least-self
+# (the least a design keeping issue 33's promises pays, for a free and a limited thread), none (no kernel
+# limit: nothing is attached),
 # other (a limit on another process), self (a limit on every kind of the benchmark's own process).
 # The lab's clock counts instructions (LAB_ICOUNT=0, one vCPU: see tests/lab/run), the kernel's included:
 # every figure is guest instructions, the same on a busy host as on an idle one.
