@@ -95,8 +95,10 @@ struct mon_qpid {
 #define MON_BASE_DEVS 32
 struct mon_devbase {
 	__u32 index;       /* ib_device index; unused slots past mon_status.ndevs */
-	__u32 aux;         /* dev[0].aux: the map id of the QP numbers of this baseline's monitor (0: none), in a
-			    * word the layout had spare: the status's size stays what older readers copy into */
+	__u32 aux;         /* words the layout had spare (the status's size stays what older readers copy into):
+			    * dev[0].aux the map id of the QP numbers of this baseline's monitor (0: none);
+			    * dev[1].aux its pid and dev[2].aux its start time (/proc/PID/stat's, low 32 bits):
+			    * a reader tells a monitor that died without removing its pins (0: an older one) */
 	/* Objects per restrack type on the device, every owner, minus the device counters' live count
 	 * (create - destroy) at the baseline: kernel truth now = base + live now. */
 	__s64 base[RESTRACK_NTYPES];
@@ -114,5 +116,7 @@ struct mon_status {
 	struct mon_devbase dev[MON_BASE_DEVS];
 };
 #define mon_status_qpids_id(st) ((st)->dev[0].aux)
+#define mon_status_pid(st) ((st)->dev[1].aux)
+#define mon_status_start(st) ((st)->dev[2].aux)
 
 #endif

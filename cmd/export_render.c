@@ -58,9 +58,9 @@ static void counts_source(const struct metrics_snap *s, struct prom_buf *b)
 		    "source=\"counters\", a running rdmactl monitor's BPF counters, proven complete (with "
 		    "--no-qp-states, or --counters: QP states then asked for QP by QP by number), or "
 		    "source=\"dump\", RDMA netlink's per-object dumps, with the reason the counters were not used: "
-		    "qp_states (neither option), no_monitor, no_access, lost_counts, incomplete (no complete "
-		    "baseline), busy (objects came and went while it read), mismatch (the kernel's counts, or the "
-		    "monitor's QP numbers, differ), error.");
+		    "qp_states (neither option), no_monitor (none, or one that died), no_access, lost_counts, "
+		    "incomplete (no complete baseline), busy (objects came and went while it read), mismatch (the "
+		    "kernel's counts, or the monitor's QP numbers, differ), error.");
 	for (w = 0; w < METRICS_DUMP_NR; w++) {
 		struct prom_label l[] = { { "source", w == METRICS_DUMP_NONE ? "counters" : "dump" },
 					  { "reason", metrics_dump_why_names[w] } };

@@ -35,6 +35,7 @@ enum metrics_dump_why metrics_dump_why_of(int err)
 	case 0:
 		return METRICS_DUMP_NONE;
 	case -ENOENT:
+	case -ESRCH: /* the monitor that pinned the counters is gone */
 		return METRICS_DUMP_NO_MONITOR;
 	case -EPERM:
 	case -EACCES:

@@ -505,6 +505,30 @@ qp_states_of() {
 	jq -e '.source == "counters"' <<<"$output"
 }
 
+@test "counters: a monitor killed with SIGKILL leaves its pins behind, stopped: top says it is gone and takes the dump" {
+	local opt
+	monitor_then_holders
+	run compare_counters counters
+	assert_success
+	kill -KILL "$mon"
+	wait "$mon" 2>/dev/null || true
+	# nobody removed its pins: its counters stay readable, and count nothing any more
+	[ -e /sys/fs/bpf/rdmactl/counters ] && [ -e /sys/fs/bpf/rdmactl/status ]
+	# what they cannot see: a holder gone and another with as much (every total the same as the counters')
+	kill "$a"
+	wait "$a" || true
+	start_holdres -q 13 -m 3M -t 4
+	for opt in --no-qp-states --counters; do
+		run -0 "$RDMACTL" top -b -n1 -j $opt
+		jq -e '.source == "dump" and (.source_reason | test("the monitor that pinned the counters .* is gone"))' <<<"$output" ||
+			{ jq -c '{source, source_reason}' <<<"$output" >&2; false; }
+	done
+	run compare_counters dump
+	assert_success
+	# the dead monitor's pins removed, as rdmactl-monitor(8) tells (the tests after this one start their own)
+	rm -f /sys/fs/bpf/rdmactl/{counters,devcounters,status,qpids}
+}
+
 @test "counters: a monitor started while user objects exist is not used (the dump, and why) until they are gone" {
 	start_holdres -q 4 -m 64K -t 2
 	local a=$hr

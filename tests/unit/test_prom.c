@@ -177,6 +177,7 @@ static void test_dump_whys(void)
 	}
 	CHECK(metrics_dump_why_of(0) == METRICS_DUMP_NONE, "0");
 	CHECK(metrics_dump_why_of(-ENOENT) == METRICS_DUMP_NO_MONITOR, "ENOENT");
+	CHECK(metrics_dump_why_of(-ESRCH) == METRICS_DUMP_NO_MONITOR, "ESRCH");
 	CHECK(metrics_dump_why_of(-EACCES) == METRICS_DUMP_NO_ACCESS, "EACCES");
 	CHECK(metrics_dump_why_of(-EPERM) == METRICS_DUMP_NO_ACCESS, "EPERM");
 	CHECK(metrics_dump_why_of(-ENOSPC) == METRICS_DUMP_LOST, "ENOSPC");
