@@ -193,14 +193,19 @@ static int rates_read(struct top_counters *cur, bool quiet)
 
 	/* Opened anew each time: a monitor started (or restarted) meanwhile pins a new map. */
 	ret = mon_counters_open_pinned(&fd);
-	if (!ret) {
+	if (!ret && mon_pinned_alive() == -ESRCH) {
+		close(fd);
+		ret = -ESRCH;
+	} else if (!ret) {
 		ret = top_counters_read(fd, cur);
 		close(fd);
 	}
 	if (ret) {
 		if (!quiet && ret != extra.rates_err)
 			pr_debug("no rates: %s", ret == -ENOENT ?
-				 "no BPF counters pinned at " MON_PIN_COUNTERS " (start 'rdmactl monitor')" : strerror(-ret));
+				 "no BPF counters pinned at " MON_PIN_COUNTERS " (start 'rdmactl monitor')" :
+				 ret == -ESRCH ? "the monitor that pinned the counters is gone (start 'rdmactl monitor' again)" :
+				 strerror(-ret));
 		extra.rates_err = ret;
 		if (extra.have_prev)
 			top_counters_free(&extra.prev);

@@ -670,9 +670,14 @@ static int mon_fold(struct metrics_ctx *x, struct mon_counts *total, char *why, 
 	int fd, ret;
 
 	ret = mon_counters_open_pinned(&fd);
+	if (!ret && mon_pinned_alive() == -ESRCH) {
+		close(fd);
+		ret = -ESRCH;
+	}
 	if (ret) {
 		snprintf(why, whylen, "no monitor counters: %s", ret == -ENOENT ? "none pinned at " MON_PIN_COUNTERS
-			 " (start 'rdmactl monitor')" : strerror(-ret));
+			 " (start 'rdmactl monitor')" : ret == -ESRCH ? "the monitor that pinned them is gone "
+			 "(start 'rdmactl monitor' again)" : strerror(-ret));
 		return ret;
 	}
 	memset(&info, 0, sizeof(info));

@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "core/clock.h"
+#include "core/proc.h"
 #include "monitor/monring.h"
 #include "restrack.skel.h"
 
@@ -255,11 +256,18 @@ static struct bpf_map *pin_map(struct mon *m, size_t i)
 
 static void pin_counters(struct mon *m)
 {
+	struct mon_status *st = mon_status_of(m);
+	uint64_t start;
 	size_t i;
 
 	/* root's alone, as the kernel quotas' pins below it require (lib/kq/kq.c verify_dir) */
 	if (mkdir(MON_PIN_DIR, 0700) && errno != EEXIST)
 		return;
+	/* who keeps the counters counting, before they are pinned: readers check that it runs (mon_status_alive) */
+	if (st && !proc_stat_start(getpid(), &start, NULL)) {
+		mon_status_start(st) = (__u32)start;
+		__atomic_store_n(&mon_status_pid(st), (__u32)getpid(), __ATOMIC_RELEASE);
+	}
 	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
 		unlink(pins[i]); /* the newest monitor owns the pin */
 		if (!bpf_map__pin(pin_map(m, i), pins[i]))

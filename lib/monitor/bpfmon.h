@@ -107,6 +107,14 @@ struct mon_status *mon_status_of(const struct mon *m);
 int mon_status_open_pinned(int *fd);
 /* One read of it (a copy); 0 or -errno. */
 int mon_status_read(int fd, struct mon_status *out);
+/*
+ * Does the monitor that wrote st still run (its pid and start time, in the status)? 0 yes, or it names nobody
+ * (an older monitor: trusted as before); -ESRCH gone (killed with SIGKILL, its pins left behind: its counters
+ * count nothing since), or in another pid namespace than the caller.
+ */
+int mon_status_alive(const struct mon_status *st);
+/* The same for the pinned status: 0, -ESRCH, or -errno of opening or reading it (-ENOENT: none pinned). */
+int mon_pinned_alive(void);
 /* The kernel's id of the map behind fd (to tell whether pins belong to one monitor); 0 on failure. */
 uint32_t mon_map_id(int fd);
 /* Open the map pinned by a running monitor; caller closes the fd. -ENOENT when none is pinned. */

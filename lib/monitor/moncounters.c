@@ -5,9 +5,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
+#include "core/proc.h"
 #include "monitor/bpfmon.h"
 
 /* Read-only: readers need read access to the pin only (CAP_DAC_READ_SEARCH, not CAP_DAC_OVERRIDE, for a
@@ -116,6 +118,32 @@ int mon_status_read(int fd, struct mon_status *out)
 	if (bpf_map_lookup_elem(fd, &key, out))
 		return -errno;
 	return 0;
+}
+
+int mon_status_alive(const struct mon_status *st)
+{
+	uint64_t start = 0;
+	bool zombie = false;
+
+	if (!mon_status_pid(st))
+		return 0;
+	if (proc_stat_start((pid_t)mon_status_pid(st), &start, &zombie) || zombie ||
+	    (uint32_t)start != mon_status_start(st))
+		return -ESRCH;
+	return 0;
+}
+
+int mon_pinned_alive(void)
+{
+	struct mon_status st;
+	int fd = -1, ret;
+
+	ret = mon_status_open_pinned(&fd);
+	if (ret)
+		return ret;
+	ret = mon_status_read(fd, &st);
+	close(fd);
+	return ret ? ret : mon_status_alive(&st);
 }
 
 uint32_t mon_map_id(int fd)

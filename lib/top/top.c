@@ -591,20 +591,11 @@ static int pins_open(struct pins *p, bool states, struct mon_status *st, char *w
 			 "is still trying)");
 		return -ENODATA;
 	}
-	/*
-	 * A monitor killed (SIGKILL, a crash) leaves its pins: its programs went with it, and its counters count
-	 * nothing since. It named itself in the status (an older one did not: 0, trusted as before).
-	 */
-	if (mon_status_pid(st)) {
-		uint64_t start = 0;
-		bool zombie = false;
-
-		if (proc_stat_start((pid_t)mon_status_pid(st), &start, &zombie) || zombie ||
-		    (uint32_t)start != mon_status_start(st)) {
-			snprintf(why, len, "the monitor that pinned the counters (pid %u) is gone: they count nothing "
-				 "since (start 'rdmactl monitor' again)", mon_status_pid(st));
-			return -ESRCH;
-		}
+	/* a monitor killed (SIGKILL, a crash) leaves its pins: its programs went with it */
+	if (mon_status_alive(st)) {
+		snprintf(why, len, "the monitor that pinned the counters (pid %u) is gone: they count nothing since "
+			 "(start 'rdmactl monitor' again)", mon_status_pid(st));
+		return -ESRCH;
 	}
 	if (st->counters_id != mon_map_id(p->counters) || st->devcounters_id != mon_map_id(p->devcounters) ||
 	    (states && mon_status_qpids_id(st) != mon_map_id(p->qpids))) {

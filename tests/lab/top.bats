@@ -525,6 +525,13 @@ qp_states_of() {
 	done
 	run compare_counters dump
 	assert_success
+	# no rates from counters that stopped, and the scrape says the monitor is down (its counts from the dump)
+	run -0 --separate-stderr "$RDMACTL" top -b -n2 -d0.2 -j -v
+	jq -e '.rate_interval_s == null' <<<"${lines[1]}"
+	grep -q "the monitor that pinned the counters is gone" <<<"$stderr"
+	run -0 --separate-stderr "$RDMACTL" export --once --per-process --no-qp-states
+	assert_line 'rdmactl_source_up{source="monitor"} 0'
+	assert_line 'rdmactl_counts_source{source="dump",reason="no_monitor"} 1'
 	# the dead monitor's pins removed, as rdmactl-monitor(8) tells (the tests after this one start their own)
 	rm -f /sys/fs/bpf/rdmactl/{counters,devcounters,status,qpids}
 }
