@@ -5,10 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "core/clock.h"
-#include "core/proc.h"
 #include "monitor.h"
 #include "rdmactl.h"
 #include "top/top.h"
@@ -34,7 +32,6 @@ static int attempt(char *why, size_t len)
 	struct mon_status *st = mon_status_of(monitor_bpf), nb;
 	struct top_ctx *t = NULL;
 	struct top_snap s = { 0 };
-	uint64_t self_start;
 	int ret;
 
 	/* exited processes with nothing live: those that destroyed objects of before the monitor go */
@@ -66,14 +63,9 @@ static int attempt(char *why, size_t len)
 	top_base_fill(&nb, &s, &d2);
 	/* Field by field into the mapping: lost_counters is the program's. seq last, for readers. */
 	nb.dev[0].aux = mon_map_id(mon_qpids_fd(monitor_bpf));
-	/* who keeps these counters counting: a reader checks that it still runs (lib/top pins_open) */
-	ret = proc_stat_start(getpid(), &self_start, NULL);
-	if (ret) {
-		snprintf(why, len, "cannot read this process's start time: %s", strerror(-ret));
-		goto out;
-	}
-	mon_status_pid(&nb) = (__u32)getpid();
-	mon_status_start(&nb) = (__u32)self_start;
+	/* who keeps these counters counting, as the pins named it (lib/monitor/bpfmon.c): kept */
+	mon_status_pid(&nb) = mon_status_pid(st);
+	mon_status_start(&nb) = mon_status_start(st);
 	memcpy(st->dev, nb.dev, sizeof(st->dev));
 	st->ndevs = nb.ndevs;
 	st->counters_id = mon_map_id(cfd);
