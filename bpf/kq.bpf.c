@@ -139,7 +139,7 @@ struct kq_task {
 	 */
 	__u64 nofile;
 	__u32 fgen;
-	/* kq_state.gen and fgen when kq_begin left begun uncharged and unrecorded (free_of) */
+	/* kq_state.gen and fgen when kq_begin left begun uncharged and unrecorded (free_of, brec 0) */
 	__u32 bgen;
 	__u32 bfgen;
 	/*
@@ -148,7 +148,11 @@ struct kq_task {
 	 * hook while it is attached, and sets it: backstop_kills reads it for the call under way.
 	 */
 	__u32 checked;
-	/* the object the thread's last allocation began with nothing to charge: its commit has nothing to do */
+	/*
+	 * The object the thread's allocation under way began, when its commit has nothing to do: charged to
+	 * nothing (brec 0), or charged and recorded, not an MR (brec 1). Cleared at each uverbs ioctl's check, so
+	 * that it never names an object of an earlier call (one that was aborted, its address used again).
+	 */
 	__u64 begun;
 	/*
 	 * The thread's reservation (held): a creation the ioctl hook (or file_open, for a context) let through
@@ -158,7 +162,7 @@ struct kq_task {
 	 * the allocation, and killed there past a limit. In the thread's storage: no map insert nor delete.
 	 */
 	__u32 held;
-	__u32 pad2;
+	__u32 brec;
 	struct kq_obj resv;
 };
 
@@ -421,8 +425,10 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	 */
 	ufile = ufile_of(file);
 	if (free_of(types, ufile, &t)) {
-		if (t)
+		if (t) {
 			t->checked = 0; /* not checked: a creation of this call that comes without a reservation is not killed */
+			t->begun = 0;
+		}
 		return 0;
 	}
 	/*
@@ -432,6 +438,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	if (!t)
 		return -ENOMEM;
 	t->checked = agen();
+	t->begun = 0;
 	if (bpf_copy_from_user(&r, sizeof(r), (void *)arg)) {
 		/* shorter than that (the copy stops at a page nobody mapped): the header alone */
 		if (bpf_copy_from_user(&r.h, sizeof(r.h), (void *)arg))
@@ -540,7 +547,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	/* a length no device can pin (an implicit ODP MR's UINT64_MAX), or one whose end wraps: not for limited tasks */
 	if (kind == KQ_MR && (mr[1] > KQ_MR_MAXLEN || mr[0] + mr[1] < mr[0]))
 		return limited_task(types) ? -EDQUOT : 0;
-	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0, ufile);
+	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0, ufile, t);
 }
 
 /* Attached only while a limit exists (lib/kq/kq.c): the clean refusal of a context past its limit. */
@@ -552,7 +559,7 @@ int BPF_PROG(kq_open, struct file *file)
 	if (!is_uverbs(file))
 		return 0;
 	types = limited_types();
-	return types ? reserve(types, KQ_CTX, 0, 0) : 0;
+	return types ? reserve(types, KQ_CTX, 0, 0, NULL) : 0;
 }
 
 /* Is s one of the scopes record f (a file's context, or any object's) was charged to, in the same epoch? */
@@ -748,11 +755,12 @@ static __always_inline void begun_clear(void)
 }
 
 /*
- * Is uobj the object this thread's kq_begin left uncharged (free_of), with no scope come since onto the
- * thread's path or the file's (gen, fgen, its cgroup)? Then its commit has nothing to count (a commit finds
- * no record and charges nothing; an MR's length counts only for a record) and returns at once.
+ * Has uobj's commit nothing to do? Its kq_begin (this thread's, in this call) charged and recorded it and it is
+ * not an MR (brec: the commit would find the record, and only an MR's has anything to take from the commit);
+ * or left it uncharged (free_of) and no scope came since onto the thread's path or the file's (gen, fgen, its
+ * cgroup): a commit would find no record and charge nothing. Then the commit returns at once.
  */
-static __always_inline bool begun_free(__u64 uobj)
+static __always_inline bool begun_done(__u64 uobj)
 {
 	struct kq_task *t = task_of();
 	struct kq_state *st;
@@ -760,6 +768,8 @@ static __always_inline bool begun_free(__u64 uobj)
 	if (!t || t->begun != uobj)
 		return false;
 	t->begun = 0;
+	if (t->brec)
+		return true;
 	st = state();
 	return st && t->bgen == *(volatile __u32 *)&st->gen && t->bfgen == *(volatile __u32 *)&st->fgen &&
 	       t->cgid == bpf_get_current_cgroup_id();
@@ -794,6 +804,7 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 			if (free_of(types, ufile, &t)) {
 				if (t) {
 					t->begun = (__u64)ret;
+					t->brec = 0;
 					t->bgen = t->gen;
 					t->bfgen = t->fgen;
 				}
@@ -802,13 +813,19 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 			if (charge(types, &o, kind, 1, ufile))
 				bpf_send_signal(SIGKILL);
 		}
-		if (t)
-			t->begun = 0; /* charged: kq_commit looks at it */
-		else
+		key = (__u64)ret;
+		/* charged and recorded, not an MR: its commit has nothing to do (begun_done); else it looks */
+		if (record(&key, &o) && kind != KQ_MR && t) {
+			t->begun = key;
+			t->brec = 1;
+		} else if (t) {
+			t->begun = 0;
+		} else {
 			begun_clear();
-	} else {
-		begun_clear();
+		}
+		return 0;
 	}
+	begun_clear();
 	key = (__u64)ret;
 	record(&key, &o);
 	return 0;
@@ -836,7 +853,7 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 	const struct uverbs_api_object___kq *ao = uobj->uapi_object; /* read directly, but a pointer BTF lacks */
 	__u32 id = 0, kind;
 
-	if (begun_free(key))
+	if (begun_done(key))
 		return 0;
 	if (bpf_core_read(&id, sizeof(id), &ao->id))
 		return 0;

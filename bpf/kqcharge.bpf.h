@@ -546,7 +546,8 @@ static const struct kq_obj kq_obj_rereg = { .kind = KQ_MR, .pad = KQ_OBJ_REREG }
  * charged, as this thread's reservation (its kq_task, filled in place), for the allocation to take (kq_begin,
  * kq_opened).
  */
-static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile) /* a call: its stack apart */
+static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile,
+			      struct kq_task *tt) /* a call: its stack apart; tt the thread's storage, if known */
 {
 	struct kq_obj *r, *f = NULL;
 	struct kq_task *t;
@@ -562,7 +563,7 @@ static __noinline int reserve(__u32 types, __u32 kind, __u64 bytes, __u64 ufile)
 		unreserve_t(t); /* one the thread's last call left (an open that never reached ib_uverbs_open) */
 		return 0;
 	}
-	t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = tt ? tt : bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return -EDQUOT; /* no room to keep it: refused, cleanly */
 	unreserve_t(t);
@@ -707,7 +708,7 @@ static __always_inline void file_scoped(const struct kq_obj *o)
  * charge copied it), else its creator; a new scope's rescan counts records by owner (lib/kq/kq.c). Only what
  * was charged is recorded (and rereg's second MR, charged at its commit): an object of a task without limits
  * has nothing to give back at its destroy, and a scope set later counts it from the kernel's lists
- * (lib/kq/kq.c). So nobody without limits can fill kq_objs.
+ * (lib/kq/kq.c). So nobody without limits can fill kq_objs. 1: recorded; 0: nothing to record, or no room.
  */
 __noinline int record(const __u64 *keyp, struct kq_obj *o)
 {
@@ -728,12 +729,12 @@ __noinline int record(const __u64 *keyp, struct kq_obj *o)
 	if (!err) {
 		objs_add(1);
 		file_scoped(&v);
-		return 0;
+		return 1;
 	}
 	/* a record under its key already (a destroy no program saw, before the attach): replaced */
 	if (err == -17 /* EEXIST */ && !map_err(bpf_map_update_elem(&kq_objs, &key, &v, BPF_EXIST))) {
 		file_scoped(&v);
-		return 0;
+		return 1;
 	}
 	/*
 	 * Not recorded (kq_objs full, past the room the check keeps for this): its destroy will find nothing to

@@ -166,7 +166,7 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 		if (p.kind >= KQ_NK)
 			return 0; /* a create of no counted kind */
 		/* reserved as a core creation is: two creators at the limit cannot both pass and one be killed */
-		if (reserve(types, p.kind, 0, ufile))
+		if (reserve(types, p.kind, 0, ufile, NULL))
 			return -KQ_DRV_ERRNO;
 		break;
 	case KQ_DRV_UMEM_REG:
@@ -176,7 +176,7 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 		if (err || a.len != sizeof(__u64))
 			return 0; /* the kernel takes exactly a u64 */
 		p.bytes = a.data;
-		if (p.bytes && reserve(types, KQ_NK, p.bytes, ufile))
+		if (p.bytes && reserve(types, KQ_NK, p.bytes, ufile, NULL))
 			return -KQ_DRV_ERRNO;
 		break;
 	default:
