@@ -97,8 +97,9 @@ struct mon_devbase {
 	__u32 index;       /* ib_device index; unused slots past mon_status.ndevs */
 	__u32 aux;         /* words the layout had spare (the status's size stays what older readers copy into):
 			    * dev[0].aux the map id of the QP numbers of this baseline's monitor (0: none);
-			    * dev[1].aux its pid and dev[2].aux its start time (/proc/PID/stat's, low 32 bits):
-			    * a reader tells a monitor that died without removing its pins (0: an older one) */
+			    * dev[1].aux its pid, dev[2].aux its start time (/proc/PID/stat's, low 32 bits) and
+			    * dev[3].aux its pid namespace (the inode of /proc/self/ns/pid): a reader in the same
+			    * namespace tells a monitor that died without removing its pins (0: an older one) */
 	/* Objects per restrack type on the device, every owner, minus the device counters' live count
 	 * (create - destroy) at the baseline: kernel truth now = base + live now. */
 	__s64 base[RESTRACK_NTYPES];
@@ -118,5 +119,6 @@ struct mon_status {
 #define mon_status_qpids_id(st) ((st)->dev[0].aux)
 #define mon_status_pid(st) ((st)->dev[1].aux)
 #define mon_status_start(st) ((st)->dev[2].aux)
+#define mon_status_pidns(st) ((st)->dev[3].aux)
 
 #endif

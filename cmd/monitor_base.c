@@ -66,6 +66,7 @@ static int attempt(char *why, size_t len)
 	/* who keeps these counters counting, as the pins named it (lib/monitor/bpfmon.c): kept */
 	mon_status_pid(&nb) = mon_status_pid(st);
 	mon_status_start(&nb) = mon_status_start(st);
+	mon_status_pidns(&nb) = mon_status_pidns(st);
 	memcpy(st->dev, nb.dev, sizeof(st->dev));
 	st->ndevs = nb.ndevs;
 	st->counters_id = mon_map_id(cfd);

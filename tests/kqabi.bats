@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # The kernel quota programs against the installed uverbs uapi headers: every method and write command that
-# creates an object is classified by bpf/kq.bpf.c (a kind it reserves), or named here as creating no counted
-# kind, with the reason. A new creating method in the headers fails this suite until it is one or the other:
-# unclassified, it would reach the kernel's allocation without a reservation, where a creation past a limit
-# is killed instead of refused.
+# creates an object is classified by bpf/kq.bpf.c (a kind it reserves; write commands by kind_of_write() in
+# bpf/kquverbs.bpf.h), or named here as creating no counted kind, with the reason. A new creating method in
+# the headers fails this suite until it is one or the other: unclassified, it would reach the kernel's
+# allocation without a reservation, where a creation past a limit is killed instead of refused.
 
 load helper
 
@@ -43,7 +43,7 @@ creating() { # FILE PREFIX
 		k=KQ_CMD_${c#IB_USER_VERBS_CMD_}
 		[[ $c == IB_USER_VERBS_EX_CMD_* ]] && k=KQ_CMD_EX_${c#IB_USER_VERBS_EX_CMD_}
 		[[ $c == IB_USER_VERBS_EX_CMD_CREATE_CQ || $c == IB_USER_VERBS_EX_CMD_CREATE_QP ]] && k=KQ_CMD_${c#IB_USER_VERBS_EX_CMD_}
-		sed -n '/kind_of_write(__u32 cmd)/,/^}/p' "$TOP/bpf/kq.bpf.c" | grep -qw "$k" || missing+=("$c")
+		sed -n '/kind_of_write(__u32 cmd)/,/^}/p' "$TOP/bpf/kquverbs.bpf.h" | grep -qw "$k" || missing+=("$c")
 	done
 	[ ${#missing[@]} = 0 ] || { echo "not classified by kind_of_write(): ${missing[*]}"; false; }
 }

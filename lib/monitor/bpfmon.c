@@ -257,6 +257,7 @@ static struct bpf_map *pin_map(struct mon *m, size_t i)
 static void pin_counters(struct mon *m)
 {
 	struct mon_status *st = mon_status_of(m);
+	struct stat ns;
 	uint64_t start;
 	size_t i;
 
@@ -264,8 +265,9 @@ static void pin_counters(struct mon *m)
 	if (mkdir(MON_PIN_DIR, 0700) && errno != EEXIST)
 		return;
 	/* who keeps the counters counting, before they are pinned: readers check that it runs (mon_status_alive) */
-	if (st && !proc_stat_start(getpid(), &start, NULL)) {
+	if (st && !proc_stat_start(getpid(), &start, NULL) && !stat("/proc/self/ns/pid", &ns)) {
 		mon_status_start(st) = (__u32)start;
+		mon_status_pidns(st) = (__u32)ns.st_ino;
 		__atomic_store_n(&mon_status_pid(st), (__u32)getpid(), __ATOMIC_RELEASE);
 	}
 	for (i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {

@@ -109,8 +109,8 @@ int mon_status_open_pinned(int *fd);
 int mon_status_read(int fd, struct mon_status *out);
 /*
  * Does the monitor that wrote st still run (its pid and start time, in the status)? 0 yes, or it names nobody
- * (an older monitor: trusted as before); -ESRCH gone (killed with SIGKILL, its pins left behind: its counters
- * count nothing since), or in another pid namespace than the caller.
+ * (an older monitor), or the caller is in another pid namespace and cannot tell: trusted as before; -ESRCH
+ * gone (killed with SIGKILL, its pins left behind: its counters count nothing since).
  */
 int mon_status_alive(const struct mon_status *st);
 /* The same for the pinned status: 0, -ESRCH, or -errno of opening or reading it (-ENOENT: none pinned). */

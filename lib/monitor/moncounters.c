@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -124,8 +125,12 @@ int mon_status_alive(const struct mon_status *st)
 {
 	uint64_t start = 0;
 	bool zombie = false;
+	struct stat ns;
 
 	if (!mon_status_pid(st))
+		return 0;
+	/* its pid means nothing in another pid namespace (a container's, a service's): not told there */
+	if (stat("/proc/self/ns/pid", &ns) || (uint32_t)ns.st_ino != mon_status_pidns(st))
 		return 0;
 	if (proc_stat_start((pid_t)mon_status_pid(st), &start, &zombie) || zombie ||
 	    (uint32_t)start != mon_status_start(st))
