@@ -192,11 +192,8 @@ static int rates_read(struct top_counters *cur, bool quiet)
 	int fd = -1, ret;
 
 	/* Opened anew each time: a monitor started (or restarted) meanwhile pins a new map. */
-	ret = mon_counters_open_pinned(&fd);
-	if (!ret && mon_pinned_alive() == -ESRCH) {
-		close(fd);
-		ret = -ESRCH;
-	} else if (!ret) {
+	ret = mon_counters_open_live(&fd);
+	if (!ret) {
 		ret = top_counters_read(fd, cur);
 		close(fd);
 	}

@@ -669,11 +669,7 @@ static int mon_fold(struct metrics_ctx *x, struct mon_counts *total, char *why, 
 	size_t i;
 	int fd, ret;
 
-	ret = mon_counters_open_pinned(&fd);
-	if (!ret && mon_pinned_alive() == -ESRCH) {
-		close(fd);
-		ret = -ESRCH;
-	}
+	ret = mon_counters_open_live(&fd);
 	if (ret) {
 		snprintf(why, whylen, "no monitor counters: %s", ret == -ENOENT ? "none pinned at " MON_PIN_COUNTERS
 			 " (start 'rdmactl monitor')" : ret == -ESRCH ? "the monitor that pinned them is gone "

@@ -119,6 +119,8 @@ int mon_pinned_alive(void);
 uint32_t mon_map_id(int fd);
 /* Open the map pinned by a running monitor; caller closes the fd. -ENOENT when none is pinned. */
 int mon_counters_open_pinned(int *fd);
+/* The same, and -ESRCH when the monitor that pinned it is gone (mon_pinned_alive): counters that count. */
+int mon_counters_open_live(int *fd);
 /* The per-device counters a monitor pins (MON_PIN_DEVCOUNTERS), read-only; mon_counters_foreach() reads them
  * with the device index as key. -ENOENT: no monitor, or one that pins only the per-owner counters. */
 int mon_devcounters_open_pinned(int *fd);

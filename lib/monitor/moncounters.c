@@ -151,6 +151,18 @@ int mon_pinned_alive(void)
 	return ret ? ret : mon_status_alive(&st);
 }
 
+int mon_counters_open_live(int *fd)
+{
+	int ret = mon_counters_open_pinned(fd);
+
+	if (!ret && mon_pinned_alive() == -ESRCH) {
+		close(*fd);
+		*fd = -1;
+		ret = -ESRCH;
+	}
+	return ret;
+}
+
 uint32_t mon_map_id(int fd)
 {
 	struct bpf_map_info info;
