@@ -73,7 +73,7 @@ static double seconds_arg(const char *arg, double min, double max, struct argp_s
 	double v = 0;
 
 	if (parse_seconds(arg, min, max, &v))
-		argp_error(state, "invalid %s '%s': expected seconds from %g to %g", what, arg, min, max);
+		argp_error(state, "invalid %s '%s': expected decimal seconds from %g to %g", what, arg, min, max);
 	return v;
 }
 
@@ -121,7 +121,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_MAX_CONNS:
 		if (parse_u64(arg, 1, HTTP_MAX_CONNS, &v))
-			argp_error(state, "invalid --max-connections '%s': expected 1 to %d", arg, HTTP_MAX_CONNS);
+			argp_error(state, "invalid --max-connections '%s': expected a decimal 1 to %d", arg, HTTP_MAX_CONNS);
 		o.max_conns = (unsigned int)v;
 		break;
 	case ARGP_KEY_ARG:

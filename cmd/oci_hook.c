@@ -179,7 +179,7 @@ static int read_requests(const struct ocistate *st, const struct policy *pol, st
 	char what[OCISTATE_ANN_KEY_MAX + OCISTATE_ANN_VAL_MAX + 32], msg[256];
 	struct policy_limits l, *ann_asked = asked;
 	unsigned int i;
-	int k;
+	int k, err;
 
 	memset(asked, 0, sizeof(*asked));
 	memset(pod_asked, 0, sizeof(*pod_asked));
@@ -224,11 +224,12 @@ static int read_requests(const struct ocistate *st, const struct policy *pol, st
 		l.set = 1u << k;
 		if (!strcmp(a->value, "unlimited") || !strcmp(a->value, "max")) {
 			l.v[k] = LEDGER_UNLIMITED;
-		} else if (k == LEDGER_MR_BYTES ? parse_size(a->value, LEDGER_UNLIMITED - 1, &l.v[k])
-						: parse_u64(a->value, 0, LEDGER_UNLIMITED - 1, &l.v[k])) {
-			pr_err("annotation %s: invalid value '%s' (%s); the container does not start", a->key, a->value,
+		} else if ((err = k == LEDGER_MR_BYTES ? parse_size(a->value, LEDGER_UNLIMITED - 1, &l.v[k])
+						       : parse_u64(a->value, 0, LEDGER_UNLIMITED - 1, &l.v[k]))) {
+			pr_err("annotation %s: invalid value '%s' (%s: %s); the container does not start", a->key,
+			       a->value, parse_why(a->value, err, k == LEDGER_MR_BYTES),
 			       k == LEDGER_MR_BYTES ? "a size like 4096, 64K or 8G, or 'unlimited'"
-						    : "a whole number, or 'unlimited'");
+						    : "a decimal whole number, or 'unlimited'");
 			return -EINVAL;
 		}
 		if (ask(pol, ann_asked, &l, what))

@@ -43,7 +43,7 @@ static int num(struct argp_state *state, const char *what, const char *arg, uint
 
 	if (ret)
 		argp_error(state, "invalid %s '%s': %s (%llu..%llu)", what, arg,
-			   ret == -ERANGE ? "out of range" : "not a number", (unsigned long long)min,
+			   parse_why(arg, ret, false), (unsigned long long)min,
 			   (unsigned long long)max);
 	return ret;
 }

@@ -124,7 +124,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		uint64_t v;
 
 		if (parse_u64(arg, 1, LEDGER_PROCS_MAX, &v))
-			argp_error(state, "--procs '%s': a number of processes from 1 to %u", arg, LEDGER_PROCS_MAX);
+			argp_error(state, "--procs '%s': a decimal number of processes from 1 to %u", arg, LEDGER_PROCS_MAX);
 		qopt.procs = (unsigned int)v;
 		break;
 	}
@@ -140,7 +140,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (err == -ESRCH)
 			argp_error(state, "no process with pid %s", arg);
 		if (err)
-			argp_error(state, "invalid pid '%s'", arg);
+			argp_error(state, "invalid pid '%s': %s", arg, parse_why(arg, err, false));
 		if (proc_tgid(pid) != pid)
 			argp_error(state, "%s is a thread of process %d: limits are per process (--pid %d)", arg,
 				   (int)proc_tgid(pid), (int)proc_tgid(pid));
@@ -335,11 +335,9 @@ static int do_set(bool set)
 		if (err) {
 			fprintf(stderr, "%s: invalid VALUE '%s' for %s: %s (%s)\nTry '%s --help' for more information.\n",
 				util_prog, qopt.args[2], ledger_kind_names[k],
-				err == -ERANGE	       ? "out of range"
-				: k == LEDGER_MR_BYTES ? "not a size (suffixes: K, M, G, T)"
-						       : "not a whole number",
+				parse_why(qopt.args[2], err, k == LEDGER_MR_BYTES),
 				k == LEDGER_MR_BYTES ? "a size like 4096, 64K, 2G, or 'unlimited'"
-						     : "a count, or 'unlimited'",
+						     : "a decimal count, or 'unlimited'",
 				util_prog);
 			return EXIT_USAGE;
 		}

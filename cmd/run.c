@@ -108,8 +108,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		ret = kind == LEDGER_MR_BYTES ? parse_size(arg, LEDGER_UNLIMITED - 1, &run_opts.limit[kind])
 					      : parse_u64(arg, 0, LEDGER_UNLIMITED - 1, &run_opts.limit[kind]);
 		if (ret)
-			argp_error(state, "--max-%s: invalid value '%s' (%s)", kind_opt[kind], arg,
-				   kind == LEDGER_MR_BYTES ? "a size like 64M" : "a count or 'unlimited'");
+			argp_error(state, "--max-%s: invalid value '%s': %s (%s)", kind_opt[kind], arg,
+				   parse_why(arg, ret, kind == LEDGER_MR_BYTES),
+				   kind == LEDGER_MR_BYTES ? "a size like 64M" : "a decimal count or 'unlimited'");
 		break;
 	}
 	return 0;

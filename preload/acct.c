@@ -157,7 +157,7 @@ static void read_env(void)
 		if (!strcasecmp(s, "unlimited"))
 			continue;
 		if ((i == LEDGER_MR_BYTES ? parse_size(s, UINT64_MAX, &v) : parse_u64(s, 0, UINT64_MAX, &v)))
-			plog(1, "ignoring %s=%s: not a number", limit_env[i], s);
+			plog(1, "ignoring %s=%s: %s", limit_env[i], s, parse_why(s, -EINVAL, i == LEDGER_MR_BYTES));
 		else
 			acct_limit[i] = v;
 	}

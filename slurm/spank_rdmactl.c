@@ -70,7 +70,8 @@ static int parse_value(int k, const char *s, uint64_t *out)
 
 static const char *value_hint(int k)
 {
-	return k == LEDGER_MR_BYTES ? "a size like 4096, 64M or 8G, or 'unlimited'" : "a whole number, or 'unlimited'";
+	return k == LEDGER_MR_BYTES ? "a decimal size like 4096, 64M or 8G, or 'unlimited'"
+				    : "a decimal whole number, or 'unlimited'";
 }
 
 static int opt_cb(int val, const char *optarg, int remote)

@@ -94,6 +94,15 @@ cdi() {
 	[[ $stderr == *"--exe rdmactl: an absolute path"* ]]
 }
 
+@test "cdi generate --budget: numbers are decimal (qp=010 is ten), 0x10 is refused naming the word (issue 51)" {
+	run -2 --separate-stderr cdi generate --budget 'x:qp=010,mr_bytes=0x10'
+	[[ $stderr == *"--budget 'x:qp=010,mr_bytes=0x10': mr_bytes: invalid value '0x10' (numbers are decimal, not hexadecimal"* ]]
+	[ ! -e "$O" ]
+	run -0 --separate-stderr cdi generate --budget 'x:qp=010,mr_bytes=010K'
+	run -0 jq -r '.devices[] | select(.name == "x") | .containerEdits.hooks[0].args | join(" ")' "$O/rdmactl.io-budget.json"
+	assert_output --partial -- "--limit qp=10,mr_bytes=10240 createRuntime"
+}
+
 @test "cdi-validate itself refuses what the CDI schema and the spec's rules refuse" {
 	local f=$BATS_TEST_TMPDIR/bad.json
 	echo '{"cdiVersion":"0.3.0","kind":"rdmactl.io/budget","devices":[{"name":"a"}]}' >"$f"

@@ -103,6 +103,21 @@ state() { # id status pid annotations-json
 	[ ! -e "$RDMACTL_LEDGER" ]
 }
 
+@test "oci-hook: annotation and policy numbers are decimal: \"010\" is ten, \"09\" nine, \"0x10\" refused (issue 51)" {
+	local p=$BATS_TEST_TMPDIR/containers.conf
+	printf 'ceiling qp=09 cq=010\n' >"$p"
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state d1 creating $$ '{"rdmactl.io/max-qp":"010"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-qp=010 asks qp=10, above the node's ceiling qp=9"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state d1 creating $$ '{"rdmactl.io/max-cq":"011"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-cq=011 asks cq=11, above the node's ceiling cq=10"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state d1 creating $$ '{"rdmactl.io/max-qp":"0x10"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-qp: invalid value '0x10' (numbers are decimal, not hexadecimal"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" --limit qp=010 <<<"$(state d1 creating $$ '{}')"
+	[[ $stderr == *"--limit qp=010 asks qp=10, above the node's ceiling qp=9"* ]]
+	[ ! -e "$RDMACTL_OCI_STATE_DIR/d1" ]
+	[ ! -e "$RDMACTL_LEDGER" ]
+}
+
 @test "oci-hook: a node policy that cannot be read stops every container (fails closed); none at the default path is no policy" {
 	local p=$BATS_TEST_TMPDIR/containers.conf
 	printf 'default qp=3\nbudget 2x qp=1\n' >"$p"

@@ -78,6 +78,29 @@ showq() {
 	run -0 showq '.scopes[0].kinds.wr.limit == 256'
 }
 
+@test "numbers are decimal: a leading 0 is decimal (010 is ten), 0x is refused naming the word (issue 51)" {
+	run -0 "$RDMACTL" quota set qp 010 --global
+	run -0 showq '.scopes[0].kinds.qp.limit == 10'
+	run -0 "$RDMACTL" quota set cq 09 --global
+	run -0 showq '.scopes[0].kinds.cq.limit == 9'
+	run -0 "$RDMACTL" quota set mr_bytes 010K --global
+	run -0 showq '.scopes[0].kinds.mr_bytes.limit == 10240'
+	run -2 --separate-stderr "$RDMACTL" quota set qp 0x10 --global
+	assert_equal "$stderr" "rdmactl quota: invalid VALUE '0x10' for qp: numbers are decimal, not hexadecimal (a decimal count, or 'unlimited')
+Try 'rdmactl quota --help' for more information."
+	run -2 --separate-stderr "$RDMACTL" quota set mr_bytes 0x10 --global
+	[[ $stderr == *"invalid VALUE '0x10' for mr_bytes: numbers are decimal, not hexadecimal"* ]]
+	run -0 showq '.scopes[0].kinds.qp.limit == 10 and .scopes[0].kinds.mr_bytes.limit == 10240'
+	# a pid with a leading 0 is that pid (it was read as octal: another process, or none)
+	hold qp=1
+	run -0 "$RDMACTL" quota set qp 5 --pid "00$HPID"
+	run -0 showq "[.scopes[] | select(.scope == \"process\")] | length == 1 and .[0].pid == $HPID and .[0].kinds.qp.limit == 5"
+	run -2 --separate-stderr "$RDMACTL" quota set qp 5 --pid 0x10
+	[[ $stderr == *"invalid pid '0x10': numbers are decimal, not hexadecimal"* ]]
+	run -0 "$RDMACTL" quota init --procs 010
+	assert_output --partial "for 10 processes"
+}
+
 @test "words accept unique prefixes: 'se q 5 --gl', 'sh', 'un'" {
 	run -0 "$RDMACTL" quota se q 5 --gl
 	run -0 "$RDMACTL" quota sh -j
@@ -104,7 +127,7 @@ showq() {
 		"quota set m 1 --global|kind 'm' is ambiguous: could be 'mr', 'mr_bytes', 'mw'"
 		"quota set qp -1 --global|invalid VALUE '-1'"
 		"quota set qp 18446744073709551616 --global|out of range"
-		"quota set qp 4K --global|not a whole number"
+		"quota set qp 4K --global|not a decimal whole number"
 		"quota set mr_bytes 4Q --global|not a size"
 		"quota set mr_bytes 99999999T --global|out of range"
 		"quota set qp abc --global|invalid VALUE 'abc'"
@@ -438,7 +461,7 @@ showq() {
 	run -0 "$RDMACTL" quota show -j
 	assert_equal "$(jq -c .procs <<<"$output")" '{"in_use":0,"capacity":2}'
 	run -2 "$RDMACTL" quota init --procs 0
-	assert_output --partial "--procs '0': a number of processes from 1 to 1048576"
+	assert_output --partial "--procs '0': a decimal number of processes from 1 to 1048576"
 	run -2 "$RDMACTL" quota init --procs 2x
 	run -2 "$RDMACTL" quota show --procs 2
 	assert_output --partial "--procs goes with init"

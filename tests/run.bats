@@ -50,6 +50,17 @@ setup() {
 	assert_line "wr 0 0"
 }
 
+@test "--max-KIND values are decimal: 010 is ten, 0x10 is refused naming the word (issue 51)" {
+	run -0 "$RDMACTL" run --job dec --max-qp 010 --max-cq 09 --max-mr-bytes 010K -- "$LQ" job dec
+	assert_line "qp 0 10"
+	assert_line "cq 0 9"
+	assert_line "mr_bytes 0 10240"
+	run -2 --separate-stderr "$RDMACTL" run --max-qp 0x10 -- true
+	[[ $stderr == *"--max-qp: invalid value '0x10': numbers are decimal, not hexadecimal"* ]]
+	run -2 --separate-stderr "$RDMACTL" run --max-mr-bytes 0x10K -- true
+	[[ $stderr == *"--max-mr-bytes: invalid value '0x10K': numbers are decimal, not hexadecimal"* ]]
+}
+
 @test "CMD's exit status is rdmactl's; a signal gives 128+N; a missing CMD 127" {
 	run -3 "$RDMACTL" run -- sh -c 'exit 3'
 	run -0 "$RDMACTL" run -- true

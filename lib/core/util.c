@@ -44,12 +44,16 @@ void pr_debug(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Decimal digits only, whatever the first of them: "010" is ten, as a reader of a man page saying "a decimal
+ * count" expects (strtoull's base 0 read it as octal 8, and "0x10" as 16). A sign or a space is refused too.
+ */
 static int parse_num(const char *s, unsigned long long *v, char **end)
 {
 	if (!s || !*s || !isdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
-	*v = strtoull(s, end, 0);
+	*v = strtoull(s, end, 10);
 	if (errno == ERANGE)
 		return -ERANGE;
 	if (errno || *end == s)
@@ -79,7 +83,9 @@ int parse_seconds(const char *s, double min, double max, double *out)
 	char *end;
 	double v;
 
-	if (!s)
+	/* decimal only: strtod also reads spaces, signs, "inf" and hexadecimal ("0x1p3") */
+	if (!s || !(isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]))) ||
+	    strpbrk(s, "xX"))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
@@ -118,6 +124,17 @@ int parse_size(const char *s, uint64_t max, uint64_t *out)
 		return -ERANGE;
 	*out = v;
 	return 0;
+}
+
+const char *parse_why(const char *s, int err, bool size)
+{
+	size_t n = s ? strspn(s, "0123456789") : 0;
+
+	if (err == -ERANGE)
+		return "out of range";
+	if (n && (s[n] == 'x' || s[n] == 'X'))
+		return "numbers are decimal, not hexadecimal";
+	return size ? "not a size (a decimal number, then K, M, G or T)" : "not a decimal whole number";
 }
 
 int parse_pid(const char *s, bool must_exist, pid_t *out)

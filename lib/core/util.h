@@ -19,15 +19,21 @@ void pr_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern bool util_verbose;
 
 /*
- * Parse an unsigned decimal (or 0x hex) integer in [min, max]. Returns 0, -EINVAL for anything that is
- * not a plain number (sign, spaces, trailing junk, empty) or -ERANGE when out of range.
+ * Parse an unsigned decimal integer in [min, max]: decimal whatever it starts with ("010" is 10, "0x10" is
+ * refused). Returns 0, -EINVAL for anything that is not a plain number (hexadecimal, sign, spaces, trailing
+ * junk, empty) or -ERANGE when out of range. Every number rdmactl reads from outside goes through here.
  */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
-/* Seconds as a decimal number in [min, max] (finite; "0.5", "2", "1e-3"); -EINVAL otherwise. */
+/* Seconds as a decimal number in [min, max] (finite; "0.5", "2", "1e-3"; not "0x1p1"); -EINVAL otherwise. */
 int parse_seconds(const char *s, double min, double max, double *out);
 /* Size with optional binary suffix K, M, G, T (also KB, KiB...); same errors as parse_u64. */
 int parse_size(const char *s, uint64_t max, uint64_t *out);
-/* A pid: 1..pid_max. -ESRCH when no such process exists. */
+/*
+ * Why parse_u64() (size: parse_size()) refused s with err, for a message that names s: "out of range",
+ * "numbers are decimal, not hexadecimal", "not a decimal whole number" or "not a size (...)".
+ */
+const char *parse_why(const char *s, int err, bool size);
+/* A pid (decimal): 1..pid_max. -ESRCH when no such process exists. */
 int parse_pid(const char *s, bool must_exist, pid_t *out);
 /* Human readable size into buf ("64K", "1.5G"); returns buf. */
 const char *fmt_size(uint64_t v, char *buf, size_t len);

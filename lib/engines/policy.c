@@ -91,9 +91,10 @@ static int limit_word(const char *w, size_t n, struct policy_limits *out, char *
 		ret = k == LEDGER_MR_BYTES ? parse_size(val, LEDGER_UNLIMITED - 1, &v)
 					   : parse_u64(val, 0, LEDGER_UNLIMITED - 1, &v);
 		if (ret)
-			return fail(err, errlen, "%s: invalid value '%s' (%s)", ledger_kind_names[k], val,
+			return fail(err, errlen, "%s: invalid value '%s' (%s: %s)", ledger_kind_names[k], val,
+				    parse_why(val, ret, k == LEDGER_MR_BYTES),
 				    k == LEDGER_MR_BYTES ? "a size like 4096, 64K or 8G, or 'unlimited'"
-							 : "a whole number, or 'unlimited'");
+							 : "a decimal whole number, or 'unlimited'");
 	}
 	out->v[k] = v;
 	out->set |= 1u << k;

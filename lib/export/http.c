@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* A small HTTP/1.x server for exporters: a strict request parser and one poll loop with bounded connections. */
 #include "export/http.h"
+#include "core/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -247,6 +248,7 @@ int http_listen(const char *addr, int *fd, char *err, size_t errlen)
 	char host[256], port[16];
 	const char *colon, *h;
 	int s = -1, one = 1, zero = 0, ret;
+	uint64_t pv;
 	size_t hl;
 
 	colon = strrchr(addr, ':');
@@ -256,7 +258,7 @@ int http_listen(const char *addr, int *fd, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	snprintf(port, sizeof(port), "%s", colon + 1);
-	if (atoi(port) > 65535) {
+	if (parse_u64(port, 0, 65535, &pv)) {
 		snprintf(err, errlen, "port %s is out of range", port);
 		return -EINVAL;
 	}

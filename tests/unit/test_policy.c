@@ -140,6 +140,24 @@ static void test_limits_and_resolve(void)
 	CHECK(!policy_resolve(&p, &a, out), "no policy, nothing asked: nothing limited");
 }
 
+/* issue 51: "ceiling qp=064" meant 52 (octal), "0x10" 16 */
+static void test_decimal(void)
+{
+	static struct policy p;
+	struct policy_limits a;
+	char err[256];
+	int ret;
+
+	ret = parse("ceiling qp=064 mr_bytes=010G\ndefault qp=09\n", &p, err, sizeof(err));
+	CHECK(ret == 0 && p.ceiling.v[LEDGER_QP] == 64 && p.ceiling.v[LEDGER_MR_BYTES] == 10ULL << 30 &&
+		      p.dflt.v[LEDGER_QP] == 9,
+	      "%d %s: qp %llu", ret, err, (unsigned long long)p.ceiling.v[LEDGER_QP]);
+	ret = policy_limits_parse("qp=0x10", &a, err, sizeof(err));
+	CHECK(ret == -EINVAL && strstr(err, "qp: invalid value '0x10' (numbers are decimal, not hexadecimal"), "%s", err);
+	ret = policy_limits_parse("mr_bytes=0x10", &a, err, sizeof(err));
+	CHECK(ret == -EINVAL && strstr(err, "mr_bytes: invalid value '0x10' (numbers are decimal"), "%s", err);
+}
+
 static void test_names(void)
 {
 	CHECK(policy_name_ok("qp2") && policy_name_ok("a") && policy_name_ok("A_b.c-9"), "good names");
@@ -157,6 +175,7 @@ int main(void)
 	RUN(test_parse_errors);
 	RUN(test_budgets_bounded);
 	RUN(test_limits_and_resolve);
+	RUN(test_decimal);
 	RUN(test_names);
 	return unit_done();
 }

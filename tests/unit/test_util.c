@@ -15,7 +15,7 @@ static void test_parse_u64(void)
 	uint64_t v = 0;
 
 	CHECK(parse_u64("10", 0, 100, &v) == 0 && v == 10, "got %lu", (unsigned long)v);
-	CHECK(parse_u64("0x10", 0, 100, &v) == 0 && v == 16, "hex");
+	CHECK(parse_u64("0x10", 0, 100, &v) == -EINVAL && parse_u64("0X1", 0, 100, &v) == -EINVAL, "hex refused");
 	CHECK(parse_u64("", 0, 100, &v) == -EINVAL, "empty");
 	CHECK(parse_u64("-1", 0, 100, &v) == -EINVAL, "negative");
 	CHECK(parse_u64(" 1", 0, 100, &v) == -EINVAL, "leading space");
@@ -24,6 +24,28 @@ static void test_parse_u64(void)
 	CHECK(parse_u64("0", 1, 100, &v) == -ERANGE, "below min");
 	CHECK(parse_u64("99999999999999999999999", 0, UINT64_MAX, &v) == -ERANGE, "overflow");
 	CHECK(parse_u64(NULL, 0, 1, &v) == -EINVAL, "NULL");
+}
+
+/* issue 51: a leading 0 is decimal everywhere ("010" was octal 8, "09" refused) */
+static void test_parse_decimal(void)
+{
+	uint64_t v = 0;
+	pid_t p = 0;
+
+	CHECK(parse_u64("010", 0, 100, &v) == 0 && v == 10, "010: got %lu", (unsigned long)v);
+	CHECK(parse_u64("09", 0, 100, &v) == 0 && v == 9, "09: got %lu", (unsigned long)v);
+	CHECK(parse_u64("064", 0, 100, &v) == 0 && v == 64, "064: got %lu", (unsigned long)v);
+	CHECK(parse_u64("00", 0, 100, &v) == 0 && v == 0, "00");
+	CHECK(parse_size("010", UINT64_MAX, &v) == 0 && v == 10, "size 010: got %lu", (unsigned long)v);
+	CHECK(parse_size("010K", UINT64_MAX, &v) == 0 && v == 10240, "size 010K: got %lu", (unsigned long)v);
+	CHECK(parse_size("0x10", UINT64_MAX, &v) == -EINVAL && parse_size("0x1K", UINT64_MAX, &v) == -EINVAL,
+	      "size hex refused");
+	CHECK(parse_pid("010", false, &p) == 0 && p == 10, "pid 010: got %d", (int)p);
+	CHECK(parse_pid("0x10", false, &p) == -EINVAL, "pid hex refused");
+	CHECK(!strcmp(parse_why("0x10", -EINVAL, false), "numbers are decimal, not hexadecimal"), "why hex: %s",
+	      parse_why("0x10", -EINVAL, false));
+	CHECK(!strcmp(parse_why("1q", -EINVAL, false), "not a decimal whole number"), "why junk");
+	CHECK(!strcmp(parse_why("9", -ERANGE, true), "out of range"), "why range");
 }
 
 static void test_parse_seconds(void)
@@ -37,6 +59,10 @@ static void test_parse_seconds(void)
 	CHECK(parse_seconds("nan", 0, 10, &v) == -EINVAL && parse_seconds("inf", 0, 1e300, &v) == -EINVAL, "not finite");
 	CHECK(parse_seconds("1s", 0, 10, &v) == -EINVAL && parse_seconds("", 0, 10, &v) == -EINVAL, "junk, empty");
 	CHECK(parse_seconds(NULL, 0, 10, &v) == -EINVAL, "NULL");
+	CHECK(parse_seconds("02", 0, 10, &v) == 0 && v == 2, "leading zero");
+	CHECK(parse_seconds(".5", 0, 10, &v) == 0 && v == 0.5 && parse_seconds("1e-3", 0, 10, &v) == 0, ".5, 1e-3");
+	CHECK(parse_seconds("0x2", 0, 10, &v) == -EINVAL && parse_seconds("0x1p1", 0, 10, &v) == -EINVAL, "hex");
+	CHECK(parse_seconds(" 2", 0, 10, &v) == -EINVAL && parse_seconds("+2", 0, 10, &v) == -EINVAL, "space, sign");
 }
 
 static void test_parse_size(void)
@@ -131,6 +157,7 @@ static void test_proc_tgid(void)
 int main(void)
 {
 	RUN(test_parse_u64);
+	RUN(test_parse_decimal);
 	RUN(test_parse_seconds);
 	RUN(test_parse_size);
 	RUN(test_parse_pid);
