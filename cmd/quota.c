@@ -16,6 +16,7 @@
 #include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 #include "core/out.h"
+#include "core/proc.h"
 #include "rdmactl.h"
 #include "core/util.h"
 #include "quota.h"
@@ -351,6 +352,36 @@ static int do_set(bool set)
 }
 
 /*
+ * A limit set on a process that the interceptor does not hold (no slot of it in the ledger, the preload not
+ * loaded) binds nothing until it does: said on stderr, with the kernel's limit that binds now. The set stays
+ * (exit 0: the status says whether the ledger changed): the process may still exec a program under the
+ * interceptor, and its limit is keyed to its pid and start time, which an exec keeps.
+ */
+static void warn_unheld(struct ledger *l, int k, uint64_t value)
+{
+	struct ledger_scope_stat st;
+	char vbuf[32];
+	pid_t pid = qopt.scope.pid;
+	int m;
+
+	if (ledger_get_scope(l, &qopt.scope, &st) || st.nprocs)
+		return;
+	m = proc_maps_file(pid, LEDGER_PRELOAD_NAME);
+	if (m == 1) {
+		pr_debug("pid %d has %s loaded: it attaches to the ledger at its first verbs call", (int)pid,
+			 LEDGER_PRELOAD_NAME);
+		return;
+	}
+	/* the value as given back (fmt_size's "1.5G" would not parse) */
+	snprintf(vbuf, sizeof(vbuf), "%" PRIu64, value);
+	pr_err("warning: the interceptor does not hold pid %d (not attached to the ledger%s): its %s limit is "
+	       "recorded but binds nothing until it runs under the interceptor (a limit the kernel enforces now: "
+	       "rdmactl quota set %s %s --pid %d --kernel)",
+	       (int)pid, m == 0 ? ", " LEDGER_PRELOAD_NAME " not loaded" : "", ledger_kind_names[k],
+	       ledger_kind_names[k], vbuf, (int)pid);
+}
+
+/*
  * The part of set and unset after the command line: the ledger's limit on qopt.scope, then, with
  * qopt.kernel, the kernel's. One code path for 'rdmactl quota set' and the OCI hook (quota_cgroup_apply).
  */
@@ -382,6 +413,8 @@ static int set_one(int k, uint64_t value, bool set)
 	}
 	pr_debug("%s limit on %s: %s", ledger_kind_names[k], quota_scope_desc(&qopt.scope, desc, sizeof(desc)),
 		 quota_fmt_value(k, value, vbuf, sizeof(vbuf)));
+	if (set && !qopt.kernel && qopt.scope.type == LEDGER_SCOPE_PROCESS && value != LEDGER_UNLIMITED)
+		warn_unheld(l, k, value);
 	err = EXIT_OK;
 	if (qopt.kernel) {
 		uint64_t none[LEDGER_NKINDS];

@@ -120,6 +120,8 @@ struct kq_view {
 static int show_kinds(const struct ledger_scope_stat *st, const struct kq_view *kern, const struct rdmacg_line *kmax,
 		      int nmax)
 {
+	/* a process scope binds through the interceptor only while it holds that process (a slot of it) */
+	bool held = st->scope.type != LEDGER_SCOPE_PROCESS || st->nprocs;
 	int k, rows = 0;
 
 	for (k = 0; k < LEDGER_NKINDS; k++) {
@@ -152,14 +154,14 @@ static int show_kinds(const struct ledger_scope_stat *st, const struct kq_view *
 		/* who stops a creation past the limit: the interceptor (ledger), the BPF LSM programs, rdma.max */
 		out_open_array("enforced_by");
 		print_text("  ");
-		if (!unlimited)
+		if (!unlimited && held)
 			print_string(PRINT_ANY, NULL, "%s", "interceptor");
 		if (kl)
-			print_string(PRINT_ANY, NULL, unlimited ? "%s" : ",%s", "kernel");
+			print_string(PRINT_ANY, NULL, !unlimited && held ? ",%s" : "%s", "kernel");
 		if (cg)
-			print_string(PRINT_ANY, NULL, unlimited && !kl ? "%s" : ",%s", "rdma.max");
-		if (unlimited && !kl && !cg)
-			print_text("-");
+			print_string(PRINT_ANY, NULL, (!unlimited && held) || kl ? ",%s" : "%s", "rdma.max");
+		if (!(!unlimited && held) && !kl && !cg)
+			print_text(unlimited ? "-" : "none");
 		out_close_array();
 		out_close_object();
 		print_nl();
@@ -219,7 +221,9 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 	/* a process scope counts one process: the text says whether it is attached */
 	if (st->scope.type == LEDGER_SCOPE_PROCESS) {
 		print_uint(PRINT_JSON, "nprocs", NULL, st->nprocs);
-		print_text(":%s\n", st->nprocs ? "" : " (not attached to the ledger)");
+		print_text(":%s\n", st->nprocs ? ""
+					       : " (not attached to the ledger: the interceptor does not hold it, its "
+						 "limits bind nothing until it does)");
 	} else {
 		print_uint(PRINT_ANY, "nprocs", ": %" PRIu64 " process", st->nprocs);
 		print_text("%s\n", st->nprocs == 1 ? "" : "es");

@@ -21,7 +21,7 @@
 #include "rdmactl.h"
 #include "core/util.h"
 
-#define PRELOAD_NAME "librdmactl-preload.so"
+#define PRELOAD_NAME LEDGER_PRELOAD_NAME
 
 enum {
 	OPT_FAIL_OPEN = 0x100,

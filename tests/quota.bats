@@ -358,6 +358,38 @@ Try 'rdmactl quota --help' for more information."
 	run -0 showq "[.scopes[] | select(.scope == \"process\")] | length == 0"
 }
 
+@test "--pid on a process the interceptor does not hold: recorded, warned with --kernel, never shown as the interceptor's (issue 51)" {
+	sleep 60 3>&- &
+	local p=$!
+	PIDS+=("$p")
+	run -0 --separate-stderr "$RDMACTL" quota set qp 10 --pid "$p"
+	assert_output ""
+	assert_equal "$stderr" "rdmactl quota: warning: the interceptor does not hold pid $p (not attached to the ledger, librdmactl-preload.so not loaded): its qp limit is recorded but binds nothing until it runs under the interceptor (a limit the kernel enforces now: rdmactl quota set qp 10 --pid $p --kernel)"
+	run -0 --separate-stderr "$RDMACTL" quota show --pid "$p"
+	assert_line --index 0 "pid $p: (not attached to the ledger: the interceptor does not hold it, its limits bind nothing until it does)"
+	assert_line --regexp '^  qp +10 +0 +10 +none$'
+	refute_output --partial interceptor$'\n'
+	run -0 showq ".scopes[] | select(.scope == \"process\" and .pid == $p) | .nprocs == 0 and .kinds.qp.limit == 10 and .kinds.qp.enforced_by == []"
+	# unset and an unlimited value say nothing
+	run -0 --separate-stderr "$RDMACTL" quota unset qp --pid "$p"
+	[ -z "$stderr" ]
+	# with the preload loaded (not attached until its first verbs call): no warning
+	LD_PRELOAD=$PRELOAD sleep 60 3>&- &
+	local q=$!
+	PIDS+=("$q")
+	wait_for 5 grep -q librdmactl-preload "/proc/$q/maps"
+	run -0 --separate-stderr "$RDMACTL" quota set qp 10 --pid "$q"
+	[ -z "$stderr" ]
+	# held by the interceptor: no warning, and the interceptor enforces it
+	hold qp=1
+	run -0 --separate-stderr "$RDMACTL" quota set qp 10 --pid "$HPID"
+	[ -z "$stderr" ]
+	run -0 "$RDMACTL" quota show --pid "$HPID"
+	assert_line --index 0 "pid $HPID:"
+	assert_line --regexp '^  qp +10 +1 +9 +interceptor$'
+	run -0 showq ".scopes[] | select(.scope == \"process\" and .pid == $HPID) | .kinds.qp.enforced_by == [\"interceptor\"]"
+}
+
 @test "--cgroup: relative and absolute paths name the same cgroup; its processes share one budget" {
 	local root
 	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)

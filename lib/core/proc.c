@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -22,6 +23,34 @@ void proc_comm(pid_t pid, char *buf, size_t len)
 	if (fgets(buf, (int)len, f))
 		buf[strcspn(buf, "\n")] = 0;
 	fclose(f);
+}
+
+int proc_maps_file(pid_t pid, const char *base)
+{
+	char path[64], line[PATH_MAX + 128];
+	size_t n = strlen(base);
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strrchr(line, '/');
+		size_t len;
+
+		line[strcspn(line, "\n")] = '\0';
+		len = p ? strlen(p + 1) : 0;
+		if (len == n && !memcmp(p + 1, base, n)) {
+			ret = 1;
+			break;
+		}
+	}
+	if (ferror(f))
+		ret = -1;
+	fclose(f);
+	return ret;
 }
 
 int proc_cgroup(pid_t pid, char *buf, size_t len)

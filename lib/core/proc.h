@@ -24,6 +24,11 @@ pid_t proc_tgid(pid_t pid);
 ssize_t path_read(const char *path, char *buf, size_t len);
 /* /proc/PID/FILE read whole (up to len - 1 bytes) into buf, terminated: its length, or -errno. */
 ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t len);
+/*
+ * Does process pid map a file whose name is base (a shared library: "librdmactl-preload.so")? 1 yes, 0 no,
+ * -1 when /proc cannot tell (gone, another user's process, hidepid).
+ */
+int proc_maps_file(pid_t pid, const char *base);
 /* Is the LSM named lsm active (in /sys/kernel/security/lsm, securityfs mounted if it was not)? If not, why
  * says what was found. */
 bool lsm_active(const char *lsm, char *why, size_t len);

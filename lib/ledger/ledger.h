@@ -91,6 +91,7 @@
 #define LEDGER_DEFAULT_PATH "/dev/shm/rdmactl.ledger"
 #define LEDGER_ENV_PATH "RDMACTL_LEDGER" /* ledger path override */
 #define LEDGER_ENV_JOB "RDMACTL_JOB"     /* job name set by `rdmactl run` for the whole tree */
+#define LEDGER_PRELOAD_NAME "librdmactl-preload.so" /* the interceptor, whose processes attach to the ledger */
 /*
  * For the preload: what to do when the ledger cannot be opened or is invalid. "open" (default): allow
  * everything, warn once on stderr. "closed": refuse every creation with the error.
