@@ -381,9 +381,25 @@ static void warn_unheld(struct ledger *l, int k, uint64_t value)
 	       ledger_kind_names[k], vbuf, (int)pid);
 }
 
+/* Close l; remove its files when this set created them and then failed (a failed set leaves no ledger). */
+static void close_ledger(struct ledger *l, bool remove)
+{
+	char path[PATH_MAX];
+
+	copy_str(path, ledger_path(l), sizeof(path) - sizeof(".usage"));
+	ledger_close(l);
+	if (!remove)
+		return;
+	unlink(path);
+	strcat(path, ".usage");
+	unlink(path);
+}
+
 /*
  * The part of set and unset after the command line: the ledger's limit on qopt.scope, then, with
- * qopt.kernel, the kernel's. One code path for 'rdmactl quota set' and the OCI hook (quota_cgroup_apply).
+ * qopt.kernel, the kernel's. All or nothing: when the kernel's fails, the ledger's limit goes back to what it
+ * was (a failed set exits 1 and changes nothing). One code path for 'rdmactl quota set' and the OCI hook
+ * (quota_cgroup_apply).
  */
 static int set_one(int k, uint64_t value, bool set)
 {
@@ -391,6 +407,7 @@ static int set_one(int k, uint64_t value, bool set)
 	struct ledger *l;
 	char desc[LEDGER_CGROUP_MAX + 16], vbuf[32];
 	const char *verb = set ? "set" : "unset";
+	uint64_t old = LEDGER_UNLIMITED;
 	bool created;
 	int err;
 
@@ -401,6 +418,8 @@ static int set_one(int k, uint64_t value, bool set)
 	if (created)
 		pr_debug("no ledger at %s: created an empty one", ledger_path(l));
 	quota_warn_owner(l);
+	if (!ledger_get_scope(l, &qopt.scope, &st))
+		old = st.limit[k];
 	err = ledger_set_limit(l, &qopt.scope, k, value);
 	if (err) {
 		if (err == -EACCES)
@@ -408,7 +427,7 @@ static int set_one(int k, uint64_t value, bool set)
 		else
 			pr_err("cannot %s %s on %s: %s", verb, ledger_kind_names[k],
 			       quota_scope_desc(&qopt.scope, desc, sizeof(desc)), ledger_error());
-		ledger_close(l);
+		close_ledger(l, created);
 		return err == -ENOENT || err == -ESRCH ? EXIT_USAGE : EXIT_FAIL;
 	}
 	pr_debug("%s limit on %s: %s", ledger_kind_names[k], quota_scope_desc(&qopt.scope, desc, sizeof(desc)),
@@ -423,8 +442,17 @@ static int set_one(int k, uint64_t value, bool set)
 		for (i = 0; i < LEDGER_NKINDS; i++)
 			none[i] = LEDGER_UNLIMITED;
 		err = set_kernel(k, value, ledger_get_scope(l, &qopt.scope, &st) == 0 ? st.limit : none);
+		if (err && old != value) {
+			quota_scope_desc(&qopt.scope, desc, sizeof(desc));
+			if (ledger_set_limit(l, &qopt.scope, k, old))
+				pr_err("cannot put back the ledger's %s limit on %s (%s): %s", ledger_kind_names[k], desc,
+				       quota_fmt_value(k, old, vbuf, sizeof(vbuf)), ledger_error());
+			else
+				pr_err("cannot %s %s on %s: nothing changed (the ledger's limit stays %s)", verb,
+				       ledger_kind_names[k], desc, quota_fmt_value(k, old, vbuf, sizeof(vbuf)));
+		}
 	}
-	ledger_close(l);
+	close_ledger(l, created && err);
 	return err;
 }
 
@@ -449,8 +477,8 @@ int quota_cgroup_apply(const char *dir, const uint64_t limit[LEDGER_NKINDS], boo
 			failed++;
 			continue;
 		}
-		/* all or none: the failed kind may have reached the ledger before the kernel refused it */
-		for (j = 0; j <= k; j++)
+		/* all or none: the kinds before the failed one (set_one put the failed one back itself) */
+		for (j = 0; j < k; j++)
 			if (limit[j] != LEDGER_UNLIMITED) {
 				qopt.kernel = j != LEDGER_WR;
 				set_one(j, LEDGER_UNLIMITED, false);

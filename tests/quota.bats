@@ -390,6 +390,44 @@ Try 'rdmactl quota --help' for more information."
 	run -0 showq ".scopes[] | select(.scope == \"process\" and .pid == $HPID) | .kinds.qp.enforced_by == [\"interceptor\"]"
 }
 
+# Run rdmactl with /sys/fs/bpf not a BPF file system (a tmpfs there, in a mount namespace of its own): every
+# kernel limit fails, as on a host without bpffs.
+no_bpffs() {
+	unshare -m sh -c 'mount -t tmpfs rdmactl-no-bpffs /sys/fs/bpf && exec "$@"' sh "$@"
+}
+
+@test "a failed --kernel set changes nothing in the ledger: --global, --pid, --cgroup, and no ledger created (issue 51)" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root (a kernel limit, a mount namespace)"
+	run -0 "$RDMACTL" quota set cq 5 --global
+	run -1 --separate-stderr no_bpffs "$RDMACTL" quota set cq 77 --global --kernel
+	[[ $stderr == *"cannot set the kernel limit"*"rdmactl quota: cannot set cq on global: nothing changed (the ledger's limit stays 5)"* ]]
+	run -1 --separate-stderr no_bpffs "$RDMACTL" quota set pd 3 --global --kernel
+	[[ $stderr == *"nothing changed (the ledger's limit stays unlimited)"* ]]
+	run -0 showq '.scopes[0].kinds.cq.limit == 5 and .scopes[0].kinds.pd.limit == null'
+	sleep 60 3>&- &
+	local p=$!
+	PIDS+=("$p")
+	run -1 no_bpffs "$RDMACTL" quota set cq 7 --pid "$p" --kernel
+	run -0 showq '[.scopes[] | select(.scope == "process")] | length == 0'
+	run -0 "$RDMACTL" quota set qp 2 --pid "$p"
+	run -1 no_bpffs "$RDMACTL" quota set qp 9 --pid "$p" --kernel
+	run -0 showq "[.scopes[] | select(.scope == \"process\")] | length == 1 and .[0].kinds.qp.limit == 2"
+	local root
+	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	if [ -n "$root" ] && mkdir "$root/rdmactl-kfail.$$"; then
+		CG=$root/rdmactl-kfail.$$
+		run -1 no_bpffs "$RDMACTL" quota set qp 9 --cgroup "$CG" --kernel
+		run -0 showq '[.scopes[] | select(.scope == "cgroup")] | length == 0'
+		run -0 "$RDMACTL" quota set qp 4 --cgroup "$CG"
+		run -1 no_bpffs "$RDMACTL" quota set qp 9 --cgroup "$CG" --kernel
+		run -0 showq '[.scopes[] | select(.scope == "cgroup")] | length == 1 and .[0].kinds.qp.limit == 4'
+	fi
+	# root's first set on a fresh host creates the ledger: not when it fails
+	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/fresh
+	run -1 no_bpffs "$RDMACTL" quota set cq 77 --global --kernel
+	[ ! -e "$RDMACTL_LEDGER" ] && [ ! -e "$RDMACTL_LEDGER.usage" ]
+}
+
 @test "--cgroup: relative and absolute paths name the same cgroup; its processes share one budget" {
 	local root
 	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
