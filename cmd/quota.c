@@ -199,7 +199,8 @@ static const struct argp argp = {
 	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr (per-queue work-request depth cap). "
 	"VALUE: a count, 'unlimited', or for mr_bytes a size with K, M, G, T suffixes. "
 	"Commands and kinds may be abbreviated to a unique prefix. "
-	"Changing limits needs write access to the ledger's policy file (root). Where there is no ledger yet, "
+	"Global, cgroup and process limits are root's, whoever created the ledger; an unprivileged user limits "
+	"its own jobs (--job). Where there is no ledger yet, "
 	"root's set or unset creates one first, as init does; show says no limits are set.\v"
 	"Examples:\n"
 	"  rdmactl quota set qp 10 --pid 1234\n"
@@ -245,15 +246,22 @@ int quota_open_ledger(unsigned int flags, struct ledger **l)
 	return err ? quota_open_error(err, flags) : 0;
 }
 
-/* Root changing a policy that someone else owns: that someone can change it too. */
-void quota_warn_owner(const struct ledger *l)
+/*
+ * Root changing a limit of a ledger that someone else owns (an unprivileged 'rdmactl run' made it first, or
+ * 'quota init'): its files become root's, so that its owner can no longer write the policy. Said on stderr.
+ */
+void quota_take_over(struct ledger *l)
 {
-	struct stat st;
+	uid_t was;
 
-	if (geteuid() == 0 && !stat(ledger_path(l), &st) && st.st_uid != 0)
-		pr_err("warning: %s is owned by uid %u, who can change these limits too (recreate it as root "
-		       "with 'rdmactl quota init')",
-		       ledger_path(l), (unsigned int)st.st_uid);
+	if (geteuid())
+		return;
+	if (ledger_take_over(l, &was))
+		pr_err("warning: %s (its owner can still change these limits)", ledger_error());
+	else if (was)
+		pr_err("note: %s belonged to uid %u, who could change its limits: it is root's now (check the limits "
+		       "it holds: rdmactl quota show)",
+		       ledger_path(l), (unsigned int)was);
 }
 
 const char *quota_scope_desc(const struct ledger_scope *s, char *buf, size_t len)
@@ -408,21 +416,31 @@ static int set_one(int k, uint64_t value, bool set)
 	char desc[LEDGER_CGROUP_MAX + 16], vbuf[32];
 	const char *verb = set ? "set" : "unset";
 	uint64_t old = LEDGER_UNLIMITED;
-	bool created;
+	bool created, job = qopt.scope.type == LEDGER_SCOPE_JOB;
 	int err;
 
+	/*
+	 * Whoever made the ledger (an unprivileged 'rdmactl run' may have, and owns its files then): the global,
+	 * cgroup and process limits are root's, a job's are its user's and root's (ledger_set_limit).
+	 */
+	if (!job && geteuid()) {
+		pr_err("cannot %s %s on %s: the global, cgroup and process limits are root's (an unprivileged user "
+		       "limits its own jobs: --job NAME, or rdmactl run --max-KIND)",
+		       verb, ledger_kind_names[k], quota_scope_desc(&qopt.scope, desc, sizeof(desc)));
+		return EXIT_FAIL;
+	}
 	/* root on a fresh host: the first limit creates the ledger, as 'quota init' would (root owns the policy) */
 	created = geteuid() == 0 && quota_ledger_missing();
-	if (quota_open_ledger(LEDGER_POLICY_RW | (created ? LEDGER_CREATE : 0), &l))
+	if (quota_open_ledger((job ? 0 : LEDGER_POLICY_RW) | (created ? LEDGER_CREATE : 0), &l))
 		return EXIT_FAIL;
 	if (created)
 		pr_debug("no ledger at %s: created an empty one", ledger_path(l));
-	quota_warn_owner(l);
+	quota_take_over(l);
 	if (!ledger_get_scope(l, &qopt.scope, &st))
 		old = st.limit[k];
 	err = ledger_set_limit(l, &qopt.scope, k, value);
 	if (err) {
-		if (err == -EACCES)
+		if (err == -EACCES || err == -EPERM)
 			pr_err("cannot change limits: %s", ledger_error());
 		else
 			pr_err("cannot %s %s on %s: %s", verb, ledger_kind_names[k],

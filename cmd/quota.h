@@ -33,7 +33,7 @@ int quota_open_ledger(unsigned int flags, struct ledger **l);
 int quota_open_error(int err, unsigned int flags);
 bool quota_ledger_missing(void);
 const char *quota_ledger_file(void);
-void quota_warn_owner(const struct ledger *l);
+void quota_take_over(struct ledger *l);
 const char *quota_scope_desc(const struct ledger_scope *s, char *buf, size_t len);
 const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t len);
 /*

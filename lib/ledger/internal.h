@@ -92,7 +92,7 @@ struct job {
 	int32_t owner_pid;
 	uint64_t owner_start;
 	uint32_t owner_active;
-	uint32_t pad;
+	uint32_t owner_uid; /* the creator's euid: it and root change the job's limits (0, root's, before it was kept) */
 	char name[LEDGER_NAME_MAX];
 	uint64_t limit[LEDGER_NKINDS];
 	uint64_t total[LEDGER_NKINDS];

@@ -307,14 +307,22 @@ int ledger_note_denial(struct ledger *l, enum ledger_kind kind, uint64_t amount,
 int ledger_format_denial(const struct ledger_denial *d, char *buf, size_t len);
 
 /*
- * Policy (needs LEDGER_POLICY_RW for pid, cgroup and global scopes; jobs live in the usage file and can be
- * changed by anyone who can write it). value LEDGER_UNLIMITED removes the limit. Applies to the next
+ * Policy (needs LEDGER_POLICY_RW for pid, cgroup and global scopes; jobs live in the usage file: a job's
+ * limits are changed by its creator's euid and root only, else -EPERM). value LEDGER_UNLIMITED removes the limit. Applies to the next
  * reserve; a limit below current usage refuses new reserves and never takes anything back.
  * PROCESS: the pid must exist (-ESRCH); start_time 0 is looked up. JOB: -ENOENT if no such job.
  * CGROUP: name is the path relative to the cgroup2 root, normalised ("/a/b", no trailing '/'; "/" is
  * -EINVAL: use the global scope). -ENOSPC when the table is full.
  */
 int ledger_set_limit(struct ledger *l, const struct ledger_scope *scope, enum ledger_kind kind, uint64_t value);
+
+/*
+ * Root only: make both files of the ledger root's (owner and group 0, the policy 0644, the usage 0666), as
+ * 'quota init' run by root makes them. A ledger that an unprivileged 'rdmactl run' created first (owned by
+ * that user, who could write its policy file) becomes root's on root's first change of a limit; *was is the
+ * uid it belonged to (0 when it was root's already). Mappings made before stay as they were.
+ */
+int ledger_take_over(struct ledger *l, uid_t *was);
 
 /*
  * Jobs (`rdmactl run`): create the job before starting the command, with the given limits (NULL = all

@@ -116,6 +116,43 @@ void ledger_self_cgroup(char *out, size_t len)
 	fclose(f);
 }
 
+/* One file of the ledger made root's, with its mode; the owner it had into *was (when not root). */
+static int own_file(const char *path, mode_t mode, uid_t *was)
+{
+	struct stat st;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return ledger_seterr(-errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st))
+		err = -errno;
+	else if (st.st_uid || st.st_gid || (st.st_mode & 07777) != mode) {
+		if (st.st_uid)
+			*was = st.st_uid;
+		if (fchown(fd, 0, 0) || fchmod(fd, mode))
+			err = -errno;
+	}
+	close(fd);
+	return err ? ledger_seterr(err, "%s: cannot make it root's: %s", path, strerror(-err)) : 0;
+}
+
+int ledger_take_over(struct ledger *l, uid_t *was)
+{
+	char upath[PATH_MAX];
+	int err;
+
+	*was = 0;
+	if (geteuid())
+		return ledger_seterr(-EPERM, "%s: only root takes a ledger over", l->path);
+	if ((size_t)snprintf(upath, sizeof(upath), "%s%s", l->path, USAGE_SUFFIX) >= sizeof(upath))
+		return ledger_seterr(-ENAMETOOLONG, "%s: path too long", l->path);
+	err = own_file(l->path, 0644, was);
+	if (!err)
+		err = own_file(upath, 0666, was);
+	return err;
+}
+
 /* Is cgroup path a equal to or an ancestor of b? */
 bool ledger_cg_covers(const char *a, const char *b)
 {

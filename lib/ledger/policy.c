@@ -190,6 +190,10 @@ int ledger_set_limit(struct ledger *l, const struct ledger_scope *sc, enum ledge
 		j = ledger_find_job(l->use, sc->name);
 		if (j < 0)
 			return ledger_seterr(-ENOENT, "no job '%.*s' in the ledger", LEDGER_NAME_MAX, sc->name);
+		/* a user limits its own jobs only (the usage file is everybody's: this is the cooperative rule) */
+		if (geteuid() && l->use->jobs[j].owner_uid != geteuid())
+			return ledger_seterr(-EPERM, "job %.*s belongs to uid %u: only that user and root change its limits",
+					     LEDGER_NAME_MAX, sc->name, (unsigned int)l->use->jobs[j].owner_uid);
 		return set_scope_limit(l, &l->use->jobs[j].limit[kind], kind, value);
 	}
 	if (!l->policy_rw)
@@ -253,6 +257,7 @@ int ledger_job_create(struct ledger *l, const char *name, const uint64_t limit[L
 		ASTORE(&u->jobs[i].refused[k], 0);
 	}
 	u->jobs[i].owner_pid = getpid();
+	u->jobs[i].owner_uid = geteuid();
 	u->jobs[i].owner_start = start;
 	ASTORE(&u->jobs[i].owner_active, 1);
 	ASTORE(&u->jobs[i].state, ENT_LIVE);
