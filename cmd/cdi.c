@@ -61,6 +61,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "-%c: empty path", key);
 		if (key == 'o')
 			co.dir = arg;
+		else if (key == 'P' && arg[0] != '/')
+			argp_error(state, "--policy %s: " POLICY_ABS_WHY, arg);
 		else if (key == 'P')
 			co.policy = arg, co.policy_given = true;
 		else if (key == 'e' && arg[0] != '/')
@@ -387,6 +389,12 @@ static int read_node(struct node_state *ns)
 	ssize_t n;
 	int ret;
 
+	/* the hooks get the file the environment names: a relative one would be read from the bundle directory */
+	if (!co.policy_given && getenv(POLICY_ENV) && *getenv(POLICY_ENV) && getenv(POLICY_ENV)[0] != '/') {
+		fprintf(stderr, "%s: " POLICY_ENV "=%s: " POLICY_ABS_WHY "\nTry '%s --help' for more information.\n",
+			util_prog, getenv(POLICY_ENV), util_prog);
+		return EXIT_USAGE;
+	}
 	ret = policy_load(co.policy, &pol, err, sizeof(err));
 	if (ret == -ENOENT && !co.policy_given && !getenv(POLICY_ENV))
 		memset(&pol, 0, sizeof(pol));

@@ -76,6 +76,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'P':
 		if (!*arg)
 			argp_error(state, "--policy: empty path");
+		if (arg[0] != '/')
+			argp_error(state, "--policy %s: " POLICY_ABS_WHY, arg);
 		oo.policy = arg;
 		break;
 	case ARGP_KEY_ARG:

@@ -103,6 +103,20 @@ cdi() {
 	assert_output --partial -- "--limit qp=10,mr_bytes=10240 createRuntime"
 }
 
+@test "cdi: a relative --policy or RDMACTL_CONTAINERS_CONF is refused: the hooks run from the bundle directory (issue 51)" {
+	cd "$BATS_TEST_TMPDIR"
+	run -2 --separate-stderr "$RDMACTL" cdi generate --policy containers.conf --sysfs "$S" --dev "$D" -o "$O"
+	[[ $stderr == "rdmactl cdi: --policy containers.conf: an absolute path (runtimes run hooks from the container's bundle directory)"* ]]
+	run -2 --separate-stderr env RDMACTL_CONTAINERS_CONF=containers.conf "$RDMACTL" cdi generate --sysfs "$S" --dev "$D" -o "$O"
+	assert_equal "${stderr_lines[0]}" "rdmactl cdi: RDMACTL_CONTAINERS_CONF=containers.conf: an absolute path (runtimes run hooks from the container's bundle directory)"
+	run -2 --separate-stderr env RDMACTL_CONTAINERS_CONF=./containers.conf "$RDMACTL" cdi list --sysfs "$S" --dev "$D" -o "$O"
+	[ ! -e "$O" ]
+	# the oci-hook too (it runs in the bundle directory: a relative file is not the operator's)
+	run -2 --separate-stderr "$RDMACTL" oci-hook --policy containers.conf </dev/null
+	[[ $stderr == "rdmactl oci-hook: --policy containers.conf: an absolute path"* ]]
+	run -0 --separate-stderr cdi generate --policy "$BATS_TEST_TMPDIR/containers.conf"
+}
+
 @test "cdi-validate itself refuses what the CDI schema and the spec's rules refuse" {
 	local f=$BATS_TEST_TMPDIR/bad.json
 	echo '{"cdiVersion":"0.3.0","kind":"rdmactl.io/budget","devices":[{"name":"a"}]}' >"$f"

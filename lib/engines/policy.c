@@ -333,6 +333,8 @@ int policy_load(const char *path, struct policy *p, char *err, size_t errlen)
 
 	memset(p, 0, sizeof(*p));
 	path = policy_path(path);
+	if (path[0] != '/')
+		return fail(err, errlen, "%s%s: " POLICY_ABS_WHY, path == getenv(POLICY_ENV) ? POLICY_ENV "=" : "", path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;

@@ -21,6 +21,8 @@
 
 #define POLICY_PATH "/etc/rdmactl/containers.conf"
 #define POLICY_ENV "RDMACTL_CONTAINERS_CONF" /* another file, for tests and staging */
+/* Why a policy path must be absolute: hooks get it as an argument and run from the bundle directory. */
+#define POLICY_ABS_WHY "an absolute path (runtimes run hooks from the container's bundle directory)"
 #define POLICY_MAX_INPUT (64 << 10)          /* bytes of policy read */
 #define POLICY_MAX_BUDGETS 64
 #define POLICY_NAME_MAX 32 /* a budget's name, NUL included: [A-Za-z][A-Za-z0-9_.-]*, ending alphanumeric */
@@ -74,7 +76,8 @@ void policy_limits_format(const struct policy_limits *l, char *buf, size_t len);
  */
 int policy_parse(const char *buf, size_t len, struct policy *p, char *err, size_t errlen);
 
-/* The file path (NULL: $RDMACTL_CONTAINERS_CONF, else POLICY_PATH): -ENOENT when it does not exist. */
+/* The file path (NULL: $RDMACTL_CONTAINERS_CONF, else POLICY_PATH): -ENOENT when it does not exist, -EINVAL
+ * when it is not absolute. */
 int policy_load(const char *path, struct policy *p, char *err, size_t errlen);
 const char *policy_path(const char *path);
 
