@@ -15,7 +15,7 @@ setup() {
 
 @test "first word completes to the subcommands" {
 	run complete_words rdmactl ""
-	assert_output "$(printf '%s\n' cdi export monitor oci-hook pingpong quota run top)"
+	assert_output "$(printf '%s\n' cdi dev export monitor oci-hook pingpong quota run top)"
 	run complete_words rdmactl p
 	assert_output "pingpong"
 	run complete_words rdmactl mo
@@ -48,6 +48,14 @@ setup() {
 	assert_output ""
 	run complete_words rdmactl cdi generate --o
 	assert_output "--output"
+}
+
+@test "dev completes show, then its options" {
+	run complete_words rdmactl dev ""
+	assert_output "show"
+	run complete_words rdmactl dev --p
+	assert_line -- "--policy"
+	assert_line -- "--pretty"
 }
 
 @test "global options complete before the subcommand" {
