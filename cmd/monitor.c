@@ -17,6 +17,7 @@
 #include "monitor.h"
 #include "core/out.h"
 #include "rdmactl.h"
+#include "core/kinds.h"
 #include "core/util.h"
 
 
@@ -75,7 +76,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid PID '%s'", arg);
 		break;
 	case OPT_TYPE:
-		idx = match_word(arg, mon_type_names, -1);
+		idx = kind_match_word(arg, mon_type_names, -1); /* cm_id or cm-id */
 		if (idx < 0) {
 			char kinds[160];
 			size_t i, n = 0;

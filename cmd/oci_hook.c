@@ -22,6 +22,7 @@
 #include "core/proc.h"
 #include "quota.h"
 #include "rdmactl.h"
+#include "core/kinds.h"
 #include "core/util.h"
 
 #define OCI_STATE_DIR "/run/rdmactl/oci"
@@ -123,14 +124,10 @@ static const struct argp argp = {
 /* The kind of an annotation key rdmactl.io/max-OPT, or -1. */
 static int ann_kind(const char *key)
 {
-	int k;
-
 	if (strncmp(key, OCI_ANN_MAX, strlen(OCI_ANN_MAX)))
 		return -1;
-	for (k = 0; k < LEDGER_NKINDS; k++)
-		if (!strcmp(key + strlen(OCI_ANN_MAX), kind_opt[k]))
-			return k;
-	return -1;
+	/* max-mr-bytes or max-mr_bytes */
+	return kind_lookup(key + strlen(OCI_ANN_MAX), strlen(key + strlen(OCI_ANN_MAX)), LEDGER_NKINDS);
 }
 
 /* One request (what): within the node's ceiling, then into asked (the smaller per kind). */

@@ -18,6 +18,7 @@
 #include "core/out.h"
 #include "core/proc.h"
 #include "rdmactl.h"
+#include "core/kinds.h"
 #include "core/util.h"
 #include "quota.h"
 
@@ -198,7 +199,7 @@ static const struct argp argp = {
 	"Set, unset and show RDMA resource quotas in the rdmactl ledger.\n\n"
 	"KIND: ctx, pd, cq, qp, srq, mr, mr_bytes, ah, mw, xrcd, wq, wr (per-queue work-request depth cap). "
 	"VALUE: a count, 'unlimited', or for mr_bytes a size with K, M, G, T suffixes. "
-	"Commands and kinds may be abbreviated to a unique prefix. "
+	"Commands and kinds may be abbreviated to a unique prefix; mr-bytes is mr_bytes. "
 	"Global, cgroup and process limits are root's, whoever created the ledger; an unprivileged user limits "
 	"its own jobs (--job). Where there is no ledger yet, "
 	"root's set or unset creates one first, as init does; show says no limits are set.\v"
@@ -327,7 +328,7 @@ static int do_set(bool set)
 			util_prog, verb, qopt.args[want], util_prog);
 		return EXIT_USAGE;
 	}
-	k = match_word(qopt.args[1], ledger_kind_names, LEDGER_NKINDS);
+	k = kind_match_word(qopt.args[1], ledger_kind_names, LEDGER_NKINDS); /* mr_bytes or mr-bytes */
 	if (k < 0)
 		return word_error("kind", qopt.args[1], ledger_kind_names, LEDGER_NKINDS, k);
 	if (qopt.kernel && k == LEDGER_WR) {

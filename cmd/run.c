@@ -45,8 +45,10 @@ static const struct argp_option options[] = {
 #define KIND_ARG_N "N"
 #define KIND_ARG_B "SIZE"
 #define KIND_ARG_C "N"
-#define X(name, NAME, led, nl, rt, rtv, cg, unit, uverbs, opt, help) \
-	KINDS_IF(led, { "max-" opt, OPT_MAX_FIRST + LEDGER_##NAME, KIND_ARG_##unit, 0, help, 1 }, )
+/* and, hidden, --max-NAME: a kind spelt with '_' (lib/core/kinds.h; where NAME is OPT, getopt sees one option) */
+#define X(name, NAME, led, nl, rt, rtv, cg, unit, uverbs, opt, help)                                  \
+	KINDS_IF(led, { "max-" opt, OPT_MAX_FIRST + LEDGER_##NAME, KIND_ARG_##unit, 0, help, 1 },        \
+		 { "max-" #name, OPT_MAX_FIRST + LEDGER_##NAME, NULL, OPTION_ALIAS | OPTION_HIDDEN, NULL, 1 }, )
 	KINDS(X)
 #undef X
 	{ NULL, 0, NULL, 0, "Job:", 2 },

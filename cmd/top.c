@@ -15,6 +15,7 @@
 #include "core/out.h"
 #include "rdmactl.h"
 #include "top_view.h"
+#include "core/kinds.h"
 #include "core/util.h"
 
 #define MAX_PIDS 64
@@ -84,7 +85,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid SECONDS '%s': expected a number from 0 to 86400", arg);
 		break;
 	case 's':
-		idx = match_word(arg, top_key_names, -1);
+		idx = kind_match_word(arg, top_key_names, -1); /* mr_bytes or mr-bytes */
 		if (idx < 0) {
 			word_error("sort key", arg, top_key_names, -1, idx);
 			exit(EXIT_USAGE);

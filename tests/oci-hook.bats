@@ -118,6 +118,18 @@ state() { # id status pid annotations-json
 	[ ! -e "$RDMACTL_LEDGER" ]
 }
 
+@test "oci-hook: rdmactl.io/max-mr_bytes is rdmactl.io/max-mr-bytes, in annotations, --limit and the policy (issue 51)" {
+	local p=$BATS_TEST_TMPDIR/containers.conf
+	printf 'ceiling mr-bytes=1G\n' >"$p"
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state u1 creating $$ '{"rdmactl.io/max-mr_bytes":"2G"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-mr_bytes=2G asks mr_bytes=2147483648, above the node's ceiling mr_bytes=1073741824"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" <<<"$(state u1 creating $$ '{"rdmactl.io/max-mr-bytes":"2G"}')"
+	[[ $stderr == *"annotation rdmactl.io/max-mr-bytes=2G asks mr_bytes=2147483648, above the node's ceiling"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook --policy "$p" --limit mr-bytes=2G <<<"$(state u1 creating $$ '{}')"
+	[[ $stderr == *"--limit mr-bytes=2G asks mr_bytes=2147483648, above the node's ceiling"* ]]
+	[ ! -e "$RDMACTL_OCI_STATE_DIR/u1" ]
+}
+
 @test "oci-hook: a node policy that cannot be read stops every container (fails closed); none at the default path is no policy" {
 	local p=$BATS_TEST_TMPDIR/containers.conf
 	printf 'default qp=3\nbudget 2x qp=1\n' >"$p"

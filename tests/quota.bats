@@ -101,6 +101,17 @@ Try 'rdmactl quota --help' for more information."
 	assert_output --partial "for 10 processes"
 }
 
+@test "a kind with an underscore takes a hyphen too: mr-bytes is mr_bytes, as in run, annotations and the policy (issue 51)" {
+	run -0 "$RDMACTL" quota set mr-bytes 4G --global
+	run -0 showq '.scopes[0].kinds.mr_bytes.limit == 4294967296'
+	run -0 "$RDMACTL" quota set mr-b 2G --global
+	run -0 showq '.scopes[0].kinds.mr_bytes.limit == 2147483648'
+	run -0 "$RDMACTL" quota unset mr-bytes --global
+	run -0 showq '.scopes[0].kinds.mr_bytes.limit == null'
+	run -2 --separate-stderr "$RDMACTL" quota set mr+bytes 1 --global
+	[[ $stderr == *"unknown kind 'mr+bytes'"* ]]
+}
+
 @test "words accept unique prefixes: 'se q 5 --gl', 'sh', 'un'" {
 	run -0 "$RDMACTL" quota se q 5 --gl
 	run -0 "$RDMACTL" quota sh -j

@@ -61,6 +61,15 @@ setup() {
 	[[ $stderr == *"--max-mr-bytes: invalid value '0x10K': numbers are decimal, not hexadecimal"* ]]
 }
 
+@test "--max-mr_bytes is --max-mr-bytes: a kind with an underscore takes either spelling (issue 51)" {
+	run -0 "$RDMACTL" run --job us --max-mr_bytes 1G -- "$LQ" job us
+	assert_line "mr_bytes 0 1073741824"
+	run -0 "$RDMACTL" run --job us --max-mr_bytes=2G -- "$LQ" job us
+	assert_line "mr_bytes 0 2147483648"
+	run -0 "$RDMACTL" run --help
+	refute_output --partial "max-mr_bytes"
+}
+
 @test "CMD's exit status is rdmactl's; a signal gives 128+N; a missing CMD 127" {
 	run -3 "$RDMACTL" run -- sh -c 'exit 3'
 	run -0 "$RDMACTL" run -- true

@@ -60,10 +60,25 @@ enum restrack_type {
 };
 #define RESTRACK_NTYPES 8 /* one past the largest value above (checked where the names are built) */
 
-/* Per kind (lib/core/kinds.c): what the rdma cgroup counts it as; --max-OPT; the --help text. */
+/* Per kind (lib/core/kinds.c): its name; what the rdma cgroup counts it as; --max-OPT; the --help text. */
 enum kind_rdmacg { KIND_CG_N, KIND_CG_H /* hca_handle */, KIND_CG_O /* hca_object */ };
+extern const char *const kind_names[KIND_NR];
 extern const unsigned char kind_rdmacg[KIND_NR];
 extern const char *const kind_opt[KIND_NR];
 extern const char *const kind_help[KIND_NR];
+
+/*
+ * The one spelling rule of a kind's word, in every interface (quota, run --max-*, annotations, the policy,
+ * cdi --budget, monitor --type, top --sort): '_' and '-' are the same character, so "mr_bytes" and
+ * "mr-bytes", "cm_id" and "cm-id" name one kind.
+ */
+#ifndef __bpf__ /* the BPF programs read this file for the table only (vmlinux.h has its own size_t) */
+#include <stddef.h>
+/* The kind whose name is word[0..len) under that rule, among the first n rows of the table, or -1. */
+int kind_lookup(const char *word, size_t len, int n);
+/* match_word() (exact, else unique prefix) of word under that rule against names spelt as the table does. */
+int kind_match_word(const char *word, const char *const *names, int n);
+#endif
+
 
 #endif

@@ -43,13 +43,7 @@ bool policy_name_ok(const char *name)
 
 int policy_kind(const char *name, size_t len)
 {
-	int k;
-
-	for (k = 0; k < LEDGER_NKINDS; k++)
-		if ((strlen(ledger_kind_names[k]) == len && !memcmp(name, ledger_kind_names[k], len)) ||
-		    (strlen(kind_opt[k]) == len && !memcmp(name, kind_opt[k], len)))
-			return k;
-	return -1;
+	return kind_lookup(name, len, LEDGER_NKINDS);
 }
 
 static void kinds_known(char *buf, size_t len)

@@ -58,6 +58,36 @@ static void test_layers_agree(void)
 }
 
 /* The kernel's values (include/rdma/restrack.h) and the rdma cgroup's split, as the table states them. */
+/* issue 51: one spelling rule, '_' and '-' alike, for every kind with an underscore */
+static void test_spelling(void)
+{
+	static const char *const names[] = { "mr", "mr_bytes", "mw", "cm_id", NULL };
+	int k;
+
+	CHECK(kind_lookup("mr_bytes", 8, LEDGER_NKINDS) == LEDGER_MR_BYTES &&
+		      kind_lookup("mr-bytes", 8, LEDGER_NKINDS) == LEDGER_MR_BYTES, "mr_bytes, mr-bytes");
+	CHECK(kind_lookup("mr_bytesx", 8, LEDGER_NKINDS) == LEDGER_MR_BYTES, "len bounds the word");
+	CHECK(kind_lookup("cm-id", 5, KIND_NR) == KIND_CM_ID && kind_lookup("cm-id", 5, LEDGER_NKINDS) == -1,
+	      "cm-id, a kind past the ledger's");
+	CHECK(kind_lookup("mr=bytes", 8, LEDGER_NKINDS) == -1 && kind_lookup("mr", 1, LEDGER_NKINDS) == -1 &&
+		      kind_lookup("", 0, LEDGER_NKINDS) == -1,
+	      "no other character, no prefix");
+	for (k = 0; k < KIND_NR; k++) {
+		char w[32];
+		size_t i;
+
+		for (i = 0; kind_names[k][i]; i++)
+			w[i] = kind_names[k][i] == '_' ? '-' : kind_names[k][i];
+		CHECK(kind_lookup(kind_names[k], i, KIND_NR) == k && kind_lookup(w, i, KIND_NR) == k &&
+			      kind_lookup(kind_opt[k], strlen(kind_opt[k]), KIND_NR) == k,
+		      "%s: both spellings and the option name", kind_names[k]);
+	}
+	CHECK(kind_match_word("mr-bytes", names, -1) == 1 && kind_match_word("mr-b", names, -1) == 1 &&
+		      kind_match_word("cm-", names, -1) == 3 && kind_match_word("mr", names, -1) == 0 &&
+		      kind_match_word("m", names, -1) == -2 && kind_match_word("mr+", names, -1) == -1,
+	      "kind_match_word: exact, prefix, ambiguous, unknown");
+}
+
 static void test_kernel_values(void)
 {
 	CHECK(RESTRACK_PD == 0 && RESTRACK_CQ == 1 && RESTRACK_QP == 2 && RESTRACK_CM_ID == 3 && RESTRACK_MR == 4 &&
@@ -73,5 +103,6 @@ int main(void)
 {
 	RUN(test_layers_agree);
 	RUN(test_kernel_values);
+	RUN(test_spelling);
 	return unit_done();
 }
