@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* rdmactl monitor: live RDMA resource events (BPF), device events, ledger refusals; --audit for bypass. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -94,6 +95,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_STATS:
 		mopt.stats = 1.0;
+		/* "--stats 2" as the examples write it: monitor takes no argument, so a number next is SECONDS */
+		if (!arg && state->next < state->argc &&
+		    (isdigit((unsigned char)state->argv[state->next][0]) || state->argv[state->next][0] == '.'))
+			arg = state->argv[state->next++];
 		if (arg && parse_seconds(arg, 0.1, 86400, &mopt.stats))
 			argp_error(state, "invalid SECONDS '%s': expected a number from 0.1 to 86400", arg);
 		break;

@@ -114,7 +114,7 @@ static const struct argp argp = {
 	"left alone. STAGE: createRuntime, prestart or poststop; by default the state's status says (creating or "
 	"created: apply; stopped: remove).\v"
 	"Examples:\n"
-	"  cp /usr/local/share/containers/oci/hooks.d/rdmactl.json /etc/containers/oci/hooks.d/\n"
+	"  ls /usr/share/containers/oci/hooks.d/rdmactl.json   # make install put it where podman and CRI-O look\n"
 	"  podman run --annotation rdmactl.io/max-qp=64 --annotation rdmactl.io/max-mr-bytes=8G \\\n"
 	"      --device /dev/infiniband/uverbs0 IMAGE ./train\n"
 	"  rdmactl cdi generate && podman run --device rdmactl.io/hca=all --device rdmactl.io/budget=small IMAGE\n",

@@ -42,6 +42,19 @@ load helper
 	run -2 "$RDMACTL" monitor --frob
 }
 
+@test "--stats 2 as the examples write it: the number is SECONDS (--stats=2 too); --type cm-id is cm_id (issue 51)" {
+	run -2 --separate-stderr "$RDMACTL" monitor --stats 0
+	[[ $stderr == *"invalid SECONDS '0'"* ]]
+	run -2 --separate-stderr "$RDMACTL" monitor --stats 2 --audit
+	[[ $stderr == *"--stats and --audit cannot be combined"* ]]
+	run -2 --separate-stderr "$RDMACTL" monitor --stats 2 extra
+	[[ $stderr == *"unexpected argument 'extra'"* ]]
+	# parsed: what fails now is the watching, not the command line (exit 1 without ib_core, or 0 in a lab)
+	run --separate-stderr "$RDMACTL" monitor --stats 2 --duration 0.2 --type cm-id
+	[ "$status" -ne 2 ] || fail "exit 2: $stderr"
+	run -0 grep -c 'monitor \\-\\-stats 2' "$TOP/man/rdmactl-monitor.8"
+}
+
 @test "monitor accepts prefixes of kinds and the global options after the subcommand" {
 	# Parsing succeeds (exit 1 below is the missing ib_core or privileges, never a usage error).
 	run --separate-stderr "$RDMACTL" monitor -j -v --type q --pid 1 --dev rxe0 --stats=0.5 --duration 1

@@ -130,6 +130,14 @@ state() { # id status pid annotations-json
 	[ ! -e "$RDMACTL_OCI_STATE_DIR/u1" ]
 }
 
+@test "oci-hook --help names the hooks.d file make install writes; its man page keeps the JSON args' quotes (issue 51)" {
+	run -0 "$RDMACTL" oci-hook --help
+	assert_output --partial "/usr/share/containers/oci/hooks.d/rdmactl.json"
+	refute_output --partial "/usr/local/share/containers"
+	run -0 sh -c 'LC_ALL=C MANWIDTH=2000 man -l "$1" | tr -s " "' sh "$TOP/man/rdmactl-oci-hook.8"
+	assert_output --partial '["rdmactl", "oci-hook", "createRuntime"] under createRuntime and ["rdmactl", "oci-hook", "poststop"]'
+}
+
 @test "oci-hook: a node policy that cannot be read stops every container (fails closed); none at the default path is no policy" {
 	local p=$BATS_TEST_TMPDIR/containers.conf
 	printf 'default qp=3\nbudget 2x qp=1\n' >"$p"
