@@ -8,9 +8,12 @@ BINDIR      ?= $(PREFIX)/bin
 LIBDIR      ?= $(PREFIX)/lib
 MANDIR      ?= $(PREFIX)/share/man
 BASH_COMPDIR ?= $(PREFIX)/share/bash-completion/completions
-# Where the engines look: Slurm's plugin directory (Debian's slurm-wlm), the OCI hooks.d of podman and CRI-O.
-SLURM_PLUGINDIR ?= /usr/lib/x86_64-linux-gnu/slurm-wlm
-OCI_HOOKSDIR ?= /usr/share/containers/oci/hooks.d
+# Where the engines look: Slurm's plugin directory (Debian's slurm-wlm), the OCI hooks.d of podman and CRI-O,
+# for a PREFIX of the system (/usr, /usr/local); under any other (PREFIX=$HOME/.local) they follow PREFIX, so
+# that make install writes nothing outside it (copy them where the engines look, or set these two).
+SYSTEM_PREFIX := $(filter /usr /usr/ /usr/local /usr/local/,$(PREFIX))
+SLURM_PLUGINDIR ?= $(if $(SYSTEM_PREFIX),/usr/lib/x86_64-linux-gnu/slurm-wlm,$(PREFIX)/lib/slurm-wlm)
+OCI_HOOKSDIR ?= $(if $(SYSTEM_PREFIX),/usr/share/containers/oci/hooks.d,$(PREFIX)/share/containers/oci/hooks.d)
 
 ifeq ($(SANITIZE),1)
 OUT         ?= build-san

@@ -28,6 +28,28 @@ load helper
 	[ ! -e "$d/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_rdmactl.so" ]
 }
 
+@test "make install PREFIX=~/.local as a user: everything under PREFIX, the hooks.d file and Slurm plugin too (issue 51)" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to switch to an unprivileged user"
+	local d
+	d=$(mktemp -d /tmp/rdmactl-home.XXXXXX)
+	chmod 777 "$d"
+	# -o installed: install what is built, as that user could not build into root's OUT
+	run setpriv --reuid=65534 --regid=65534 --clear-groups make -C "$TOP" --no-print-directory -o installed \
+		OUT="$BUILD" install PREFIX="$d/.local"
+	[ "$status" -eq 0 ] || { rm -rf "$d"; fail "make install as a user failed: $output"; }
+	[ -x "$d/.local/bin/rdmactl" ]
+	run -0 jq -r .hook.path "$d/.local/share/containers/oci/hooks.d/rdmactl.json"
+	assert_output "$d/.local/bin/rdmactl"
+	[ -f "$d/.local/lib/systemd/system/rdmactl-ledger.service" ]
+	if [ -f /usr/include/slurm/spank.h ]; then
+		[ -f "$d/.local/lib/slurm-wlm/spank_rdmactl.so" ]
+	fi
+	rm -rf "$d"
+	# a system PREFIX keeps the engines' own directories
+	run -0 make -C "$TOP" --no-print-directory -n -o installed OUT="$BUILD" install PREFIX=/usr/local
+	assert_output --partial "/usr/share/containers/oci/hooks.d/rdmactl.json"
+}
+
 @test "every man page renders without warnings" {
 	for m in "$TOP"/man/*.8; do
 		run bash -c "LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l '$m' 2>&1 >/dev/null"
