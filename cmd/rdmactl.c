@@ -17,6 +17,7 @@ static const struct cmd {
 } cmds[] = {
 	{ "cdi", cmd_cdi, "CDI specs: RDMA devices and budget devices for containers" },
 	{ "dev", cmd_dev, "RDMA devices (maxima, ports, GIDs) and container policy" },
+	{ "doctor", cmd_doctor, "what this node can enforce, and why not (BPF LSM, rdma cgroup)" },
 	{ "export", cmd_export, "serve RDMA metrics to Prometheus (HTTP or textfile)" },
 	{ "monitor", cmd_monitor, "stream resource create/destroy/deny events; audit bypass" },
 	{ "oci-hook", cmd_oci_hook, "OCI runtime hook: rdmactl.io/ annotations as container limits" },

@@ -23,6 +23,7 @@ extern const struct argp common_argp;
 /* Each subcommand: argv[0] is "rdmactl <sub>"; returns an exit code. */
 int cmd_cdi(int argc, char **argv);
 int cmd_dev(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_oci_hook(int argc, char **argv);

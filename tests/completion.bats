@@ -15,11 +15,18 @@ setup() {
 
 @test "first word completes to the subcommands" {
 	run complete_words rdmactl ""
-	assert_output "$(printf '%s\n' cdi dev export monitor oci-hook pingpong quota run top)"
+	assert_output "$(printf '%s\n' cdi dev doctor export monitor oci-hook pingpong quota run top)"
 	run complete_words rdmactl p
 	assert_output "pingpong"
 	run complete_words rdmactl mo
 	assert_output "monitor"
+}
+
+@test "doctor completes its options" {
+	run complete_words rdmactl doctor --p
+	assert_output "$(printf '%s\n' --policy --pretty)"
+	run complete_words rdmactl doc --cd
+	assert_output "--cdi-dir"
 }
 
 @test "every subcommand in the binary's table is offered by the completion" {
