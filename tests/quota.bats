@@ -506,6 +506,11 @@ no_bpffs() {
 	[[ " $output " == *" $$ "* ]] || fail "pid $$ not offered: $output"
 	run cw rdmactl quota show --ker
 	assert_output "--kernel"
+	# issue 51: bash-completion's words/cword are not set here ("words: bad array subscript")
+	run cw rdmactl quota kernel repair ""
+	assert_output ""
+	run cw rdmactl quota kernel unknown-driver-methods ""
+	assert_output "pass refuse"
 }
 
 @test "an unprivileged first run does not own the limits: its user limits its own jobs only; root's first set takes the ledger over (issue 51)" {
