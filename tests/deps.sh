@@ -11,6 +11,8 @@ pkgs=(
 	# tests and lab peers
 	bats bats-support bats-assert jq valgrind tmux curl prometheus
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 util-linux
+	# UCX's ucx_perftest, which tests/hw/kq-accept runs under a kernel QP limit (tests/lab/hw.bats)
+	ucx-utils
 	# make deb (tests/deb.bats), the units and rules (tests/dist.bats: systemd-analyze, promtool from prometheus)
 	debhelper dpkg-dev fakeroot lintian systemd python3
 	# the engines of the Slurm plugin and the OCI hook (slurm.bats, oci.bats)
