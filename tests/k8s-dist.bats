@@ -230,6 +230,33 @@ daemonset() {
 	[ "$(sort -u <<<"$output")" = rdmactl:0.1.0 ]
 }
 
+@test "node: the init container runs rdmactl doctor on the new policy before it installs it, with what doctor reads" {
+	run -0 daemonset
+	local ds=$output init='.spec.template.spec.initContainers[0]'
+	run -0 jq -r "$init"'.command | join(" ")' <<<"$ds"
+	local script=$output before
+	before=${script%%containers.conf.new*}
+	# doctor, on the ConfigMap's policy, before the policy is installed (sh -e: its exit 1 stops the rest)
+	[[ $before == *"rdmactl doctor --policy /config/containers.conf --exe /usr/local/bin/rdmactl"* ]]
+	[[ $(jq -r "$init"'.command[1]' <<<"$ds") == -ec ]]
+	# the options it is given are doctor's
+	run -0 "$RDMACTL" doctor --help
+	assert_output --partial -- --policy
+	assert_output --partial -- --exe
+	assert_output --partial -- --ledger
+	# the host's bpffs (the pinned programs) and /dev/shm (the ledger) are mounted where it looks
+	run -0 jq -r "$init"'.volumeMounts[] | select(.name == "bpffs") | "\(.mountPath) \(.mountPropagation)"' <<<"$ds"
+	assert_output "/sys/fs/bpf HostToContainer"
+	run -0 jq -r "$init"'.volumeMounts[] | select(.name == "dev-shm") | .mountPath' <<<"$ds"
+	assert_output /host/dev/shm
+	[[ $before == *"--ledger /host/dev/shm/rdmactl.ledger"* ]]
+	# on this host, with the ConfigMap's policy: a verdict, not a usage error
+	policy_from_configmap
+	run "$RDMACTL" doctor --policy "$BATS_TEST_TMPDIR/containers.conf" --cdi-dir "$BATS_TEST_TMPDIR/cdi"
+	[ "$status" -le 1 ]
+	assert_line --regexp '^limit qp +(ok|fail) +the default \(every container'
+}
+
 @test "containerd: base-runtime-spec.json runs rdmactl oci-hook at createRuntime and poststop, in a whole spec" {
 	local s=$CTRD/base-runtime-spec.json
 	run -0 jq -c '.hooks.createRuntime' "$s"
