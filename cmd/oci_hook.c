@@ -735,6 +735,10 @@ int cmd_oci_hook(int argc, char **argv)
 
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
 		return EXIT_USAGE;
+	/* run by hand: say what it waits for (a runtime gives a hook a pipe, never a terminal) */
+	if (isatty(0))
+		fprintf(stderr, "%s: reading the container's OCI state (JSON) on stdin, as a runtime gives it to a hook; "
+			"end with Ctrl-D (rdmactl oci-hook --help)\n", util_prog);
 	while (len < sizeof(buf)) {
 		n = read(0, buf + len, sizeof(buf) - len);
 		if (n < 0 && errno == EINTR)

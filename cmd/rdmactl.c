@@ -126,7 +126,19 @@ int main(int argc, char **argv)
 	int idx;
 
 	argp_err_exit_status = EXIT_USAGE;
+	/* messages name the program, not the path it was run by ("build/rdmactl: unrecognized option") */
+	argv[0] = (char *)"rdmactl";
 	argp_parse(&main_argp, argc, argv, ARGP_IN_ORDER, NULL, NULL);
+
+	/* iproute2's words: "rdmactl help" and "rdmactl help COMMAND" are --help */
+	if (!strcmp(argv[sub_index], "help")) {
+		if (sub_index + 1 >= argc) {
+			argp_help(&main_argp, stdout, ARGP_HELP_STD_HELP, (char *)"rdmactl");
+			return EXIT_OK;
+		}
+		argv[sub_index] = argv[sub_index + 1];
+		argv[sub_index + 1] = (char *)"--help";
+	}
 
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		names[i] = cmds[i].name;
@@ -137,5 +149,8 @@ int main(int argc, char **argv)
 	snprintf(prog, sizeof(prog), "rdmactl %s", cmds[idx].name);
 	util_prog = prog;
 	argv[sub_index] = prog;
+	/* "rdmactl quota help" (not run's: its words are CMD's) */
+	if (sub_index + 1 < argc && !strcmp(argv[sub_index + 1], "help") && cmds[idx].fn != cmd_run)
+		argv[sub_index + 1] = (char *)"--help";
 	return cmds[idx].fn(argc - sub_index, argv + sub_index);
 }

@@ -60,6 +60,31 @@ load helper
 	assert_output --partial "unrecognized option"
 }
 
+@test "rdmactl help, rdmactl help quota, rdmactl quota help: --help, as in iproute2; messages say rdmactl, not the path it ran by (issue 51)" {
+	run -0 --separate-stderr "$RDMACTL" help
+	assert_line --index 0 "Usage: rdmactl [OPTION...] COMMAND [ARGS...]"
+	assert_output --partial "Commands:"
+	run -0 "$RDMACTL" help quota
+	assert_line --index 0 --partial "Usage: rdmactl quota [OPTION...] set KIND VALUE SCOPE"
+	run -0 "$RDMACTL" quota help
+	assert_line --index 0 --partial "Usage: rdmactl quota [OPTION...] set KIND VALUE SCOPE"
+	run -0 "$RDMACTL" -j top help
+	assert_line --index 0 "Usage: rdmactl top [OPTION...]"
+	run -2 "$RDMACTL" help frob
+	assert_output --partial "unknown command 'frob'"
+	# run's words after it are CMD's
+	run -127 "$RDMACTL" run help
+	# the path it was run by is not its name
+	run -2 --separate-stderr "$BUILD/../$(basename "$BUILD")/rdmactl" --frob
+	assert_equal "${stderr_lines[0]}" "rdmactl: unrecognized option '--frob'"
+}
+
+@test "oci-hook on a terminal says what it waits for on stdin (issue 51)" {
+	command -v script >/dev/null || skip "no script(1)"
+	run script -qec "$RDMACTL oci-hook </dev/tty & sleep 1; kill \$!" /dev/null
+	assert_output --partial "rdmactl oci-hook: reading the container's OCI state (JSON) on stdin, as a runtime gives it to a hook; end with Ctrl-D"
+}
+
 @test "global options parse before and after the command" {
 	run -0 "$RDMACTL" -j -p -v top --help
 	run -0 "$RDMACTL" top -j -p -v --help
