@@ -278,6 +278,9 @@ int policy_parse(const char *buf, size_t len, struct policy *p, char *err, size_
 
 	memset(p, 0, sizeof(*p));
 	err[0] = '\0';
+	/* a UTF-8 byte order mark, as some editors write one: not part of the first directive */
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		at = 3;
 	while (at < len) {
 		const char *nl = memchr(buf + at, '\n', len - at), *hash;
 
@@ -291,6 +294,18 @@ int policy_parse(const char *buf, size_t len, struct policy *p, char *err, size_
 			n = hash - (buf + at);
 		if (n && buf[at + n - 1] == '\r')
 			n--;
+		/* outside comments the policy is ASCII: name what an editor or a web page slipped in */
+		for (i = 0; i < n; i++) {
+			unsigned char c = (unsigned char)buf[at + i];
+
+			if (c < 0x80)
+				continue;
+			if (c == 0xc2 && i + 1 < n && (unsigned char)buf[at + i + 1] == 0xa0)
+				return fail(err, errlen, "line %u, column %u: a no-break space (U+00A0): write a plain space",
+					    ln, i + 1);
+			return fail(err, errlen, "line %u, column %u: a byte that is not ASCII (0x%02x): words, numbers "
+				    "and separators are plain ASCII", ln, i + 1, c);
+		}
 		ret = parse_line(p, buf + at, n, ln, &seen_ceiling, err, errlen);
 		if (ret)
 			return ret;

@@ -69,6 +69,9 @@ static void test_parse_errors(void)
 		{ "default qp=3\nceiling qp=2\n", "the default qp is above the ceiling qp=2" },
 		{ "default qp=unlimited\nceiling qp=2\n", "the default qp is above the ceiling qp=2" },
 		{ "default qp=3\0\n", "line 1: a NUL byte" },
+		{ "default\xc2\xa0qp=3\n", "line 1, column 8: a no-break space (U+00A0): write a plain space" },
+		{ "\ndefault qp=3 cq=\xe2\x80\x9c" "3\n", "line 2, column 17: a byte that is not ASCII (0xe2)" },
+		{ "\xef\xbb\xbf\xef\xbb\xbf" "default qp=3\n", "line 1, column 1: a byte that is not ASCII (0xef)" },
 	};
 	static struct policy p;
 	char err[256];
@@ -152,6 +155,9 @@ static void test_decimal(void)
 	CHECK(ret == 0 && p.ceiling.v[LEDGER_QP] == 64 && p.ceiling.v[LEDGER_MR_BYTES] == 10ULL << 30 &&
 		      p.dflt.v[LEDGER_QP] == 9,
 	      "%d %s: qp %llu", ret, err, (unsigned long long)p.ceiling.v[LEDGER_QP]);
+	/* issue 51: a UTF-8 byte order mark was "unknown directive '<BOM>ceiling'"; comments may be UTF-8 */
+	ret = parse("\xef\xbb\xbf" "ceiling qp=64 # plafond \xc3\xa9lev\xc3\xa9\n", &p, err, sizeof(err));
+	CHECK(ret == 0 && p.ceiling.v[LEDGER_QP] == 64, "BOM: %d %s", ret, err);
 	ret = policy_limits_parse("qp=0x10", &a, err, sizeof(err));
 	CHECK(ret == -EINVAL && strstr(err, "qp: invalid value '0x10' (numbers are decimal, not hexadecimal"), "%s", err);
 	ret = policy_limits_parse("mr_bytes=0x10", &a, err, sizeof(err));
