@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# A real single-node Kubernetes in the lab (tests/k8s/cluster: etcd, kube-apiserver, controller-manager,
+# scheduler, containerd 2.x + runc, kubelet, all of tests/k8s/build's pinned release): the node comes up, pods
+# run to completion from the imported images, a pod gets rxe0 through rdmactl's CDI spec, and the scheduler
+# allocates resource.k8s.io/v1 claims against consumable capacity.
+# Needs tests/k8s/build's cache on the host and a guest of 4 GiB (make check-k8s):
+#   tests/lab/run --mem 4096 -- tests/lab/check tests/k8s/k8s.bats
+
+load ../helper
+
+KQ=$BUILD/lab-progs/kqverbs
+
+setup_file() {
+	require_lab
+	export K8S=$TOP/tests/k8s/cluster
+	timeout 900 "$K8S" up 3>&- || return 1
+	eval "$("$K8S" env)"
+	export CDI=/var/run/cdi
+	export PLUGIN_DIR=${RDMACTL_K8S_STATE:-/run/rdmactl-k8s}/kubelet/device-plugins
+}
+
+teardown_file() {
+	[ -z "${PLUGIN_PID:-}" ] || kill "$PLUGIN_PID" 2>/dev/null || true
+	timeout 120 "$TOP/tests/k8s/cluster" down || true
+	rm -rf "$CDI"
+}
+
+setup() {
+	require_lab
+}
+
+teardown() {
+	kc delete pod --all --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+	kc delete resourceclaim --all --wait=false >/dev/null 2>&1 || true
+}
+
+kc() { timeout 120 kubectl "$@"; }
+kq() { timeout 30 kubectl "$@"; }
+
+# A pod of the hostusr image (the host's /usr mounted over its empty /usr, the checkout at its own path)
+# that runs CMD once; EXTRA is YAML put under the container (resources, ...).
+pod_yaml() { # NAME CMD [EXTRA]
+	cat <<-EOF
+	apiVersion: v1
+	kind: Pod
+	metadata: {name: $1}
+	spec:
+	  restartPolicy: Never
+	  terminationGracePeriodSeconds: 1
+	  automountServiceAccountToken: false
+	  containers:
+	  - name: c
+	    image: rdmactl.local/hostusr:1
+	    imagePullPolicy: Never
+	    command: ["/bin/sh", "-c", "$2"]
+	    volumeMounts:
+	    - {name: usr, mountPath: /usr, readOnly: true}
+	    - {name: top, mountPath: "$TOP", readOnly: true}
+	${3:+    $3}
+	  volumes:
+	  - {name: usr, hostPath: {path: /usr}}
+	  - {name: top, hostPath: {path: "$TOP"}}
+	EOF
+}
+pod_phase() { kq get pod "$1" -o jsonpath='{.status.phase}'; }
+pod_ended() { case "$(pod_phase "$1")" in Succeeded | Failed) return 0 ;; esac; return 1; }
+claim_allocated() { [ -n "$(kq get resourceclaim "$1" -o jsonpath='{.status.allocation}')" ]; }
+unschedulable() {
+	kq get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}' | grep -q Unschedulable
+}
+allocatable() { [ "$(kq get node lab -o jsonpath="{.status.allocatable.${1//./\\.}}")" = "$2" ]; }
+
+# Wait up to $2 seconds for pod $1 to end; fails (with its description) unless it Succeeded.
+pod_succeeds() {
+	wait_for "$2" pod_ended "$1" || true
+	[ "$(pod_phase "$1")" = Succeeded ] || {
+		kc describe pod "$1" >&2
+		kc logs "$1" >&2 || true
+		return 1
+	}
+}
+
+@test "the node is Ready: kubelet v1.36.3 on containerd 2.x, DRA's resource.k8s.io/v1 served" {
+	run -0 kc get node lab -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}'
+	assert_output --regexp '^v1\.36\.3 containerd://v?2\.'
+	run -0 kc get node lab -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'
+	assert_output True
+	run -0 kc api-versions
+	assert_line resource.k8s.io/v1
+}
+
+@test "a pod runs to completion from the imported image, without a registry" {
+	pod_yaml hello 'echo hello from $(hostname); test ! -e /dev/infiniband/uverbs0 && echo no-uverbs' | kc apply -f -
+	pod_succeeds hello 300
+	run -0 kc logs hello
+	assert_line 'hello from hello'
+	# without an RDMA device asked for, the pod has none
+	assert_line no-uverbs
+}
+
+@test "a pod asking lab.rdmactl.io/hca gets /dev/infiniband/uverbs0 through rdmactl's CDI spec (rdmactl.io/hca=rxe0) and reaches rxe0" {
+	run -0 "$RDMACTL" cdi generate --output "$CDI"
+	run -0 jq -r '.devices[].name' "$CDI/rdmactl.io-hca.json"
+	assert_line rxe0
+	# the lab's device plugin offers rxe0 as 8 shares and answers Allocate with the CDI id rdmactl.io/hca=rxe0
+	"$K8S_BIN/lab-cdi-plugin" -dir "$PLUGIN_DIR" >"$BATS_FILE_TMPDIR/plugin.log" 2>&1 3>&- &
+	export PLUGIN_PID=$!
+	wait_for 120 allocatable lab.rdmactl.io/hca 8 || {
+		cat "$BATS_FILE_TMPDIR/plugin.log" >&2
+		return 1
+	}
+	pod_yaml rdma "ls -l /dev/infiniband/uverbs0 && ibv_devinfo -d rxe0 && $KQ -k qp -n 2" \
+		'resources: {limits: {lab.rdmactl.io/hca: 1}}' | kc apply -f -
+	pod_succeeds rdma 300
+	run -0 kc logs rdma
+	assert_output --regexp 'crw[^ ]+ +1 +[^ ]+ +[^ ]+ +231, +192 .*/dev/infiniband/uverbs0'
+	assert_output --partial PORT_ACTIVE
+	assert_output --partial 'qp created=2 errno=0'
+	run -0 grep -F 'rdmactl.io/hca=rxe0' "$BATS_FILE_TMPDIR/plugin.log"
+}
+
+# Consumable capacity (KEP-5075, beta in 1.36) on the scheduler's side alone: a device published by hand
+# with allowMultipleAllocations and a qp capacity of 10, claims of 6 QPs: the first pod's claim is allocated
+# with its consumed capacity, the second stays Pending (no DRA driver prepares them: their pods never start).
+@test "DRA consumable capacity: the scheduler gives a claim its share of a device's capacity and refuses the claim that does not fit" {
+	kc apply -f - <<-EOF
+	apiVersion: resource.k8s.io/v1
+	kind: DeviceClass
+	metadata: {name: lab-hca}
+	spec:
+	  selectors:
+	  - cel: {expression: 'device.driver == "lab.rdmactl.io"'}
+	---
+	apiVersion: resource.k8s.io/v1
+	kind: ResourceSlice
+	metadata: {name: lab-rxe0}
+	spec:
+	  driver: lab.rdmactl.io
+	  nodeName: lab
+	  pool: {name: lab, generation: 1, resourceSliceCount: 1}
+	  devices:
+	  - name: rxe0
+	    allowMultipleAllocations: true
+	    attributes: {ibdev: {string: rxe0}}
+	    capacity:
+	      qp:
+	        value: "10"
+	        requestPolicy: {default: "1", validRange: {min: "1", max: "8"}}
+	EOF
+	# the API server kept the consumable-capacity fields (a server without the gate drops them)
+	run -0 kc get resourceslice lab-rxe0 -o jsonpath='{.spec.devices[0].allowMultipleAllocations} {.spec.devices[0].capacity.qp.requestPolicy.validRange.max}'
+	assert_output 'true 8'
+	local n
+	for n in 1 2; do
+		kc apply -f - <<-EOF
+		apiVersion: resource.k8s.io/v1
+		kind: ResourceClaim
+		metadata: {name: qp6-$n}
+		spec:
+		  devices:
+		    requests:
+		    - name: hca
+		      exactly:
+		        deviceClassName: lab-hca
+		        capacity: {requests: {qp: "6"}}
+		EOF
+		pod_yaml "claim$n" 'true' | sed "s|^  containers:|  resourceClaims: [{name: hca, resourceClaimName: qp6-$n}]\n&|" | kc apply -f -
+		if [ $n = 1 ]; then
+			wait_for 120 claim_allocated qp6-1 || {
+				kc describe pod claim1 >&2
+				return 1
+			}
+		fi
+	done
+	run -0 kc get resourceclaim qp6-1 -o json
+	run -0 jq -r '.status.allocation.devices.results[0] | "\(.device) \(.consumedCapacity.qp) \(.shareID != null)"' <<<"$output"
+	assert_output 'rxe0 6 true'
+	# the second claim does not fit beside the first: its pod stays Pending with the scheduler's reason
+	wait_for 120 unschedulable claim2 || {
+		kc describe pod claim2 >&2
+		return 1
+	}
+	run -0 kc get resourceclaim qp6-2 -o jsonpath='{.status.allocation}'
+	assert_output ''
+	# once the first pod and claim are gone, the second is allocated
+	kc delete pod claim1 --grace-period=0 --force
+	kc delete resourceclaim qp6-1
+	wait_for 180 claim_allocated qp6-2 || {
+		kc describe pod claim2 >&2
+		return 1
+	}
+	kc delete resourceslice lab-rxe0
+	kc delete deviceclass lab-hca
+}
