@@ -41,7 +41,8 @@ load helper
 	run "$TOP/tests/lab/run" --timeout 600 -- bash -c '
 		set -e
 		ns=$2/tests/lab/systemd-ns
-		dpkg -i "$1" >/dev/null
+		dpkg -i "$1" >/tmp/dpkg.out
+		grep "^rdmactl: node check" /tmp/dpkg.out || true
 		dpkg-query -W -f "\${Status}\n" rdmactl
 		/usr/bin/rdmactl --version
 		echo "asan $(ldd /usr/bin/rdmactl | grep -c libasan)"
@@ -69,6 +70,8 @@ load helper
 	' lab "$deb" "$TOP"
 	assert_success
 	assert_line 'install ok installed'
+	# the postinst says what the node can enforce (rdmactl doctor): BPF LSM and bpffs here, no node policy
+	assert_line 'rdmactl: node check (rdmactl doctor): kernel limits can be set here (no node policy)'
 	assert_line --regexp '^rdmactl '
 	# never a sanitized build, even from make check SANITIZE=1
 	assert_line 'asan 0'
