@@ -42,7 +42,7 @@ load helper
 	run -2 --separate-stderr "$RDMACTL" frobnicate
 	assert_equal "$output" ""
 	[[ $stderr == *"unknown command 'frobnicate'"* ]]
-	[[ $stderr == *"'cdi', 'dev', 'export', 'monitor', 'oci-hook', 'pingpong', 'quota', 'run', 'top'"* ]]
+	[[ $stderr == *"'cdi', 'dev', 'doctor', 'export', 'monitor', 'oci-hook', 'pingpong', 'quota', 'run', 'top'"* ]]
 	run -2 "$RDMACTL" topp
 	assert_output --partial "unknown command 'topp'"
 }

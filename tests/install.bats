@@ -59,7 +59,7 @@ load helper
 
 @test "there is a man page for rdmactl and for every subcommand" {
 	[ -f "$TOP/man/rdmactl.8" ]
-	for c in cdi dev monitor oci-hook pingpong quota run slurm top; do
+	for c in cdi dev doctor monitor oci-hook pingpong quota run slurm top; do
 		[ -f "$TOP/man/rdmactl-$c.8" ] || { echo "man/rdmactl-$c.8 missing"; return 1; }
 	done
 }
