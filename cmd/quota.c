@@ -466,7 +466,7 @@ static int set_one(int k, uint64_t value, bool set)
 			if (ledger_set_limit(l, &qopt.scope, k, old))
 				pr_err("cannot put back the ledger's %s limit on %s (%s): %s", ledger_kind_names[k], desc,
 				       quota_fmt_value(k, old, vbuf, sizeof(vbuf)), ledger_error());
-			else
+			else if (!qopt.hook) /* the hook says itself that nothing of the container's applies */
 				pr_err("cannot %s %s on %s: nothing changed (the ledger's limit stays %s)", verb,
 				       ledger_kind_names[k], desc, quota_fmt_value(k, old, vbuf, sizeof(vbuf)));
 		}
@@ -485,6 +485,7 @@ int quota_cgroup_apply(const char *dir, const uint64_t limit[LEDGER_NKINDS], boo
 		return EXIT_FAIL;
 	}
 	qopt.nscopes = 1;
+	qopt.hook = true;
 	for (k = 0; k < LEDGER_NKINDS; k++) {
 		if (limit[k] == LEDGER_UNLIMITED)
 			continue;

@@ -18,6 +18,7 @@ struct quota_opts {
 	unsigned int procs; /* init --procs: process slots of the new ledger, 0 the default */
 	bool create;
 	bool kernel;
+	bool hook; /* set_one called by the OCI hook (quota_cgroup_apply): it reports a failure itself */
 	const char *dev;
 	int nscopes;
 	const char *scope_opt; /* the first scope option seen, for the conflict message */
