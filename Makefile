@@ -390,3 +390,25 @@ clean:
 		$(OUT)/spank_rdmactl.so $(OUT)/oci-hooks
 
 -include $(shell find $(OUT) -name '*.d' 2>/dev/null)
+
+# --- the Kubernetes DRA driver (dra/, Go, its own module): where go is -----------------------------------
+# make dra builds $(OUT)/rdmactl-dra with rdmactl's VERSION (the driver compares it with the node's rdmactl);
+# make check-dra runs gofmt, go vet and go test there. Without go both say so and succeed.
+GO          ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go))
+DRA_LDFLAGS := -X github.com/rdmactl/rdmactl/dra/internal/node.DriverVersion=$(VERSION)
+.PHONY: dra check-dra
+dra: | $(OUT)
+ifneq ($(GO),)
+	$(call msg,GO,$(OUT)/rdmactl-dra)
+	$(Q)cd dra && $(GO) build -ldflags '$(DRA_LDFLAGS)' -o $(abspath $(OUT))/rdmactl-dra ./cmd/rdmactl-dra
+else
+	@echo "make dra: no go (GO=PATH names one): $(OUT)/rdmactl-dra not built" >&2
+endif
+
+check-dra:
+ifneq ($(GO),)
+	$(Q)cd dra && out=$$($(dir $(GO))gofmt -l .) && { [ -z "$$out" ] || { echo "gofmt: $$out" >&2; exit 1; }; }
+	$(Q)cd dra && $(GO) vet ./... && $(GO) test ./...
+else
+	@echo "make check-dra: no go (GO=PATH names one): the driver's tests not run" >&2
+endif

@@ -18,7 +18,7 @@ import (
 const (
 	// Vendor of the CDI kind: the driver's domain.
 	Vendor = "rdmactl.io"
-	// Class of the claims' devices: rdmactl.io/claim=CLAIMUID-DEVICE.
+	// Class of the claims' devices: rdmactl.io/claim=DEVICE-CLAIMUID.
 	Class = "claim"
 	// Version of the specs: 0.3.0 has hooks and is read by podman 4.3, CRI-O and containerd alike.
 	Version = "0.3.0"
@@ -115,10 +115,15 @@ func hooks(h *HookConfig, limits map[string]uint64) []Hook {
 
 var cdiNameBad = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
-// DeviceName is the CDI device name of a claim's device: unique per claim, so a runtime's cached spec of an
-// earlier claim never stands in for it.
+// DeviceName is the CDI device name of a claim's device, DEVICE-CLAIMUID: unique per claim, so a runtime's
+// cached spec of an earlier claim never stands in for it. cdiVersion 0.3.0 wants a letter first: a device
+// name that starts otherwise gets a "d".
 func DeviceName(claimUID, device string) string {
-	return cdiNameBad.ReplaceAllString(claimUID+"-"+device, "_")
+	n := cdiNameBad.ReplaceAllString(device+"-"+claimUID, "_")
+	if c := n[0]; !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') {
+		n = "d" + n
+	}
+	return n
 }
 
 // ID is the fully qualified CDI device id the kubelet hands the runtime.

@@ -4,6 +4,7 @@ package cdi
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,7 +48,7 @@ func TestClaimSpec(t *testing.T) {
 				t.Fatalf("spec %+v", s)
 			}
 			d := s.Devices[0]
-			if d.Name != uid+"-rxe0" || ID(uid, "rxe0") != "rdmactl.io/claim="+uid+"-rxe0" {
+			if d.Name != "rxe0-"+uid || ID(uid, "rxe0") != "rdmactl.io/claim=rxe0-"+uid || DeviceName(uid, "0dev") != "d0dev-"+uid {
 				t.Errorf("name %s, id %s", d.Name, ID(uid, "rxe0"))
 			}
 			e := d.ContainerEdits
@@ -108,5 +109,34 @@ func TestWriteRemove(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("still there: %v", err)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/claim.json")
+
+// testdata/claim.json is what the driver writes for a claim of rxe0 with a budget; tests/dra.bats runs its
+// hooks' arguments through the real rdmactl oci-hook. go test -update rewrites it.
+func TestGolden(t *testing.T) {
+	s := ClaimSpec("0b5a4c1e-7f3d-4d2a-9a61-3c2f0d9e8a11",
+		[]Alloc{{Device: "rxe0", Nodes: []string{"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"},
+			Env: []string{"RDMACTL_DRA_IBDEV_RXE0=rxe0"}}},
+		map[string]uint64{"qp": 16, "cq": 32, "mr": 64, "mr_bytes": 1 << 30},
+		&HookConfig{Rdmactl: "/usr/local/bin/rdmactl"})
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, '\n')
+	if *update {
+		if err := os.WriteFile("testdata/claim.json", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("testdata/claim.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(b) {
+		t.Errorf("testdata/claim.json differs (go test -update rewrites it):\n%s", b)
 	}
 }

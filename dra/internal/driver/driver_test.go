@@ -134,7 +134,7 @@ func TestPrepareUnprepare(t *testing.T) {
 			t.Fatalf("uid-1: %+v", r)
 		}
 		want := kubeletplugin.Device{Requests: []string{"a"}, PoolName: "n1", DeviceName: "rxe0",
-			CDIDeviceIDs: []string{"rdmactl.io/claim=uid-1-rxe0"}, ShareID: ptr.To(types.UID("share-a"))}
+			CDIDeviceIDs: []string{"rdmactl.io/claim=rxe0-uid-1"}, ShareID: ptr.To(types.UID("share-a"))}
 		if !reflect.DeepEqual(r.Devices[0], want) {
 			t.Errorf("device %+v, want %+v", r.Devices[0], want)
 		}
