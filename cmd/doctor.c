@@ -392,9 +392,15 @@ static void check_ledger(void)
 		return;
 	}
 	err = ledger_open(path, 0, &l);
-	if (err) {
+	if (err == -EBADMSG || err == -EPROTO) {
+		/* not a ledger this rdmactl reads: every limit set through it fails */
 		check("ledger", NULL, NULL, ST_FAIL, "%s: %s (rdmactl quota init --ledger %s makes a new one, empty)", path,
 		      ledger_error(), path);
+		return;
+	}
+	if (err) {
+		/* the ledger may be fine: this process cannot open it (a read-only mount, another user's files) */
+		check("ledger", NULL, NULL, ST_WARN, "cannot open it from here: %s", ledger_error());
 		return;
 	}
 	cap = ledger_capacity(l, &used);

@@ -77,6 +77,12 @@ status_of() {
 	run --separate-stderr "$RDMACTL" doctor -j --cdi-dir "$CDI"
 	run -0 status_of ledger
 	assert_output ok
+	# on a read-only mount (a container's hostPath mounted readOnly) it cannot be opened: warn, not fail
+	run --separate-stderr unshare -m sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"' _ \
+		"$BATS_TEST_TMPDIR" "$RDMACTL" doctor -j --cdi-dir "$CDI"
+	[ "$status" -le 1 ]
+	run -0 jq -er '.checks[] | select(.check == "ledger") | "\(.status) \(.reason)"' <<<"$output"
+	assert_output --regexp '^warn cannot open it from here: .*Read-only file system'
 	# a ledger that is not one: fail, and the fix
 	head -c 100 /dev/zero >"$RDMACTL_LEDGER"
 	run --separate-stderr -1 "$RDMACTL" doctor -j --cdi-dir "$CDI"
