@@ -32,7 +32,8 @@
  * PAIRS pairs of every kind per window, ROUNDS pairs of windows (on-off, then off-on, ...). Kinds: ctx pd cq
  * qp srq mr ah mw, and verbs that create nothing: query_port (a write command through the ioctl path),
  * modify_qp (RESET to INIT and back: two write commands), query_device; and what the rest of the host pays:
- * open_close (open and close /dev/null), other_ioctl (FIONREAD on a pipe). Needs root; leaves the programs
+ * open_close (open and close /dev/null), other_ioctl (FIONREAD on a pipe), other_write (a byte written to a
+ * pipe and read back), uverbs_write (a legacy write(2) QUERY_PORT on the uverbs file). Needs root; leaves the programs
  * pinned as it found them (loaded: it loads them when they are not).
  */
 #include <dirent.h>
@@ -50,6 +51,7 @@
 #include <bpf/bpf.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "bench.h"
 #include "kq/kq.h"
@@ -268,6 +270,29 @@ static int pair(const char *k)
 
 		return ioctl(pipefd[0], FIONREAD, &n) ? errno : 0;
 	}
+	/* any write and read (lsm/file_permission: every one on the host passes it while a limit exists) */
+	if (!strcmp(k, "other_write")) {
+		char b = 0;
+
+		if (write(pipefd[1], &b, 1) != 1)
+			return errno;
+		return read(pipefd[0], &b, 1) == 1 ? 0 : errno;
+	}
+	/* a legacy write(2) command on the uverbs file that creates nothing (how rxe posts every send) */
+	if (!strcmp(k, "uverbs_write")) {
+		struct ib_uverbs_query_port_resp resp;
+		struct {
+			struct ib_uverbs_cmd_hdr hdr;
+			struct ib_uverbs_query_port cmd;
+		} req = { 0 };
+
+		req.hdr.command = IB_USER_VERBS_CMD_QUERY_PORT;
+		req.hdr.in_words = sizeof(req) / 4;
+		req.hdr.out_words = sizeof(resp) / 4;
+		req.cmd.response = (uintptr_t)&resp;
+		req.cmd.port_num = 1;
+		return write(ctx->cmd_fd, &req, sizeof(req)) == (ssize_t)sizeof(req) ? 0 : errno;
+	}
 	fprintf(stderr, "kqprobe: unknown kind %s\n", k);
 	exit(2);
 }
@@ -485,7 +510,7 @@ static void set_limits(struct kq *q, const struct kq_scope *sc, uint64_t max)
 int main(int argc, char **argv)
 {
 	const char *dev_name = "rxe0";
-	char list[256] = "ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device,open_close,other_ioctl", *tok, *save;
+	char list[256] = "ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device,open_close,other_ioctl,other_write,uverbs_write", *tok, *save;
 	struct verb kinds[MAXKINDS];
 	struct ibv_device **devs;
 	struct kq *q;

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-$PWD/build}
 pairs=${1:-30}
 rounds=${2:-10}
-kinds=${3:-ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device,open_close,other_ioctl}
+kinds=${3:-ctx,pd,cq,qp,srq,mr,ah,mw,query_port,modify_qp,query_device,open_close,other_ioctl,other_write,uverbs_write}
 prog=${4:-}
 scopes=${5:-1}
 if [ -z "${LAB_GUEST:-}" ]; then

@@ -98,7 +98,8 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 14);
+	__uint(max_entries, KQ_WANT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* memory for the cgroups listed, not for the most there may be */
 	__type(key, __u64);
 	__type(value, __u8);
 } kq_want SEC(".maps");
@@ -163,6 +164,20 @@ struct kq_task {
 	 */
 	__u32 held;
 	__u32 brec;
+	/*
+	 * kq_state.agen while the thread is inside ib_uverbs_write (a legacy write command: write(2), or io_uring's
+	 * worker), 0 after it: set and cleared by the programs around the kernel's own function, whatever carried
+	 * the write there. backstop_kills reads it instead of the thread's saved registers, which an io-wq worker
+	 * copies from whatever its creator was doing (an ioctl's, when it was born at an ioctl's exit).
+	 */
+	__u32 inwrite;
+	/* kq_state.agen while the thread is inside the kernel's rereg handler (ib_uverbs_rereg_mr), 0 after it */
+	__u32 inrereg;
+	/* a driver create that passed the check (bpf/kqdrv.bpf.h kq_drv_ioctl): its object, kind and bytes */
+	__u32 dheld;
+	__u32 dobject;
+	__u32 dkind;
+	__u64 dbytes;
 	struct kq_obj resv;
 };
 
@@ -186,25 +201,27 @@ static __always_inline __u32 limited_types(void)
  * A uverbs character device (read straight from the kernel's structures: no helper call): the first 32 on
  * 231:192-223, the others on the dynamic major ib_uverbs allocated (kq_state.dyn_major, from /proc/devices).
  */
-static __always_inline bool is_uverbs(struct file *file)
+static __always_inline bool is_uverbs_dev(dev_t rdev, umode_t mode)
 {
-	struct inode *ino = file->f_inode;
 	struct kq_state *st;
 	unsigned int major, minor;
 	__u32 zero = 0;
-	dev_t rdev;
 
-	if (!ino)
-		return false;
-	rdev = ino->i_rdev;
 	major = rdev >> 20;
-	if (!major || (ino->i_mode & 00170000) != 0020000)
+	if (!major || (mode & 00170000) != 0020000)
 		return false;
 	minor = rdev & 0xfffff;
 	if (major == KQ_UVERBS_MAJOR)
 		return minor >= KQ_UVERBS_MINOR_BASE && minor < KQ_UVERBS_MINOR_BASE + KQ_UVERBS_MINORS;
 	st = bpf_map_lookup_elem(&kq_state, &zero);
 	return st && st->dyn_major && major == st->dyn_major && minor < KQ_UVERBS_DYN_MINORS;
+}
+
+static __always_inline bool is_uverbs(struct file *file)
+{
+	struct inode *ino = file->f_inode;
+
+	return ino && is_uverbs_dev(ino->i_rdev, ino->i_mode);
 }
 
 /* kq_state, or NULL (never: an array's one entry) */
@@ -279,6 +296,7 @@ static __noinline bool limited_task(__u32 types) /* a call: its stack apart */
 SEC("lsm/file_ioctl_compat")
 int BPF_PROG(kq_ioctl_compat, struct file *file, unsigned int cmd, unsigned long arg)
 {
+	struct kq_task *t;
 	__u32 types;
 
 	if (cmd != KQ_RDMA_VERBS_IOCTL)
@@ -286,7 +304,125 @@ int BPF_PROG(kq_ioctl_compat, struct file *file, unsigned int cmd, unsigned long
 	types = limited_types();
 	if (!types || !is_uverbs(file))
 		return 0;
-	return limited_task(types) ? -EDQUOT : 0;
+	/* nor through a limited file (a process moved out of its cgroup, a forked child under --pid) */
+	if (!free_of(types, ufile_of(file), &t))
+		return -EDQUOT;
+	if (t)
+		t->checked = 0; /* free: a creation of this call is not a rewritten request */
+	return 0;
+}
+
+#define MAY_WRITE 2
+#define PF_IO_WORKER 0x10
+
+/* A write from io_uring refused: an event naming a limited scope of the file (or else of the thread). */
+static __noinline void uring_refused(__u64 ufile, __u32 types) /* a call: its stack apart */
+{
+	struct kq_obj *f = file_scopes(ufile);
+	struct kq_scope sc = {};
+	int i;
+
+	if (f && f->n > 0 && f->n <= KQ_MAXCHG) {
+		sc = f->sc[0];
+	} else {
+		for (i = 0; i < 2 + KQ_MAXLVL; i++) {
+			struct kq_limit *lim;
+
+			if (!scope_limit(types, i, &sc, &lim))
+				break;
+			if (lim)
+				break;
+		}
+	}
+	emit(KQ_EV_URING, KQ_NK, &sc, 1, 0, 0);
+}
+
+/*
+ * A write to a uverbs file from io_uring. uverbs has no FMODE_NOWAIT, so io_uring hands every write to it to an
+ * io-wq worker (PF_IO_WORKER, a thread of whoever submitted it, born wherever that task was: its saved
+ * registers say nothing), under the credentials of a registered personality when the request names one (so
+ * that the kernel's own refusal of a write from other credentials, ib_safe_file_access, passes for a forked
+ * child), through a file that a ring's fixed files may hold alone (no fd, so lsm/file_receive never sees it
+ * cross scopes when the ring is taken with pidfd_getfd). No hook reads such a request before the kernel
+ * allocates what it asks for. So where a limit applies to the file or to the thread, it is refused here,
+ * before the write begins: EDQUOT, event KQ_EV_URING. The same for a write under credentials overridden for
+ * the call (a personality, whatever carried it). Every other write on the host pays the test of the task's
+ * flags and credentials and returns.
+ */
+SEC("lsm/file_permission")
+int BPF_PROG(kq_permission, struct file *file, int mask)
+{
+	struct task_struct *task;
+	struct kq_task *t;
+	__u64 ufile;
+	__u32 types;
+
+	if (!(mask & MAY_WRITE))
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (!(task->flags & PF_IO_WORKER) && task->cred == task->real_cred)
+		return 0;
+	if (!is_uverbs(file))
+		return 0;
+	types = limited_types();
+	ufile = ufile_of(file);
+	if (!types || free_of(types, ufile, &t))
+		return 0;
+	uring_refused(ufile, types);
+	return -EDQUOT;
+}
+
+/*
+ * A legacy write command in the kernel (write(2), or an io-wq worker's write that a thread and file without
+ * limits sent): the thread is marked for this call, so that a creation of it past a limit is killed
+ * (backstop_kills), whoever carried it here. Cleared when the command returns.
+ */
+SEC("fentry/ib_uverbs_write")
+int BPF_PROG(kq_write_in, struct file *filp, const char *buf, size_t count, loff_t *pos)
+{
+	struct kq_task *t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (t)
+		t->inwrite = agen();
+	return 0;
+}
+
+SEC("fexit/ib_uverbs_write")
+int BPF_PROG(kq_write_out, struct file *filp, const char *buf, size_t count, loff_t *pos, long ret)
+{
+	struct kq_task *t = task_of();
+
+	if (t)
+		t->inwrite = 0;
+	return 0;
+}
+
+/*
+ * The kernel's rereg handler (INVOKE_WRITE or write(2)), whatever the request said when the ioctl hook read it:
+ * the MR object it allocates (when the driver makes a new MR for the old one) is the rereg's (kq_begin), and
+ * only inside it. A reservation of another request (a REG_MR rewritten into a rereg after the check) is not
+ * taken by it, and a REG_MR (a rereg rewritten into one) never passes for a rereg's MR.
+ */
+SEC("fentry/ib_uverbs_rereg_mr")
+int BPF_PROG(kq_rereg_in, void *attrs)
+{
+	struct kq_task *t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (t)
+		t->inrereg = agen();
+	return 0;
+}
+
+SEC("fexit/ib_uverbs_rereg_mr")
+int BPF_PROG(kq_rereg_out, void *attrs, int ret)
+{
+	struct kq_task *t = task_of();
+
+	if (t)
+		t->inrereg = 0;
+	return 0;
 }
 
 /* What a scan of a request's attributes finds (the write command, CORE_IN, a dma-buf MR's length). */
@@ -428,6 +564,9 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		if (t) {
 			t->checked = 0; /* not checked: a creation of this call that comes without a reservation is not killed */
 			t->begun = 0;
+			t->inwrite = 0; /* marks an earlier call of the thread may have left (programs attached meanwhile) */
+			t->inrereg = 0;
+			t->dheld = 0;
 		}
 		return 0;
 	}
@@ -439,6 +578,8 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		return -ENOMEM;
 	t->checked = agen();
 	t->begun = 0;
+	t->inwrite = 0;
+	t->inrereg = 0;
 	if (bpf_copy_from_user(&r, sizeof(r), (void *)arg)) {
 		/* shorter than that (the copy stops at a page nobody mapped): the header alone */
 		if (bpf_copy_from_user(&r.h, sizeof(r.h), (void *)arg))
@@ -449,7 +590,7 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		nattr = r.h.num_attrs;
 	/* A driver's own object or method (mlx5 DEVX, UARs...): by the driver's table (bpf/kqdrv.bpf.h). */
 	if ((r.h.object_id | r.h.method_id) & UVERBS_ID_NS_MASK)
-		return kq_drv_ioctl(arg, &r.h, types, ufile);
+		return kq_drv_ioctl(arg, &r.h, types, ufile, t);
 	switch (r.h.object_id) {
 	case UVERBS_OBJECT_CQ:
 		if (r.h.method_id == UVERBS_METHOD_CQ_CREATE)
@@ -507,24 +648,27 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 		if (sc.wcmd == KQ_CMD_GET_CONTEXT)
 			return late_ctx(file, types);
 		if (sc.wcmd == KQ_CMD_REREG_MR) {
-			/* rereg changes an MR's length in place, past what was charged: not under an mr_bytes limit */
-			if (check(types, KQ_MR_BYTES, KQ_UNLIMITED >> 1))
+			__u32 flags = 0;
+
+			/*
+			 * Only a new translation (IB_MR_REREG_TRANS) changes an MR's length, past what was charged: not
+			 * under an mr_bytes limit. A change of access or PD passes under any limit (struct
+			 * ib_uverbs_rereg_mr: response, mr_handle, flags at 12; shorter: the kernel reads zeros).
+			 */
+			if (!sc.have_core_in && !scanned) {
+				err = scan_attrs(&sc, r.h.num_attrs);
+				if (err)
+					return limited_task(types) ? err : 0;
+			}
+			if (sc.have_core_in && sc.core_in_len >= 16 &&
+			    bpf_copy_from_user(&flags, sizeof(flags), (void *)(sc.core_in + 12)))
+				return limited_task(types) ? -EFAULT : 0;
+			if ((flags & KQ_MR_REREG_TRANS) && check(types, KQ_MR_BYTES, KQ_UNLIMITED >> 1))
 				return -EDQUOT;
 			/*
-			 * The kernel allocates a second MR object for the call before it asks the driver, which may
-			 * make a new MR to replace the old one, or change it in place (the second object is dropped).
-			 * That object takes this reservation, which charges nothing: charged at its commit only
-			 * (a new MR kept; the old one's destroy follows), never killed, so that an honest rereg at
-			 * the MR limit passes.
+			 * No reservation: the MR object the kernel may allocate for the call is known as the rereg's
+			 * inside the kernel's rereg handler (kq_rereg_in), not by what this request said.
 			 */
-			t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0,
-						 BPF_LOCAL_STORAGE_GET_F_CREATE);
-			if (!t) /* no room to keep it: a limited task is refused, cleanly */
-				return limited_task(types) ? -EDQUOT : 0;
-			unreserve_t(t);
-			t->resv = kq_obj_rereg;
-			t->held = 1;
-			resv_add(1);
 			return 0;
 		}
 		kind = kind_of_write(sc.wcmd);
@@ -544,9 +688,15 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 	}
 	if (kind == KQ_NK)
 		return 0; /* not a creation: the early return */
-	/* a length no device can pin (an implicit ODP MR's UINT64_MAX), or one whose end wraps: not for limited tasks */
-	if (kind == KQ_MR && (mr[1] > KQ_MR_MAXLEN || mr[0] + mr[1] < mr[0]))
+	/* an MR whose end wraps: not for limited tasks (the kernel refuses it too) */
+	if (kind == KQ_MR && mr[0] + mr[1] < mr[0])
 		return limited_task(types) ? -EDQUOT : 0;
+	/*
+	 * A length no device can pin (an implicit ODP MR's UINT64_MAX, pinned as it is used): reserved as
+	 * KQ_MR_MAXLEN bytes, so refused where mr_bytes is limited, and passed under limits of other kinds only.
+	 */
+	if (kind == KQ_MR && mr[1] > KQ_MR_MAXLEN)
+		mr[1] = KQ_MR_MAXLEN;
 	return reserve(types, kind, kind == KQ_MR ? mr[1] : 0, ufile, t);
 }
 
@@ -786,7 +936,7 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 		return 0;
 	if (obj->id & UVERBS_ID_NS_MASK) {
 		begun_clear();
-		kq_drv_begin(obj->id, (__u64)ret);
+		kq_drv_begin(obj->id, (__u64)ret, (__u64)ret->ufile);
 		return 0;
 	}
 	kind = kind_of_object(obj->id);
@@ -794,6 +944,18 @@ int BPF_PROG(kq_begin, const struct uverbs_api_object___kq *obj, void *attrs, st
 		return 0;
 	o.kind = kind;
 	types = limited_types();
+	if (types && kind == KQ_MR) {
+		struct kq_task *rt = task_of();
+
+		if (rt && rt->inrereg && rt->inrereg == agen()) {
+			/* the rereg's MR (kq_rereg_in): charged at its commit if the kernel keeps it, never killed for its count */
+			rt->begun = 0;
+			o = kq_obj_rereg;
+			key = (__u64)ret;
+			record(&key, &o);
+			return 0;
+		}
+	}
 	if (types) {
 		struct kq_task *t = resv_any() ? task_of() : NULL;
 		__u64 ufile = (__u64)ret->ufile;

@@ -92,6 +92,8 @@ struct kq_usage {
 #define KQ_MAXCHG 6
 /* Cgroup levels looked at above a task (level 1 is a child of the root). */
 #define KQ_MAXLVL 8
+/* the most cgroups below a limited one that its first count can name (kq_want) */
+#define KQ_WANT_MAX (1 << 18)
 
 /* One live charged object (map kq_objs, keyed by the kernel's uobject or, for a context, its file's struct ib_uverbs_file). */
 struct kq_obj {
@@ -116,6 +118,9 @@ enum kq_event_type { KQ_EV_REFUSE = 1, KQ_EV_KILL = 2 };
 /* a uverbs file received by a task whose limited scopes are not the file's (lsm/file_receive): scope = one the
  * receiver or the file has and the other lacks */
 #define KQ_EV_CROSS 5
+/* a write to a uverbs file from io_uring (an io-wq worker, or credentials overridden for the call) where a limit
+ * applies to the file or the thread (lsm/file_permission): scope = a limited one of the file's, else the thread's */
+#define KQ_EV_URING 6
 struct kq_event {
 	__u64 seq;
 	__u64 time_ns; /* CLOCK_MONOTONIC */
@@ -254,6 +259,8 @@ struct kq_state {
 #define KQ_CMD_CREATE_AH 5
 #define KQ_CMD_REG_MR 9
 #define KQ_CMD_REREG_MR 11
+/* struct ib_uverbs_rereg_mr's flags: a new translation (start, length) */
+#define KQ_MR_REREG_TRANS 1
 #define KQ_CMD_ALLOC_MW 14
 #define KQ_CMD_CREATE_CQ 18
 #define KQ_CMD_CREATE_QP 24

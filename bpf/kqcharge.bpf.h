@@ -247,32 +247,33 @@ static __always_inline __u32 agen(void)
 	return st ? st->agen : 0;
 }
 
-/* x86-64's ioctl(2): the system call a uverbs creation through the ioctl hook comes in */
-#define KQ_NR_IOCTL 16
-
 /*
  * Does a creation that went past a limit without a reservation end in SIGKILL (the backstop)? Only when it
  * can be a request rewritten after the check, or a path the check never sees: an ioctl the hook checked as
- * limited (kq_task.checked of this attach: every uverbs ioctl of a thread passes the hook and sets it), or
- * any other system call (a legacy write()). Not a context (its open has no request to rewrite: the open
- * hook reserves whatever it sees a limited thread open), and not an ioctl the hook did not check as
- * limited: one that came in before the programs were attached, or while its thread and file had no scope
- * (a limit set since, during the call). Those honest creations are counted, like objects that existed
- * before the limit; the next is refused.
+ * limited (kq_task.checked of this attach: every uverbs ioctl of a thread passes the hook and sets it), or a
+ * legacy write command (kq_task.inwrite of this attach: the programs around the kernel's ib_uverbs_write mark
+ * the thread, whether write(2) or an io-wq worker carried it there). Not a context (its open has no request
+ * to rewrite: the open hook reserves whatever it sees a limited thread open), not the MR a rereg allocates
+ * in the kernel's rereg handler (it replaces the old one, whose destroy follows at once: never a new MR; its
+ * bytes are not spared), and not a creation no hook of this attach saw come in: one that was inside the
+ * kernel before the programs were attached (a first limit, or programs attached again). Those honest
+ * creations are counted, like objects that existed before the limit; the next is refused. No saved user
+ * register is read: an io-wq worker's are a copy of its creator's (DESIGN.md 12).
  */
 static __always_inline bool backstop_kills(__u32 kind)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs;
 	struct kq_task *t;
+	__u32 ag;
 
 	if (kind == KQ_CTX)
 		return false;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if (!regs || regs->orig_ax != KQ_NR_IOCTL)
-		return true;
-	t = bpf_task_storage_get(&kq_task, task, 0, 0);
-	return t && t->checked && t->checked == agen();
+	t = bpf_task_storage_get(&kq_task, bpf_get_current_task_btf(), 0, 0);
+	if (!t)
+		return false; /* no hook of these programs ever saw the thread: it came in before they were attached */
+	ag = agen();
+	if (kind == KQ_MR && t->inrereg && t->inrereg == ag)
+		return false;
+	return (t->inwrite && t->inwrite == ag) || (t->checked && t->checked == ag);
 }
 
 /*

@@ -8,7 +8,7 @@
  *                  as core creations are (reserve); past a limit, or not in the table, KQ_DRV_ERRNO
  *                  (EOPNOTSUPP, see kqdrv.h) to a limited task.
  *   kq_drv_begin   the charge in fexit/rdma_alloc_begin_uobject: the kernel's uobject of the driver's type
- *                  takes the thread's reservation (kq_drvpend says which object type the check passed), so
+ *                  takes the thread's reservation (kq_task.dobject says which object type the check passed), so
  *                  that its destroy gives it back (kq_destroy, as for every object); one the kernel never
  *                  allocated goes back when the ioctl returns (kq_ioctl_done). Only a creation without a
  *                  reservation is charged here, and killed past a limit.
@@ -34,19 +34,12 @@ struct {
 	__type(value, __u32);
 } kq_drvcfg SEC(".maps");
 
-/* A thread's driver create that passed the check: what its uobject is charged when the kernel makes it. */
-struct kq_drvpend {
-	__u32 object; /* the uverbs object id the kernel will allocate (DEVX_OBJ, DEVX_UMEM) */
-	__u32 kind;   /* KQ_NK: none (a UMEM, or a DEVX create of no counted kind) */
-	__u64 bytes;  /* mr_bytes */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct kq_drvpend);
-} kq_drvpend SEC(".maps");
+/*
+ * A thread's driver create that passed the check: what its uobject is charged when the kernel makes it, kept in
+ * the thread's own storage (kq_task.dheld, dobject, dkind, dbytes), where no other thread's requests can evict
+ * it (an LRU table shared by the host's threads could be emptied by a tenant with thousands of them, so that
+ * an honest creator's object was charged a second time at its commit).
+ */
 
 static __always_inline __u32 kq_drv_action(__u32 drv, __u32 obj, __u32 meth)
 {
@@ -88,11 +81,20 @@ static __always_inline int kq_drv_attr(unsigned long arg, __u16 num_attrs, __u16
 	return num_attrs > KQ_MAX_ATTRS ? 1 : -1;
 }
 
-/* The first limited scope of the task (type 0: none): whom an unknown method is refused for. */
-static __always_inline void kq_drv_limited_scope(__u32 types, struct kq_scope *out)
+/*
+ * The first limited scope of the file (ufile: its context record's first scope) or else of the task (type 0:
+ * none): whom an unknown method is refused for.
+ */
+static __always_inline void kq_drv_limited_scope(__u32 types, __u64 ufile, struct kq_scope *out)
 {
+	struct kq_obj *f = file_scopes(ufile);
 	struct kq_scope sc;
 	int i, k;
+
+	if (f && f->n > 0 && f->n <= KQ_MAXCHG) {
+		*out = f->sc[0];
+		return;
+	}
 
 	for (i = 0; i < 2 + KQ_MAXLVL; i++) {
 		struct kq_limit *lim;
@@ -110,7 +112,7 @@ static __always_inline void kq_drv_limited_scope(__u32 types, struct kq_scope *o
 }
 
 /* A method not in the table: refused to a limited task (unless the host lets them pass), and recorded. */
-static __always_inline int kq_drv_unknown(const struct uhdr *h, __u32 types)
+static __always_inline int kq_drv_unknown(const struct uhdr *h, __u32 types, __u64 ufile)
 {
 	__u64 key = KQ_DRV_KEY(h->driver_id, h->object_id, h->method_id);
 	struct kq_scope sc = {};
@@ -118,7 +120,7 @@ static __always_inline int kq_drv_unknown(const struct uhdr *h, __u32 types)
 	__u32 zero = 0, *cfg;
 	bool pass;
 
-	kq_drv_limited_scope(types, &sc);
+	kq_drv_limited_scope(types, ufile, &sc);
 	if (!sc.type)
 		return 0;
 	cfg = bpf_map_lookup_elem(&kq_drvcfg, &zero);
@@ -139,18 +141,22 @@ static __always_inline int kq_drv_unknown(const struct uhdr *h, __u32 types)
 	return -KQ_DRV_ERRNO;
 }
 
-/* The check of a driver-namespace request (its object or its method is the driver's). */
-static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h, __u32 types, __u64 ufile)
+/*
+ * The check of a driver-namespace request (its object or its method is the driver's), for a thread or a file
+ * with scopes (kq_ioctl returned before for the others): against the file's scopes, or else the thread's, as a
+ * core creation is. t: the thread's storage.
+ */
+static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h, __u32 types, __u64 ufile,
+					struct kq_task *t)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), act;
-	struct kq_drvpend p = { .kind = KQ_NK };
+	__u32 kind = KQ_NK, act;
+	__u64 bytes = 0;
 	struct uattr a;
 	__u8 op[2];
 	int err;
 
 	/* a pending charge this thread's earlier request left (the kernel failed it first) is stale now */
-	if (bpf_map_lookup_elem(&kq_drvpend, &tid))
-		bpf_map_delete_elem(&kq_drvpend, &tid);
+	t->dheld = 0;
 	act = kq_drv_action(h->driver_id, h->object_id, h->method_id);
 	switch (act) {
 	case KQ_DRV_PASS:
@@ -159,64 +165,65 @@ static __always_inline int kq_drv_ioctl(unsigned long arg, const struct uhdr *h,
 		/* no command, or unreadable: the kernel refuses it the same way (a mandatory attribute) */
 		err = kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_CMD_IN, &a);
 		if (err > 0)
-			return limited_task(types) ? -KQ_DRV_ERRNO : 0;
+			return -KQ_DRV_ERRNO; /* past the attributes the programs read: refused where a scope applies */
 		if (err || a.len < sizeof(op) || bpf_copy_from_user(op, sizeof(op), (void *)a.data))
 			return 0;
-		p.kind = kq_devx_kind((__u32)op[0] << 8 | op[1]);
-		if (p.kind >= KQ_NK)
+		kind = kq_devx_kind((__u32)op[0] << 8 | op[1]);
+		if (kind >= KQ_NK)
 			return 0; /* a create of no counted kind */
 		/* reserved as a core creation is: two creators at the limit cannot both pass and one be killed */
-		if (reserve(types, p.kind, 0, ufile, NULL))
+		if (reserve(types, kind, 0, ufile, t))
 			return -KQ_DRV_ERRNO;
 		break;
 	case KQ_DRV_UMEM_REG:
 		err = kq_drv_attr(arg, h->num_attrs, KQ_DEVX_ATTR_UMEM_LEN, &a);
 		if (err > 0)
-			return limited_task(types) ? -KQ_DRV_ERRNO : 0;
+			return -KQ_DRV_ERRNO;
 		if (err || a.len != sizeof(__u64))
 			return 0; /* the kernel takes exactly a u64 */
-		p.bytes = a.data;
-		if (p.bytes && reserve(types, KQ_NK, p.bytes, ufile, NULL))
+		bytes = a.data;
+		if (bytes && reserve(types, KQ_NK, bytes, ufile, t))
 			return -KQ_DRV_ERRNO;
 		break;
 	default:
-		return kq_drv_unknown(h, types);
+		return kq_drv_unknown(h, types, ufile);
 	}
-	p.object = h->object_id;
-	bpf_map_update_elem(&kq_drvpend, &tid, &p, BPF_ANY);
+	t->dobject = h->object_id;
+	t->dkind = kind;
+	t->dbytes = bytes;
+	t->dheld = 1;
 	return 0;
 }
 
-/* The kernel allocated a driver's uobject (key): charged what its request passed the check with. */
-static __always_inline void kq_drv_begin(__u32 object, __u64 key)
+/* The kernel allocated a driver's uobject (key) of the file ufile: charged what its request passed the check with. */
+static __always_inline void kq_drv_begin(__u32 object, __u64 key, __u64 ufile)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), types;
-	struct kq_drvpend *pp, p;
+	struct kq_task *t = task_of();
 	struct kq_obj o = {};
 	bool over = false;
-	__u32 kind;
+	__u32 kind, types;
+	__u64 bytes;
 
-	pp = bpf_map_lookup_elem(&kq_drvpend, &tid);
-	if (!pp)
+	if (!t || !t->dheld)
 		return;
-	p = *pp;
-	bpf_map_delete_elem(&kq_drvpend, &tid);
-	if (p.object != object)
+	t->dheld = 0;
+	if (t->dobject != object)
 		return;
 	/* a bound the verifier keeps through the spills of charge() (kinds are below 16; KQ_NK is none) */
-	kind = p.kind & 0xf;
+	kind = t->dkind & 0xf;
+	bytes = t->dbytes;
 	o.kind = kind;
-	o.bytes = p.bytes;
+	o.bytes = bytes;
 	types = limited_types();
 	/* the reservation its request made is its charge (kind KQ_NK: a UMEM's bytes alone) */
-	if (types && !take_reservation(kind < KQ_NK ? kind : KQ_NK, &o)) {
+	if (types && !take_reservation_t(t, kind < KQ_NK ? kind : KQ_NK, &o)) {
 		/* none: the programs were attached between its check and now */
 		if (kind < KQ_NK) {
-			over = charge(types, &o, kind, 1, 0);
-			if (p.bytes)
-				over |= charge_more(&o, KQ_MR_BYTES, p.bytes);
-		} else if (p.bytes) {
-			over = charge(types, &o, KQ_MR_BYTES, p.bytes, 0);
+			over = charge(types, &o, kind, 1, ufile);
+			if (bytes)
+				over |= charge_more(&o, KQ_MR_BYTES, bytes);
+		} else if (bytes) {
+			over = charge(types, &o, KQ_MR_BYTES, bytes, ufile);
 		}
 	}
 	if (over)
@@ -320,10 +327,12 @@ static __always_inline void kq_drv_commit(void *uobjp, __u32 id)
 	n.bytes = bytes;
 	types = limited_types();
 	if (types) {
+		__u64 ufile = (__u64)BPF_CORE_READ((struct ib_uobject___kq *)uobjp, ufile);
+
 		if (kind < KQ_NK)
-			over = charge(types, &n, kind, 1, 0);
+			over = charge(types, &n, kind, 1, ufile);
 		else if (bytes)
-			over = charge(types, &n, KQ_MR_BYTES, bytes, 0);
+			over = charge(types, &n, KQ_MR_BYTES, bytes, ufile);
 	}
 	if (over)
 		bpf_send_signal(SIGKILL); /* a request rewritten after the check, past a limit */

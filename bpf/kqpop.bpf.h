@@ -182,20 +182,17 @@ static long walk_step(__u32 i, void *arg)
 	return 0;
 }
 
-static __always_inline void found_file(struct task_struct *task, struct file *file)
+/* A uverbs file (its struct ib_uverbs_file, key) that a task of tgid in cgroup cgid holds: found_file. */
+static __noinline void found_key(__u64 key, __u32 tgid, __u64 cgid) /* a call: its stack apart (the ring walk calls it too) */
 {
 	struct ib_uverbs_file___kq *uf;
 	struct walk w = {};
 	struct kq_obj o = {};
-	__u64 key = ufile_of(file), cgid;
-	__u32 tgid;
 	int err;
 
-	if (!is_uverbs(file) || !key)
+	if (!key)
 		return;
 	o.kind = KQ_CTX;
-	tgid = BPF_CORE_READ(task, tgid);
-	cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 	if (!wanted(tgid, cgid))
 		return;
 	pop_record(&o, tgid, cgid);
@@ -236,6 +233,131 @@ static __always_inline void found_file(struct task_struct *task, struct file *fi
 
 		bpf_map_update_elem(&kq_walked, &key, &one, BPF_ANY);
 	}
+}
+
+/*
+ * io_uring's fixed files: a ring holds a file there with no fd (IORING_REGISTER_FILES, then the fd closed), and no
+ * mapping, so neither iterator below would show it; its objects stay usable through the ring. Each uverbs file
+ * in the fixed files of a ring a task holds (an fd, or a mapping of its queues) is found as the task's. The
+ * table's layout: Linux 6.1, an array of struct io_fixed_file; 6.12, of pointers to struct io_rsrc_node (CO-RE
+ * picks the one the kernel has). Read with probe reads: the ring's table may change under the walk (a file
+ * found there is counted, the safe side).
+ */
+extern const void io_uring_fops __ksym __weak;
+
+struct io_fixed_file___kq61 {
+	unsigned long file_ptr;
+} __attribute__((preserve_access_index));
+struct io_file_table___kq61 {
+	struct io_fixed_file___kq61 *files;
+} __attribute__((preserve_access_index));
+struct io_ring_ctx___kq61 {
+	struct io_file_table___kq61 file_table;
+	unsigned int nr_user_files;
+} __attribute__((preserve_access_index));
+
+struct io_rsrc_node___kq612 {
+	unsigned long file_ptr;
+} __attribute__((preserve_access_index));
+struct io_rsrc_data___kq612 {
+	unsigned int nr;
+	struct io_rsrc_node___kq612 **nodes;
+} __attribute__((preserve_access_index));
+struct io_file_table___kq612 {
+	struct io_rsrc_data___kq612 data;
+} __attribute__((preserve_access_index));
+struct io_ring_ctx___kq612 {
+	struct io_file_table___kq612 file_table;
+} __attribute__((preserve_access_index));
+
+/* the low bits of a fixed file's pointer are flags (FFS_NOWAIT, FFS_ISREG) */
+#define KQ_FFS_MASK (~3UL)
+/* the most fixed files a ring has (IORING_MAX_FIXED_FILES) */
+#define KQ_RING_FILES_MAX (1U << 20)
+
+struct ring_walk {
+	__u64 table;   /* the array of fixed files (6.1) or of node pointers (6.12) */
+	__u32 stride;  /* sizeof(struct io_fixed_file) on 6.1, of a pointer on 6.12 */
+	__u32 tgid;
+	__u64 cgid;
+	bool nodes;    /* 6.12's layout */
+};
+
+static long ring_file(__u32 i, void *ctx)
+{
+	struct ring_walk *w = ctx;
+	unsigned long fp = 0;
+	__u64 at = w->table + (__u64)i * w->stride, node = 0, key = 0;
+	struct file *f;
+	struct inode *ino;
+	umode_t mode = 0;
+	dev_t rdev = 0;
+
+	if (w->nodes) {
+		if (bpf_probe_read_kernel(&node, sizeof(node), (void *)at) || !node)
+			return 0;
+		fp = BPF_CORE_READ((struct io_rsrc_node___kq612 *)node, file_ptr);
+	} else if (bpf_probe_read_kernel(&fp, sizeof(fp), (void *)at)) {
+		return 0;
+	}
+	f = (struct file *)(fp & KQ_FFS_MASK);
+	if (!f)
+		return 0;
+	ino = BPF_CORE_READ(f, f_inode);
+	if (!ino)
+		return 0;
+	rdev = BPF_CORE_READ(ino, i_rdev);
+	mode = BPF_CORE_READ(ino, i_mode);
+	if (!is_uverbs_dev(rdev, mode))
+		return 0;
+	key = (__u64)BPF_CORE_READ(f, private_data);
+	found_key(key, w->tgid, w->cgid);
+	return 0;
+}
+
+static __always_inline void found_ring(struct task_struct *task, struct file *file)
+{
+	struct ring_walk w = {};
+	void *ctx;
+	__u32 nr = 0;
+
+	if (!(__u64)&io_uring_fops || (const void *)file->f_op != &io_uring_fops)
+		return;
+	ctx = file->private_data;
+	if (!ctx)
+		return;
+	if (bpf_core_field_exists(struct io_ring_ctx___kq61, nr_user_files)) {
+		struct io_ring_ctx___kq61 *c = ctx;
+
+		nr = BPF_CORE_READ(c, nr_user_files);
+		w.table = (__u64)BPF_CORE_READ(c, file_table.files);
+		w.stride = bpf_core_type_size(struct io_fixed_file___kq61);
+	} else if (bpf_core_field_exists(struct io_rsrc_data___kq612, nodes)) {
+		struct io_ring_ctx___kq612 *c = ctx;
+
+		nr = BPF_CORE_READ(c, file_table.data.nr);
+		w.table = (__u64)BPF_CORE_READ(c, file_table.data.nodes);
+		w.stride = sizeof(void *);
+		w.nodes = true;
+	}
+	if (!nr || !w.table || !w.stride)
+		return;
+	if (nr > KQ_RING_FILES_MAX)
+		nr = KQ_RING_FILES_MAX;
+	w.tgid = BPF_CORE_READ(task, tgid);
+	w.cgid = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	if (!wanted(w.tgid, w.cgid))
+		return;
+	bpf_loop(nr, ring_file, &w, 0);
+}
+
+static __always_inline void found_file(struct task_struct *task, struct file *file)
+{
+	if (!is_uverbs(file)) {
+		found_ring(task, file);
+		return;
+	}
+	found_key(ufile_of(file), BPF_CORE_READ(task, tgid), BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id));
 }
 
 SEC("iter/task_file")

@@ -118,6 +118,8 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 		kind = "driver_method";
 		what = "refused";
 	}
+	if (ev->type == KQ_EV_URING)
+		kind = "io_uring";
 	if (mopt.pid && (pid_t)ev->tgid != mopt.pid)
 		return 0;
 	if (mopt.type >= 0 && strcmp(kind, mon_type_name(mopt.type)))
@@ -142,6 +144,10 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 		snprintf(text, sizeof(text), "kernel refused a uverbs file to pid %u: its limited scopes are not the "
 			 "file's (%s is limited on one side only); a file passes only between processes under the "
 			 "same kernel limits (rdmactl-quota(8), FILE DESCRIPTORS)", ev->tgid, scope);
+	if (ev->type == KQ_EV_URING)
+		snprintf(text, sizeof(text), "kernel refused a write to a uverbs file from io_uring to pid %u (%s has "
+			 "limits): verbs commands through io_uring are not counted, so they are refused where a limit "
+			 "applies (rdmactl-quota(8), IO_URING)", ev->tgid, scope);
 	if (ev->type == KQ_EV_DRV_UNKNOWN) {
 		kq_drv_describe(ev->amount, drvdesc, sizeof(drvdesc));
 		snprintf(text, sizeof(text), "kernel refused %s to pid %u (%s has limits): a driver method rdmactl's "
@@ -180,6 +186,8 @@ static int on_kevent(const struct kq_event *ev, void *arg)
 		print_string(PRINT_JSON, "reason", NULL, "table_full");
 	if (ev->type == KQ_EV_CROSS)
 		print_string(PRINT_JSON, "reason", NULL, "file_crossing");
+	if (ev->type == KQ_EV_URING)
+		print_string(PRINT_JSON, "reason", NULL, "io_uring");
 	print_int(PRINT_JSON, "usage", NULL, ev->usage);
 	print_uint(PRINT_JSON, "limit", NULL, ev->limit);
 	print_uint(PRINT_JSON, "seq", NULL, ev->seq);

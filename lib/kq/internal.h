@@ -25,7 +25,7 @@ bool kq_limit_in_force(const struct kq_limit *lim);
 /* kqmaps.c: the maps pinned, opened (read-only: no mapping of kq_state). */
 int kq_open_pinned(struct kq *q, bool ro);
 /* The programs attached while a limit exists (kqload.c), whose links kq_enforcement checks (kqmaps.c). */
-#define KQ_NONDEMAND 10
+#define KQ_NONDEMAND 15
 extern const char *const kq_ondemand[KQ_NONDEMAND];
 
 /* The error kq_error() returns, formatted; returns err. */
@@ -89,6 +89,7 @@ int kq_lock_writer(struct kq *q);
  * cannot be done from there) and the fix.
  */
 bool kq_pidns_host(void);
+int64_t kq_boottime_offset(void);
 bool kq_cgroupns_host(void);
 int kq_need_host_ns(const char *what, bool cgroup);
 /*

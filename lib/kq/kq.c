@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "core/cgroup.h"
+#include "core/util.h"
 #include "kq/kqdrv.h"
 #include "ledger/ledger.h"
 
@@ -134,33 +135,80 @@ static bool idset_has(const struct idset *s, uint64_t id)
 	return false;
 }
 
-/* The cgroup ids of dir and every directory below it. */
-static int collect_cgroups(const char *dir, struct idset *s, int depth)
+/*
+ * The cgroup ids of the directory dfd (named name, for messages) and of every directory below it, down to
+ * maxdepth levels below the first; deeper ones are an error (-ELOOP) when strict, else left out. Opened by
+ * name relative to their parent (openat), so that no path length limits the walk: a first count that left a
+ * cgroup out would not count what its tasks hold.
+ */
+static int collect_at(int dfd, struct idset *s, int depth, int maxdepth, bool strict)
 {
 	struct stat st;
 	struct dirent *de;
 	DIR *d;
 	int err = 0;
 
-	if (depth > 64 || stat(dir, &st))
-		return 0;
+	if (fstat(dfd, &st)) {
+		close(dfd);
+		return 0; /* gone meanwhile */
+	}
 	err = idset_add(s, st.st_ino);
-	if (err)
+	if (err) {
+		close(dfd);
 		return err;
-	d = opendir(dir);
-	if (!d)
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
 		return 0;
+	}
 	while (!err && (de = readdir(d))) {
-		char sub[4096];
+		int sub;
 
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
-		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
+		if (depth + 1 > maxdepth) {
+			if (strict)
+				err = -ELOOP;
 			continue;
-		err = collect_cgroups(sub, s, depth + 1);
+		}
+		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sub < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				err = -errno; /* a level it cannot open: not complete */
+			continue; /* gone meanwhile */
+		}
+		err = collect_at(sub, s, depth + 1, maxdepth, strict);
 	}
 	closedir(d);
 	return err;
+}
+
+/*
+ * How deep below a limited cgroup its first count looks: deeper, the limit is refused (every level holds an fd).
+ * RDMACTL_KQ_CGROUP_DEPTH sets another (1 to 65536).
+ */
+#define KQ_CG_COUNT_DEPTH 512
+
+static int count_depth(void)
+{
+	const char *e = getenv("RDMACTL_KQ_CGROUP_DEPTH");
+	uint64_t v;
+
+	if (!e)
+		return KQ_CG_COUNT_DEPTH;
+	if (parse_u64(e, 1, 65536, &v))
+		return kq_fail(-EINVAL, "RDMACTL_KQ_CGROUP_DEPTH='%s' is not a depth (a decimal number, 1 to 65536)", e);
+	return (int)v;
+}
+
+static int collect_cgroups(const char *dir, struct idset *s, int maxdepth, bool strict)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return 0;
+	return collect_at(dfd, s, 0, maxdepth, strict);
 }
 
 /*
@@ -305,7 +353,16 @@ static int count_new_scope(struct kq *q, const struct kq_scope *sc, const char *
 	int err = 0;
 
 	if (sc->type == KQ_SCOPE_CGROUP) {
-		err = dir ? collect_cgroups(dir, &cg, 0) : idset_add(&cg, sc->id);
+		int depth = count_depth();
+
+		if (depth < 0)
+			return depth;
+		err = dir ? collect_cgroups(dir, &cg, depth, true) : idset_add(&cg, sc->id);
+		if (err == -ELOOP)
+			return kq_fail(err, "cannot count what the scope holds: %s has cgroups more than %d levels below it, "
+				       "which the first count cannot see (limit a cgroup closer to them, or set "
+				       "RDMACTL_KQ_CGROUP_DEPTH; cgroup.max.depth keeps a tenant from nesting deeper)", dir,
+				       depth);
 		if (err)
 			return kq_fail(err, "cannot list the cgroups below %s: %s", dir ? dir : "the scope", strerror(-err));
 	}
@@ -686,7 +743,7 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed, unsigned int 
 	if (!err)
 		err = kq_foreach(q, gc_list, &g);
 	if (!err)
-		err = collect_cgroups(cgroot, &cg, 0);
+		err = collect_cgroups(cgroot, &cg, KQ_MAXLVL + 1, false); /* limits are set no deeper than that */
 	idset_sort(&cg);
 	for (i = 0; !err && i < g.n; i++) {
 		const struct kq_scope *sc = &g.sc[i];
@@ -696,8 +753,14 @@ int kq_gc(struct kq *q, const char *cgroot, unsigned int *removed, unsigned int 
 			uint64_t start = 0;
 			int r = proc_stat_start((pid_t)KQ_PID_TGID(sc->id), &start, NULL);
 
-			/* gone, or its number now another process's (a zombie still holds both) */
-			dead = r == -ESRCH || (!r && start != KQ_PID_START(sc->id));
+			int64_t off = kq_boottime_offset() / (int64_t)KQ_PID_NS_PER_TICK, d;
+
+			/*
+			 * gone, or its number now another process's (a zombie still holds both); /proc's start time
+			 * in a time namespace has its boottime offset (whole ticks here: within one of the kernel's)
+			 */
+			d = (int64_t)start - off - (int64_t)KQ_PID_START(sc->id);
+			dead = r == -ESRCH || (!r && (off ? d < -1 || d > 1 : d != 0));
 		} else if (sc->type == KQ_SCOPE_CGROUP && cgroups) {
 			dead = !idset_has(&cg, sc->id);
 		}

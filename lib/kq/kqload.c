@@ -374,8 +374,8 @@ int kq_populate(struct kq *q, const struct kq_scope *sc, const uint64_t *ids, si
 	empty_map(q->fd[M_WANT]);
 	for (i = 0; i < n; i++)
 		if (bpf_map_update_elem(q->fd[M_WANT], &ids[i], &one, BPF_ANY))
-			return kq_fail(-errno, "cannot count what the scope holds: %zu cgroups below it (at most 16384): %s", n,
-				       strerror(errno));
+			return kq_fail(-errno, "cannot count what the scope holds: %zu cgroups below it (at most %u): %s", n,
+				       KQ_WANT_MAX, strerror(errno));
 	/* the scope the records are charged to, and their count from 0, before the iterators look */
 	q->st->pop_scope = *sc;
 	for (k = 0; k < KQ_NK; k++)

@@ -328,7 +328,7 @@ const char *kq_kind_name(unsigned int kind)
 
 const char *kq_event_name(unsigned int type)
 {
-	return type == KQ_EV_REFUSE || type == KQ_EV_FULL || type == KQ_EV_CROSS ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
+	return type == KQ_EV_REFUSE || type == KQ_EV_FULL || type == KQ_EV_CROSS || type == KQ_EV_URING ? "refused" : type == KQ_EV_KILL ? "killed" : "?";
 }
 
 const char *kq_scope_name(unsigned int type)
@@ -408,7 +408,8 @@ int kq_need_host_ns(const char *what, bool cgroup)
 }
 
 /* The boottime offset of rdmactl's time namespace in ns (/proc/PID/stat's start times include it), 0 without. */
-static int64_t boottime_offset(void)
+/* This process's time namespace's boottime offset in ns (0 in the host's): /proc shows start times with it. */
+int64_t kq_boottime_offset(void)
 {
 	FILE *f = fopen("/proc/self/timens_offsets", "re");
 	char line[128];
@@ -527,7 +528,7 @@ int kq_host_pid(pid_t pid, uint64_t start, pid_t *host, uint64_t *host_start)
 		goto out;
 	/* the same process: still there, and /proc's start time here is the kernel's (plus a time namespace's offset) */
 	if (!p.n || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) ||
-	    ((int64_t)p.first.start_ns + boottime_offset()) / (int64_t)KQ_PID_NS_PER_TICK != (int64_t)start) {
+	    ((int64_t)p.first.start_ns + kq_boottime_offset()) / (int64_t)KQ_PID_NS_PER_TICK != (int64_t)start) {
 		err = kq_fail(-ESRCH, "pid %d: no such process (it ended while its host pid was asked)", (int)pid);
 		goto out;
 	}
@@ -550,8 +551,11 @@ int kq_scope_pid(pid_t pid, uint64_t start, struct kq_scope *out)
 		err = proc_stat_start(pid, &start, NULL);
 	if (err)
 		return kq_fail(err, "pid %d: %s", (int)pid, err == -ESRCH ? "no such process" : strerror(-err));
-	/* a number of another pid namespace: the programs know the host's (kq_host_pid asks the kernel) */
-	if (!kq_pidns_host()) {
+	/*
+	 * a number of another pid namespace: the programs know the host's (kq_host_pid asks the kernel); a start
+	 * time read in a time namespace of its own has its boottime offset added, which the kernel's does not
+	 */
+	if (!kq_pidns_host() || kq_boottime_offset()) {
 		err = kq_host_pid(pid, start, &host, &start);
 		if (err)
 			return err;
@@ -589,7 +593,9 @@ int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct
  */
 
 const char *const kq_ondemand[KQ_NONDEMAND] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
-					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done", "kq_receive" };
+					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done", "kq_receive",
+					"kq_permission", "kq_write_in", "kq_write_out", "kq_rereg_in",
+					"kq_rereg_out" };
 
 /* The id of the program pinned at path (0: not there or not readable). */
 static __u32 pinned_prog_id(const char *path)

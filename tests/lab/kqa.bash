@@ -4,6 +4,7 @@
 
 KQS=$BUILD/lab-progs/kqverbs-static
 KQA=$BUILD/lab-progs/kqattack
+KQU=$BUILD/lab-progs/kquring
 KQK=$BUILD/lab-progs/kqkillpop
 PIN=/sys/fs/bpf/rdmactl/kq
 

@@ -139,6 +139,12 @@ kusage() {
 	assert_output --partial 'errno=EINVAL'
 	run -0 timeout 60 "$KQD" -P 20 -o 0x1001 -m 0x1000 -c 0x500
 	assert_output --partial 'errno=EINVAL'
+	# issue 50, 6: the file's limits, not the task's: a process that left the limited cgroup after it opened the
+	# device is refused the hidden command through that file as well (the check went by the task's scopes)
+	mkdir "$CG.free"
+	INCG=$CG/hidden run -0 in_cg timeout 60 "$KQD" -M "$CG.free" -P 20 -o 0x1001 -m 0x1000 -c 0x500
+	assert_output --partial 'errno=EOPNOTSUPP'
+	rmdir "$CG.free"
 	# a DEVX create of no counted kind (a TIR) passes at any limit; a task without limits is not checked
 	limit_all 0 "$CG"
 	run -0 in_cg timeout 60 "$KQD" -o 0x1001 -m 0x1000 -c 0x900

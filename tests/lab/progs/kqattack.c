@@ -53,6 +53,11 @@
  *       Registers N MRs of 64 KiB, then changes the first one's access with the REREG_MR command (through
  *       INVOKE_WRITE): the kernel allocates a second MR object for the call (the driver may make a new MR),
  *       one past N for a moment. Prints "rereg mrs=N errno=E", then "alive" (not killed).
+ *   kqattack flip [-d DEV] [-r ROUNDS]
+ *       A REREG_MR request through INVOKE_WRITE whose write command a second thread flips between REREG_MR
+ *       and REG_MR all the while (so that the check may read one and the kernel the other), ROUNDS times; its
+ *       input is laid out to be a valid registration of 4 KiB as either. Prints "made N" after each MR the
+ *       kernel registered (N so far, kept), and at the end "flip made=N" and "alive".
  *   kqattack inflight -m before|after -W START [-d DEV] [-c N] [-R READY] [-H FILE]
  *       An honest creation in flight while a limit comes: allocates N PDs (default 1) (with -R: then
  *       prints "made" and waits for READY: a test takes the programs away meanwhile), then sends
@@ -458,6 +463,64 @@ static int cmd_rereg(int n)
 	return 0;
 }
 
+/* The flipper of cmd_flip: the write command's attribute, REREG_MR and REG_MR in turn. */
+static volatile __u64 *flip_cmd;
+static volatile int flip_stop;
+
+static void *flipper(void *arg)
+{
+	(void)arg;
+	while (!flip_stop)
+		*flip_cmd = *flip_cmd == IB_USER_VERBS_CMD_REREG_MR ? IB_USER_VERBS_CMD_REG_MR : IB_USER_VERBS_CMD_REREG_MR;
+	return NULL;
+}
+
+static int cmd_flip(long rounds)
+{
+	static char page[8192] __attribute__((aligned(4096)));
+	static struct ioreq r;
+	struct ibv_context *ctx = open_dev();
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_pd *pd;
+	pthread_t th;
+	__u64 in[6];
+	long i;
+	int made = 0;
+
+	if (!ctx || !(pd = ibv_alloc_pd(ctx)))
+		return 1;
+	/*
+	 * As REG_MR (response, start, length, hca_va, pd_handle | access << 32): page, 4096 bytes. As REREG_MR
+	 * (response, mr_handle | flags << 32, start, length, hca_va, pd_handle | access << 32): handle and flags
+	 * from the page's address, which names no MR (the kernel refuses it).
+	 */
+	in[0] = (uintptr_t)&resp;
+	in[1] = (uintptr_t)page;
+	in[2] = 4096;
+	in[3] = (uintptr_t)page;
+	in[4] = pd->handle | (__u64)IBV_ACCESS_LOCAL_WRITE << 32;
+	in[5] = pd->handle | (__u64)IBV_ACCESS_LOCAL_WRITE << 32;
+	memset(&r.hdr, 0, sizeof(r.hdr));
+	r.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
+	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), IB_USER_VERBS_CMD_REREG_MR);
+	attr(&r, UVERBS_ATTR_CORE_IN, sizeof(in), (uintptr_t)in);
+	attr(&r, UVERBS_ATTR_CORE_OUT, sizeof(resp), (uintptr_t)&resp);
+	flip_cmd = &r.attrs[0].data;
+	if (pthread_create(&th, NULL, flipper, NULL))
+		return 1;
+	for (i = 0; i < rounds; i++) {
+		resp.mr_handle = ~0u;
+		if (!send_ioctl(ctx->cmd_fd, &r) && resp.mr_handle != ~0u)
+			printf("made %d\n", ++made);
+	}
+	flip_stop = 1;
+	pthread_join(th, NULL);
+	printf("flip made=%d\n", made);
+	printf("alive\n");
+	return 0;
+}
+
 /*
  * With forked: fork, and in the parent wait for the child and give its exit status (true, *rc set); the child,
  * which shares the opener's uverbs file, goes on (false), as does a process told not to fork.
@@ -853,10 +916,12 @@ int main(int argc, char **argv)
 		return cmd_clonefiles(children, startfile);
 	if (!strcmp(mode, "rereg"))
 		return cmd_rereg(children);
+	if (!strcmp(mode, "flip"))
+		return cmd_flip(rounds);
 	if (!strcmp(mode, "inflight") && method)
 		return cmd_inflight(method, startfile, cgiven ? children : 1, ready, hold);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|flood|clonefiles|rereg|inflight [options] "
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|flood|clonefiles|rereg|flip|inflight [options] "
 		"(see the source)\n");
 	return 2;
 }

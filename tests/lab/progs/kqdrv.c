@@ -7,6 +7,8 @@
  *   kqdrv -o OBJ -m METH [-d DRIVER] [-c OPCODE] [-l LEN] [-n N]   one request, N times
  *   kqdrv -T pass                                                  every method of the table that passes
  *   -P N: N attributes of no meaning before the real ones
+ *   -M CGROUP: once the device is open, move into CGROUP (its directory) before the requests: a process that
+ *       left the cgroup whose limits its file carries
  * Prints "NAME errno=ENAME" per request (ENAME of the last of N), exits 0.
  */
 #include <errno.h>
@@ -89,13 +91,13 @@ static unsigned int parse_driver(const char *s)
 
 int main(int argc, char **argv)
 {
-	const char *dev = "/dev/infiniband/uverbs0", *table = NULL;
+	const char *dev = "/dev/infiniband/uverbs0", *table = NULL, *moveto = NULL;
 	unsigned int drv = KQ_DRIVER_MLX5, obj = 0, meth = 0;
 	int c, fd, err = 0, opcode = -1, n = 1, i;
 	long long len = -1;
 	size_t k;
 
-	while ((c = getopt(argc, argv, "D:d:o:m:c:l:n:T:P:")) != -1) {
+	while ((c = getopt(argc, argv, "D:d:o:m:c:l:n:T:P:M:")) != -1) {
 		switch (c) {
 		case 'D': dev = optarg; break;
 		case 'd': drv = parse_driver(optarg); break;
@@ -106,6 +108,7 @@ int main(int argc, char **argv)
 		case 'n': n = atoi(optarg); break;
 		case 'T': table = optarg; break;
 		case 'P': pad = atoi(optarg); break;
+		case 'M': moveto = optarg; break;
 		default:
 			fprintf(stderr, "usage: kqdrv -o OBJ -m METH [-d DRIVER] [-c OPCODE] [-l LEN] [-n N] | -T pass\n");
 			return 2;
@@ -115,6 +118,17 @@ int main(int argc, char **argv)
 	if (fd < 0) {
 		fprintf(stderr, "kqdrv: %s: %s\n", dev, strerror(errno));
 		return 1;
+	}
+	if (moveto) {
+		char path[4096];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", moveto);
+		f = fopen(path, "w");
+		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) {
+			fprintf(stderr, "kqdrv: cannot move into %s: %s\n", moveto, strerror(errno));
+			return 1;
+		}
 	}
 	if (table) {
 		for (k = 0; k < kq_drv_nmethods; k++) {
