@@ -156,6 +156,24 @@ assert_nothing_left() {
 	assert_nothing_left
 }
 
+@test "CDI: a claim's spec as rdmactl-dra writes it gives the allocated device and holds the claim's budget (qp=16)" {
+	# the driver's own output for a claim of rxe0 (dra/internal/cdi/testdata/claim.json, checked by its Go
+	# tests), with the hooks pointed at this build's rdmactl
+	local spec=$TOP/dra/internal/cdi/testdata/claim.json uid=0b5a4c1e-7f3d-4d2a-9a61-3c2f0d9e8a11
+	mkdir -p "$CDI"
+	jq --arg p "$RDMACTL" '.devices[].containerEdits.hooks[].path = $p' "$spec" >"$CDI/rdmactl.io-claim_$uid.json"
+	run -0 "$TOP/tests/cdi-validate" "$CDI/rdmactl.io-claim_$uid.json"
+	run podc --device "rdmactl.io/claim=rxe0-$uid" --rootfs "$ROOTFS" "$KQ" -k qp -n 20
+	assert_output --partial 'qp created=16 errno=EDQUOT'
+	assert_output --partial 'alive'
+	run podc --device "rdmactl.io/claim=rxe0-$uid" --rootfs "$ROOTFS" "$KQ" -k cq -n 40
+	assert_output --partial 'cq created=32 errno=EDQUOT'
+	run -0 podc --device "rdmactl.io/claim=rxe0-$uid" --rootfs "$ROOTFS" sh -c 'echo "$RDMACTL_DRA_IBDEV_RXE0"; ls /dev/infiniband'
+	assert_output "$(printf '%s\n' rxe0 rdma_cm uverbs0)"
+	assert_nothing_left
+	rm -f "$CDI/rdmactl.io-claim_$uid.json"
+}
+
 @test "node policy: an unannotated container gets the default; an annotation or budget chooses up to the ceiling; above it the container does not start" {
 	local m=/tmp/oci-ran.$$
 	mkdir -p "${POLICY%/*}"
