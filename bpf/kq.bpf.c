@@ -609,12 +609,12 @@ int BPF_PROG(kq_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
 			kind = KQ_WQ;
 		break;
 	case UVERBS_OBJECT_MR:
-		if (r.h.method_id == UVERBS_METHOD_DM_MR_REG)
-			kind = KQ_MR;
-		else if (r.h.method_id == UVERBS_METHOD_REG_DMABUF_MR || r.h.method_id == KQ_METHOD_REG_MR) {
-			/* the length, an inline u64, checked as mr_bytes (a dma-buf's or a user address's) */
-			sc.mr_attr = r.h.method_id == KQ_METHOD_REG_MR ? KQ_ATTR_REG_MR_LENGTH :
-									 UVERBS_ATTR_REG_DMABUF_MR_LENGTH;
+		if (r.h.method_id == UVERBS_METHOD_REG_DMABUF_MR || r.h.method_id == KQ_METHOD_REG_MR ||
+		    r.h.method_id == UVERBS_METHOD_DM_MR_REG) {
+			/* the length, an inline u64, checked as mr_bytes (a dma-buf's, a user address's, device memory's) */
+			sc.mr_attr = r.h.method_id == KQ_METHOD_REG_MR	      ? KQ_ATTR_REG_MR_LENGTH :
+				     r.h.method_id == UVERBS_METHOD_DM_MR_REG ? UVERBS_ATTR_REG_DM_MR_LENGTH :
+										UVERBS_ATTR_REG_DMABUF_MR_LENGTH;
 			err = scan_attrs(&sc, r.h.num_attrs);
 			if (err)
 				return limited_task(types) ? err : 0;

@@ -374,13 +374,19 @@ give_from() {
 	assert_usage_is_netlink "$CG/m" kqverbs-static kqattack
 }
 
-@test "MR registrations through their own ioctl methods (REG_DMABUF_MR; REG_MR of 6.17) are checked against mr_bytes" {
+@test "MR registrations through their own ioctl methods (REG_DMABUF_MR, DM_MR_REG; REG_MR of 6.17) are checked against mr_bytes" {
 	run -0 "$RDMACTL" quota set mr_bytes 1M --cgroup "$CG" --kernel
 	# past the room: refused by the programs (EDQUOT), before the kernel looks at the request
 	run -0 in_cg "$KQA" mrioctl -m dmabuf -l 0x200000
 	assert_line "mrioctl errno=122"
 	run -0 in_cg "$KQA" mrioctl -m reg -l 0x200000
 	assert_line "mrioctl errno=122"
+	# a device memory MR too (issue 50, 9: it was reserved with 0 bytes and killed at its commit on mlx5)
+	run -0 in_cg "$KQA" mrioctl -m dm -l 0x200000
+	assert_line "mrioctl errno=122"
+	run -0 in_cg "$KQA" mrioctl -m dm -l 0x1000
+	assert_line --regexp '^mrioctl errno=[0-9]+$'
+	refute_line "mrioctl errno=122"
 	# within it: passed on to the kernel, which answers for itself (rxe has no dma-buf MRs; REG_MR is unknown
 	# before 6.17), and nothing stays charged
 	run -0 in_cg "$KQA" mrioctl -m dmabuf -l 0x1000

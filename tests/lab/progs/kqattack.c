@@ -14,8 +14,9 @@
  *   kqattack mr [-d DEV] -a START -l LENGTH [-o]
  *       REG_MR through INVOKE_WRITE with any start and length (-o: on-demand paging, as an implicit ODP MR of
  *       length UINT64_MAX asks). Prints "mr errno=E".
- *   kqattack mrioctl [-d DEV] -m dmabuf|reg -l LENGTH
- *       An MR registration through its own ioctl method, REG_DMABUF_MR or REG_MR (kernel 6.17; on older
+ *   kqattack mrioctl [-d DEV] -m dmabuf|reg|dm -l LENGTH
+ *       An MR registration through its own ioctl method, REG_DMABUF_MR, DM_MR_REG (device memory: rxe has
+ *       none and answers with an error of its own) or REG_MR (kernel 6.17; on older
  *       kernels an unknown method), with a LENGTH attribute of LENGTH: what the programs read as the MR's
  *       bytes. Prints "mrioctl errno=E" (the lab's rxe answers any such request with an error of its own:
  *       EDQUOT is the programs' refusal).
@@ -301,6 +302,14 @@ static int cmd_mrioctl(const char *method, __u64 length)
 		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_LENGTH, sizeof(__u64), length);
 		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_IOVA, sizeof(__u64), 0);
 		attr(&r, UVERBS_ATTR_REG_DMABUF_MR_FD, 0, (__u64)-1);
+	} else if (!strcmp(method, "dm")) {
+		r.hdr.method_id = UVERBS_METHOD_DM_MR_REG;
+		attr(&r, UVERBS_ATTR_REG_DM_MR_HANDLE, 0, 0);
+		attr(&r, UVERBS_ATTR_REG_DM_MR_OFFSET, sizeof(__u64), 0);
+		attr(&r, UVERBS_ATTR_REG_DM_MR_LENGTH, sizeof(__u64), length);
+		attr(&r, UVERBS_ATTR_REG_DM_MR_PD_HANDLE, 0, pd->handle);
+		attr(&r, UVERBS_ATTR_REG_DM_MR_ACCESS_FLAGS, sizeof(__u32), IBV_ACCESS_LOCAL_WRITE);
+		attr(&r, UVERBS_ATTR_REG_DM_MR_DM_HANDLE, 0, 0);
 	} else if (!strcmp(method, "reg")) {
 		r.hdr.method_id = REG_MR_METHOD;
 		attr(&r, 0, 0, 0); /* the new MR's handle */
