@@ -295,6 +295,9 @@ const char *quota_fmt_value(enum ledger_kind k, uint64_t v, char *buf, size_t le
 }
 
 /* --kernel: the scope's kernel backstop (lib/kq/backstop.c), with the scope's ledger limits after the change. */
+/* set_kernel's answer for a limit rdma.max holds only once every object kind has one (the ledger keeps it) */
+#define SET_KERNEL_PENDING 100
+
 static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 {
 	char desc[LEDGER_CGROUP_MAX + 16];
@@ -305,7 +308,9 @@ static int set_kernel(int k, uint64_t value, const uint64_t *limit)
 		.desc = quota_scope_desc(&qopt.scope, desc, sizeof(desc)),
 	};
 
-	return kq_backstop_set(&b, k, value, limit) ? EXIT_FAIL : EXIT_OK;
+	int r = kq_backstop_set(&b, k, value, limit);
+
+	return r == KQ_BACKSTOP_PENDING ? SET_KERNEL_PENDING : r ? EXIT_FAIL : EXIT_OK;
 }
 
 /* ---- set / unset -------------------------------------------------------------------------------- */
@@ -461,7 +466,14 @@ static int set_one(int k, uint64_t value, bool set)
 		for (i = 0; i < LEDGER_NKINDS; i++)
 			none[i] = LEDGER_UNLIMITED;
 		err = set_kernel(k, value, ledger_get_scope(l, &qopt.scope, &st) == 0 ? st.limit : none);
-		if (err && old != value) {
+		if (err == SET_KERNEL_PENDING) {
+			/*
+			 * without BPF LSM, rdma.max holds object kinds only all together: each kind's limit is a step
+			 * toward that, kept in the ledger (the interceptor holds it meanwhile); exit 1 says the kernel
+			 * does not hold it yet
+			 */
+			err = EXIT_FAIL;
+		} else if (err && old != value) {
 			quota_scope_desc(&qopt.scope, desc, sizeof(desc));
 			if (ledger_set_limit(l, &qopt.scope, k, old))
 				pr_err("cannot put back the ledger's %s limit on %s (%s): %s", ledger_kind_names[k], desc,

@@ -146,9 +146,10 @@ int kq_backstop_set(const struct kq_backstop *b, int k, uint64_t value, const ui
 		for (i = 0; i < LEDGER_NKINDS; i++)
 			if (kq_backstop_object_kind(i) && limit[i] == LEDGER_UNLIMITED) {
 				pr_err("rdma.max cannot hold a %s limit alone: it counts pd, cq, qp, srq, mr, ah, mw, xrcd "
-				       "and wq together, and stays at max until each of them has a limit (%s has none)",
-				       ledger_kind_names[k], ledger_kind_names[i]);
-				return -1;
+				       "and wq together, and stays at max until each of them has a limit (%s has none); "
+				       "the ledger keeps this one for the interceptor, and rdma.max is written when the last "
+				       "object kind gets its limit", ledger_kind_names[k], ledger_kind_names[i]);
+				return KQ_BACKSTOP_PENDING;
 			}
 	return 0;
 }

@@ -25,6 +25,11 @@ struct kq_backstop {
  * is printed (pr_err). 0, or -1.
  */
 int kq_backstop_set(const struct kq_backstop *b, int k, uint64_t value, const uint64_t *limit);
+/*
+ * kq_backstop_set's answer for an object kind's limit that rdma.max (no BPF LSM) cannot hold until every object
+ * kind has one: not held by the kernel yet, but a step of the set that will be (the ledger keeps it).
+ */
+#define KQ_BACKSTOP_PENDING 1
 
 /*
  * A new cgroup's kernel limits, every kind of limit[] (LEDGER_UNLIMITED: none) at once, with BPF LSM only (no
