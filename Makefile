@@ -391,6 +391,16 @@ clean:
 
 -include $(shell find $(OUT) -name '*.d' 2>/dev/null)
 
+# --- the lab's Kubernetes (tests/k8s, issue 52); not part of check yet -------------------------------
+# k8s-build: kube-apiserver, -controller-manager, -scheduler, kubelet, kubectl, etcd, containerd and the lab's
+# images, from the Go module proxy into RDMACTL_K8S_CACHE (default /var/cache/rdmactl-k8s), once per machine.
+# check-k8s: tests/k8s/k8s.bats in a lab guest of 4 GiB (tests/k8s/README.md).
+.PHONY: k8s-build check-k8s
+k8s-build:
+	$(Q)tests/k8s/build >/dev/null
+check-k8s: all k8s-build
+	$(Q)LAB_MEM=$${LAB_MEM:-4096} tests/lab/run --timeout $${LAB_RUN_TIMEOUT:-1800} -- tests/lab/check tests/k8s/k8s.bats
+
 # --- the Kubernetes DRA driver (dra/, Go, its own module): where go is -----------------------------------
 # make dra builds $(OUT)/rdmactl-dra with rdmactl's VERSION (the driver compares it with the node's rdmactl);
 # make check-dra runs gofmt, go vet and go test there. Without go both say so and succeed.
