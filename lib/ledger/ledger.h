@@ -317,8 +317,8 @@ int ledger_format_denial(const struct ledger_denial *d, char *buf, size_t len);
 int ledger_set_limit(struct ledger *l, const struct ledger_scope *scope, enum ledger_kind kind, uint64_t value);
 
 /*
- * Root only: make both files of the ledger root's (owner and group 0, the policy 0644, the usage 0666), as
- * 'quota init' run by root makes them. A ledger that an unprivileged 'rdmactl run' created first (owned by
+ * Root only: make both files of the ledger root's where they are not (owner and group 0, the policy 0644, the
+ * usage 0666), as 'quota init' run by root makes them. A ledger that an unprivileged 'rdmactl run' created first (owned by
  * that user, who could write its policy file) becomes root's on root's first change of a limit; *was is the
  * uid it belonged to (0 when it was root's already). Mappings made before stay as they were.
  */

@@ -116,7 +116,10 @@ void ledger_self_cgroup(char *out, size_t len)
 	fclose(f);
 }
 
-/* One file of the ledger made root's, with its mode; the owner it had into *was (when not root). */
+/*
+ * One file of the ledger that is not root's made root's, with its mode; the owner it had into *was. A file
+ * that is root's already is left as it is (a site may have given the usage file a group of its own).
+ */
 static int own_file(const char *path, mode_t mode, uid_t *was)
 {
 	struct stat st;
@@ -127,9 +130,8 @@ static int own_file(const char *path, mode_t mode, uid_t *was)
 		return ledger_seterr(-errno, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st))
 		err = -errno;
-	else if (st.st_uid || st.st_gid || (st.st_mode & 07777) != mode) {
-		if (st.st_uid)
-			*was = st.st_uid;
+	else if (st.st_uid) {
+		*was = st.st_uid;
 		if (fchown(fd, 0, 0) || fchmod(fd, mode))
 			err = -errno;
 	}
