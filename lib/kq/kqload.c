@@ -5,6 +5,7 @@
  * records what a scope's tasks already hold when it gets its first limit.
  */
 #include "kq/internal.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,17 +40,15 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 static int objs_size(__u32 *out)
 {
 	const char *v = getenv("RDMACTL_KQ_OBJECTS");
-	unsigned long long n;
-	char *end;
+	uint64_t n;
 
 	*out = 0;
 	if (!v || !*v)
 		return 0;
-	errno = 0;
-	n = strtoull(v, &end, 0);
-	if (errno || *end || n < KQ_OBJS_MIN || n > KQ_OBJS_MAX)
-		return kq_fail(-EINVAL, "RDMACTL_KQ_OBJECTS=%s: the table of objects takes %u to %u entries", v,
-			       KQ_OBJS_MIN, KQ_OBJS_MAX);
+	/* decimal, as every number rdmactl reads (issue 51): "0x1000" or "010" is no other number */
+	if (parse_u64(v, KQ_OBJS_MIN, KQ_OBJS_MAX, &n))
+		return kq_fail(-EINVAL, "RDMACTL_KQ_OBJECTS=%s: the table of objects takes %u to %u entries (a "
+			       "decimal number)", v, KQ_OBJS_MIN, KQ_OBJS_MAX);
 	*out = (__u32)n;
 	return 0;
 }

@@ -574,6 +574,9 @@ give_from() {
 	# the programs loaded anew with a table of 512 records (2^18 by default: the same attack needs 270,000 opens)
 	KQ_RELOAD=1
 	rm -rf "$PIN"
+	# a size that is not decimal is refused, not read as hexadecimal (issue 51, 1)
+	RDMACTL_KQ_OBJECTS=0x200 run --separate-stderr -1 "$RDMACTL" quota set pd 3 --cgroup "$CG" --kernel
+	[[ $stderr == *"RDMACTL_KQ_OBJECTS=0x200"*decimal* ]] || { echo "$stderr" >&2; false; }
 	RDMACTL_KQ_OBJECTS=512 run -0 "$RDMACTL" quota set pd 3 --cgroup "$CG" --kernel
 	run -0 bpftool -j map show pinned "$PIN/kq_objs"
 	run -0 jq -e '.max_entries == 512' <<<"$output"
