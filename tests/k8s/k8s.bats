@@ -17,7 +17,8 @@ setup_file() {
 	timeout 900 "$K8S" up 3>&- || return 1
 	eval "$("$K8S" env)"
 	export CDI=/var/run/cdi
-	export PLUGIN_DIR=${RDMACTL_K8S_STATE:-/run/rdmactl-k8s}/kubelet/device-plugins
+	# the kubelet keeps device plugins at a fixed path, whatever its --root-dir (pluginapi.KubeletSocket)
+	export PLUGIN_DIR=/var/lib/kubelet/device-plugins
 }
 
 teardown_file() {
