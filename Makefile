@@ -101,7 +101,7 @@ help:
 	@echo "  all (default)  build $(OUT)/rdmactl, $(OUT)/librdmactl-preload.so and the lab's helper programs"
 	@echo "  installed      only what make install installs (the Debian package builds this)"
 	@echo "  deps           install the Debian packages the build, the tests and the lab need (root)"
-	@echo "  check          deps + build + host tests (unit, CLI, fuzz) + lab tests inside the soft-RoCE lab"
+	@echo "  check          deps + build + host tests (unit, CLI, fuzz, the Go driver's go vet/test) + lab tests in the soft-RoCE lab"
 	@echo "                 (the host tests in the last of the LAB_JOBS lanes, before its lab runs)"
 	@echo "  check-host     host tests only: check-unit, check-fuzz, check-bats"
 	@echo "  check-unit     C unit tests of lib/ (tests/unit); T=SUITE[:CASE] runs one: T=ledger, T=ledger:basic"
@@ -303,8 +303,8 @@ bench: $(BENCH_BIN) $(OUT)/bench/stub/libibverbs.so.1 all
 # core, and the lab takes the other meanwhile instead of waiting for them. Every part runs whatever failed.
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 check: deps
-	$(Q)$(MAKE) --no-print-directory -j$(CHECK_JOBS) all $(UNIT_BIN) $(FUZZ_BIN)
-	$(Q)LAB_BESIDE="$(MAKE) --no-print-directory -k check-unit check-fuzz check-bats FUZZ_JOBS=1 \
+	$(Q)$(MAKE) --no-print-directory -j$(CHECK_JOBS) all dra $(UNIT_BIN) $(FUZZ_BIN)
+	$(Q)LAB_BESIDE="$(MAKE) --no-print-directory -k check-unit check-fuzz check-dra check-bats FUZZ_JOBS=1 \
 		FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)" \
 		$(MAKE) --no-print-directory check-lab
 
