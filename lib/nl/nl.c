@@ -323,6 +323,10 @@ static int fill_res(const nl_tb tb, const nl_tb etb, enum nl_res_type t, struct 
 		r->pdn = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_RES_PDN]);
 		r->has |= NL_HAS_PDN;
 	}
+	if (etb[RDMA_NLDEV_ATTR_RES_CTXN] && t != NL_RES_CTX) {
+		r->ctxn = mnl_attr_get_u32(etb[RDMA_NLDEV_ATTR_RES_CTXN]);
+		r->has |= NL_HAS_CTXN;
+	}
 	return 0;
 }
 

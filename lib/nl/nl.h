@@ -69,6 +69,7 @@ enum {
 	NL_HAS_PDN = 1u << 6,
 	/* nl_qp_get: no port answers for the QP (never given a port); state RESET is inferred, not reported */
 	NL_NO_PORT = 1u << 7,
+	NL_HAS_CTXN = 1u << 8,
 };
 
 /* One restrack object. Owner: pid (the creating *thread*'s id) or kern_name, or neither (dying task). */
@@ -83,7 +84,8 @@ struct nl_res {
 	uint8_t qp_type;	/* RES_TYPE: QP type (QP, CM_ID) or SRQ type */
 	uint8_t state;		/* RES_STATE: QP or CM state */
 	uint32_t port;
-	uint32_t pdn;
+	uint32_t pdn;		/* the PD of a user QP, MR, SRQ or MW */
+	uint32_t ctxn;		/* the context of a user PD or CQ */
 	uint32_t has;		/* NL_HAS_* */
 };
 

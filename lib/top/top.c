@@ -107,6 +107,14 @@ static void map_free(struct top_map *m)
 	}
 }
 
+/* The maps of one device's contexts and PDs (row_of_owner), freed before the next device and at the end. */
+static void owners_free(struct top_snap *s)
+{
+	map_free(s->ctxs);
+	map_free(s->pds);
+	s->ctxs = s->pds = NULL;
+}
+
 /* --- /proc ---------------------------------------------------------------------------------------- */
 
 int top_parse_status(const char *text, pid_t *tgid, uid_t *uid, char *comm, size_t commlen)
@@ -285,21 +293,63 @@ static int row_of_name(struct top_snap *s, enum top_kind kind, const char *name)
 	return idx;
 }
 
+/* A context's or PD's number as a key of a top_map (0 is a valid number, never a key); 0: none. */
+static pid_t owner_key(uint32_t n)
+{
+	return n == UINT32_MAX ? 0 : (pid_t)(n + 1);
+}
+
+/*
+ * The row of the process a user object without a pid belongs to: its creating thread has exited (a worker
+ * thread, an io_uring worker), but its context lives in a file that a process holds. The kernel names the
+ * context of a PD or CQ (ctxn) and the PD of a QP, MR, SRQ or MW (pdn); contexts and PDs are dumped first, so
+ * the device's maps know them (a context's process from its pid, a PD's from its pid or its context). -1:
+ * none known (the context's opener is gone too).
+ */
+static int row_of_owner(const struct agg *a, const struct nl_res *res)
+{
+	const struct top_snap *s = a->s;
+	pid_t k;
+
+	if ((res->has & NL_HAS_CTXN) && (k = owner_key(res->ctxn)) && s->ctxs)
+		return map_get(s->ctxs, k);
+	if ((res->has & NL_HAS_PDN) && (k = owner_key(res->pdn)) && s->pds)
+		return map_get(s->pds, k);
+	return -1;
+}
+
+/* Remember a context's or PD's process row (contexts and PDs only; rows of processes only). */
+static int owner_put(struct agg *a, const struct nl_res *res, int idx)
+{
+	struct top_snap *s = a->s;
+	struct top_map **m = res->type == NL_RES_CTX ? &s->ctxs : res->type == NL_RES_PD ? &s->pds : NULL;
+	pid_t k = owner_key(res->id);
+
+	if (!m || !k || s->rows[idx].kind != TOP_PROC)
+		return 0;
+	if (!*m && !(*m = calloc(1, sizeof(**m))))
+		return -ENOMEM;
+	return map_put(*m, k, idx);
+}
+
 static int on_res(const struct nl_res *res, void *arg)
 {
 	struct agg *a = arg;
 	struct top_dev *d = &a->s->devs[a->dev];
 	struct top_row *r;
-	int idx;
+	int idx, ret;
 
 	if (res->has & NL_HAS_PID)
 		idx = row_of_tid(a, (pid_t)res->pid);
 	else if (res->has & NL_HAS_KERN)
 		idx = row_of_name(a->s, TOP_KERNEL, res->kern_name);
-	else
+	else if ((idx = row_of_owner(a, res)) < 0)
 		idx = row_of_name(a->s, TOP_UNKNOWN, "[unknown]");
 	if (idx < 0)
 		return idx;
+	ret = owner_put(a, res, idx);
+	if (ret)
+		return ret;
 	r = &a->s->rows[idx];
 	r->c.n[res->type]++;
 	r->devmask |= 1u << a->dev;
@@ -474,6 +524,7 @@ static int snapshot_once(struct top_ctx *t, const struct top_filter *f, struct t
 		struct top_dev *d = &s->devs[i];
 
 		a.dev = (int)i;
+		owners_free(s);
 		h.port = on_port;
 		ret = nl_port_dump(t->nl, d->dev.index, &h);
 		h.port = NULL;
@@ -510,6 +561,7 @@ static int snapshot_once(struct top_ctx *t, const struct top_filter *f, struct t
 out:
 	map_free(s->map);
 	s->map = NULL;
+	owners_free(s);
 	s->elapsed_ms = (double)(clock_mono_ns() - t0) / 1e6;
 	return 0;
 }
@@ -534,6 +586,7 @@ void top_snap_free(struct top_snap *s)
 	if (!s)
 		return;
 	map_free(s->map);
+	owners_free(s);
 	free(s->rows);
 	memset(s, 0, sizeof(*s));
 }
@@ -849,6 +902,7 @@ static int counters_once(struct top_ctx *t, const struct top_filter *f, struct t
 out:
 	map_free(s->map);
 	s->map = NULL;
+	owners_free(s);
 	pins_close(&p);
 	free(q.v);
 	free(q.state);

@@ -111,6 +111,8 @@ struct top_snap {
 	size_t qp_noport;		/* of those, QPs no port answered for (RESET inferred: nl_qp_get) */
 	/* tid -> row index map, valid for this snapshot only */
 	struct top_map *map;
+	/* while a device is dumped: its contexts' and PDs' numbers (+ 1) -> the row of their process */
+	struct top_map *ctxs, *pds;
 };
 
 struct top_filter {

@@ -34,8 +34,16 @@ rdma_grouped() {
 		--slurpfile ctx "$T/ctx.json" --slurpfile pd "$T/pd.json" --slurpfile cq "$T/cq.json" \
 		--slurpfile qp "$T/qp.json" --slurpfile srq "$T/srq.json" --slurpfile mr "$T/mr.json" \
 		--slurpfile cm_id "$T/cm_id.json" '
-		[ ($ctx[0][] | .k = "ctx"), ($pd[0][] | .k = "pd"), ($cq[0][] | .k = "cq"), ($qp[0][] | .k = "qp"),
+		def user: .pid == null and (.comm // "") == "";
+		# a user object whose creating thread exited: its context's process (a PD or CQ names its context,
+		# a QP, MR or SRQ its PD), as iproute2 lists them (ctxn, pdn)
+		($ctx[0] | map(select(.pid) | { key: "\(.ifname)/\(.ctxn)", value: .pid }) | from_entries) as $cp
+		| ($pd[0] | map({ key: "\(.ifname)/\(.pdn)", value: (.pid // (if user then $cp["\(.ifname)/\(.ctxn)"] else null end)) })
+			| map(select(.value)) | from_entries) as $pp
+		| [ ($ctx[0][] | .k = "ctx"), ($pd[0][] | .k = "pd"), ($cq[0][] | .k = "cq"), ($qp[0][] | .k = "qp"),
 		  ($srq[0][] | .k = "srq"), ($mr[0][] | .k = "mr"), ($cm_id[0][] | .k = "cm_id") ]
+		| map(if user and .ctxn != null and .k != "ctx" then .pid = $cp["\(.ifname)/\(.ctxn)"]
+			elif user and .pdn != null and .k != "pd" then .pid = $pp["\(.ifname)/\(.pdn)"] else . end)
 		| map(.owner = (if .pid then "p\($map[.pid | tostring])"
 				elif (.comm // "") != "" then "k" + (.comm | ltrimstr("[") | rtrimstr("]"))
 				else "u" end))

@@ -927,3 +927,38 @@ no_worker_pds() {
 	assert_usage_is_netlink "$CG" kquring
 	rm -rf "$UDIR"
 }
+
+# Issue 50: six limited cgroups on one path, the deepest strict (qp 2 at level 6, qp 100 at levels 1 to 5),
+# after every earlier case of this suite in the same boot (bystander limits, the padded keeper, --pid limits set
+# and lifted, limits lifted and set again while held, a refused level-10 limit, six limited on another path):
+# a process at level 6, and one below it, gets 2 QPs; a QP held there from before the deepest limit counts in it.
+@test "six limited cgroups on one path after all of the above: the deepest strict one holds" {
+	local lv=("$CG") l out=$BATS_TEST_TMPDIR/held
+	for l in 2 3 4 5 6 7; do
+		lv+=("${lv[-1]}/s$l")
+	done
+	mkdir -p "${lv[6]}"
+	for l in 0 1 2 3 4; do
+		run -0 "$RDMACTL" quota set qp 100 --cgroup "${lv[$l]}" --kernel
+	done
+	# a process at level 6 holds 1 QP before that level's limit is set
+	INCG=${lv[5]} in_cg "$KQS" -k qp -n 1 -H "$BATS_TEST_TMPDIR/release" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 60 grep -q 'qp created=1' "$out" || { cat "$out" >&2; false; }
+	run -0 "$RDMACTL" quota set qp 2 --cgroup "${lv[5]}" --kernel
+	run -0 "$RDMACTL" -j quota show --cgroup "${lv[5]}"
+	run -0 jq -e '.scopes[0].kinds.qp.kernel_usage == 1' <<<"$output" || { echo "$output" >&2; false; }
+	INCG=${lv[5]} run -3 in_cg timeout 120 "$KQS" -k qp -n 4
+	assert_line "qp created=1 errno=EDQUOT"
+	touch "$BATS_TEST_TMPDIR/release"
+	wait "${PIDS[-1]}" || true
+	PIDS=()
+	for l in 5 6; do
+		INCG=${lv[$l]} run -3 in_cg timeout 120 "$KQS" -k qp -n 4
+		assert_line "qp created=2 errno=EDQUOT"
+	done
+	run -0 "$RDMACTL" -j quota show --cgroup "${lv[5]}"
+	run -0 jq -e '.scopes[0].kinds.qp.kernel_usage == 0 and .scopes[0].kinds.qp.kernel_killed == 0' <<<"$output" ||
+		{ echo "$output" >&2; false; }
+	assert_usage_is_netlink "$CG" kqverbs-static
+}

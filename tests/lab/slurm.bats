@@ -133,7 +133,8 @@ assert_nothing_left() {
 	assert_output --partial "mode 0777, not to root with mode 0700"
 	assert_output --partial "the step does not run: kernel=auto, and BPF LSM is active"
 	assert_output --partial "kernel=no in plugstack.conf runs steps on the interceptor alone"
-	run -0 grep -h "rdmactl: step slurm-.*kernel limits on .* not applied: .*the step does not run" "$SL/slurmd.log"
+	# the task writes slurmd's log itself, and srun may print the error first: wait for the line
+	wait_for 10 grep -q "rdmactl: step slurm-.*kernel limits on .* not applied: .*the step does not run" "$SL/slurmd.log" || { tail -20 "$SL/slurmd.log"; false; }
 	wait_for 30 assert_nothing_left
 	# what the error names: kernel=no runs the step on the interceptor alone (its limit still holds there)
 	cp "$conf" "$conf.auto"

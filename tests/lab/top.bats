@@ -94,16 +94,48 @@ compare_with_rdma() {
 	assert_success
 }
 
-@test "objects of threads that exited are one [unknown] row, as iproute2 shows them without a pid" {
+@test "objects of threads that exited count on the process of their context; without a live opener they are one [unknown] row" {
+	# the threads that created QPs, CQs and MRs exited; the main thread holds the context and the PD
 	start_holdres -q 3 -m 64K -t 3 -e
+	local p1=$hr
+	# here a thread that exited opened the device and allocated the PD too: nothing names a process
+	start_holdres -q 2 -m 64K -t 2 -E
+	local p2=$hr
+	# the kernel lists the objects of the exited threads without a pid (an io_uring worker's too, once it exits)
+	[ "$(rdma -j res show qp | jq '[.[] | select(.pid == null and (.comm // "") == "")] | length')" = 5 ]
 	run compare_with_rdma
 	assert_success
-	run jq -e '.processes[] | select(.kind == "unknown") | .qp == 3 and .cq == 3 and .mr == 3 and .comm == "[unknown]"' \
-		"$T/top.json"
+	run jq -e --argjson p "$p1" '.processes[] | select(.pid == $p)
+		| .ctx == 1 and .pd == 1 and .qp == 3 and .cq == 3 and .mr == 3 and .mr_bytes == 3 * 65536' "$T/top.json"
 	assert_success
-	# The main thread is alive: its context and PD stay with the process.
-	run jq -e --argjson p "$hr" '.processes[] | select(.pid == $p) | .ctx == 1 and .pd == 1 and .qp == 0' "$T/top.json"
+	run jq -e '[.processes[] | select(.kind == "unknown")] | length == 1 and (.[0] | .comm == "[unknown]"
+		and .ctx == 1 and .pd == 1 and .qp == 2 and .cq == 2 and .mr == 2)' "$T/top.json"
 	assert_success
+	run jq -e --argjson p "$p2" '[.processes[] | select(.pid == $p)] | length == 0' "$T/top.json"
+	assert_success
+}
+
+@test "PDs an io_uring worker made count on its process, while the worker lives and after it exited" {
+	local out=$T/uring
+	"$BUILD/lab-progs/kquring" write -n 4 -m async -H "$T/release" >"$out" 2>&1 3>&- &
+	local u=$!
+	pids+=("$u")
+	wait_for 60 grep -q holding "$out" || { cat "$out" >&2; false; }
+	grep -qx "uring pd ok=4 refused=0 other=0 errno=0" "$out" || { cat "$out" >&2; false; }
+	# RDMA netlink names the workers (iou-wrk-PID), or no pid at all for those that exited
+	[ "$(rdma -j res show pd | jq --argjson u "$u" '[.[] | select(.pid != $u and (.pid == null or ((.comm // "") | startswith("iou-wrk"))))] | length')" = 4 ] ||
+		{ rdma res show pd >&2; false; }
+	run compare_with_rdma
+	assert_success
+	run jq -e --argjson p "$u" '.processes[] | select(.pid == $p) | .ctx == 1 and .pd == 4 and .comm == "kquring"' "$T/top.json"
+	assert_success
+	# an idle worker exits after a few seconds (all but the last): the same rows
+	sleep 7
+	run compare_with_rdma
+	assert_success
+	run jq -e --argjson p "$u" '.processes[] | select(.pid == $p) | .ctx == 1 and .pd == 4' "$T/top.json"
+	assert_success
+	touch "$T/release"
 }
 
 @test "SRQ and CM_ID objects are counted (ibv_srq_pingpong, rping)" {

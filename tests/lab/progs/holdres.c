@@ -14,12 +14,13 @@
 #include "core/util.h"
 
 static const char usage[] =
-	"usage: holdres [-d DEV] [-q NQP] [-m MRBYTES] [-t THREADS] [-i N] [-e]\n"
+	"usage: holdres [-d DEV] [-q NQP] [-m MRBYTES] [-t THREADS] [-i N] [-e | -E]\n"
 	"  Open DEV (default: the first device) and one PD in the main thread; then THREADS threads each\n"
 	"  create one CQ, their share of NQP RC QPs (left in RESET) and one MR of MRBYTES (K/M/G suffixes;\n"
 	"  0: no MR). Prints \"ready\" once everything exists, then holds it until SIGINT/SIGTERM and exits 0.\n"
 	"  -i N: every Nth QP (the first, the N+1st, ...) is moved to INIT on port 1; the others stay in RESET.\n"
 	"  -e: the creating threads exit once done (their objects stay, the kernel no longer knows a pid).\n"
+	"  -E: as -e, and a thread that exits opens DEV and allocates the PD instead of main.\n"
 	"  Defaults: -q 1 -m 64K -t 1.\n";
 
 struct worker {
@@ -36,7 +37,8 @@ struct worker {
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static uint64_t mr_bytes = 65536;
-static bool threads_exit;
+static bool threads_exit, opener_exits;
+static struct ibv_device *dev;
 static uint64_t init_every;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -98,6 +100,16 @@ done:
 	return NULL;
 }
 
+/* Open the device and allocate the PD (in main, or in a thread of its own that then exits: -E). */
+static void *open_dev(void *arg)
+{
+	(void)arg;
+	ctx = ibv_open_device(dev);
+	if (ctx)
+		pd = ibv_alloc_pd(ctx);
+	return NULL;
+}
+
 static void cleanup(struct worker *w, unsigned int n)
 {
 	unsigned int i, j;
@@ -131,7 +143,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c, sig, n, rc = 1;
 
-	while ((c = getopt(argc, argv, "d:q:m:t:i:eh")) != -1) {
+	while ((c = getopt(argc, argv, "d:q:m:t:i:eEh")) != -1) {
 		switch (c) {
 		case 'd':
 			devname = optarg;
@@ -152,6 +164,9 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, 1, 1000000, &init_every))
 				goto bad;
 			break;
+		case 'E':
+			opener_exits = true;
+			/* fall through */
 		case 'e':
 			threads_exit = true;
 			break;
@@ -184,9 +199,19 @@ int main(int argc, char **argv)
 		ibv_free_device_list(list);
 		return 1;
 	}
-	ctx = ibv_open_device(list[i]);
+	dev = list[i];
+	if (opener_exits) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, open_dev, NULL) || pthread_join(th, NULL)) {
+			fprintf(stderr, "holdres: cannot start the opener thread\n");
+			return 1;
+		}
+	} else {
+		open_dev(NULL);
+	}
 	ibv_free_device_list(list);
-	if (!ctx || !(pd = ibv_alloc_pd(ctx))) {
+	if (!ctx || !pd) {
 		fprintf(stderr, "holdres: open/alloc_pd: %s\n", strerror(errno));
 		cleanup(NULL, 0);
 		return 1;
