@@ -25,6 +25,17 @@ struct pcfg {
 };
 extern struct pcfg pcfg;
 
+/* Why a create the interceptor let through failed (explain.c): the line to log, and a denial to record. */
+struct why_failed {
+	char msg[400];
+	const char *env;       /* the denial's limit_env ("rdma.max", "RLIMIT_MEMLOCK"); NULL: none recorded */
+	uint64_t usage, limit; /* for that denial */
+};
+/* errno err of a failed create of kind (bytes: an MR's length): true with w filled when a cause is known. */
+bool explain_failure(enum ledger_kind kind, uint64_t bytes, int err, struct why_failed *w);
+/* Log (rate-limited with the refusals) and record what explain_failure() found (acct.c). */
+void acct_create_failed(enum ledger_kind kind, uint64_t bytes, int err);
+
 /*
  * Reserve one object of kind (and bytes, for MRs) for this process before the real verb runs.
  * Returns 0, or -errno when refused (the refusal is logged and recorded; errno to return is pcfg.err).

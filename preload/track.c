@@ -33,6 +33,7 @@ COLD_FN void create_failed(enum ledger_kind kind, uint64_t bytes)
 	int saved = errno;
 
 	acct_release(kind, bytes);
+	acct_create_failed(kind, bytes, saved);
 	errno = saved;
 }
 

@@ -35,8 +35,8 @@ rdma_grouped() {
 		--slurpfile qp "$T/qp.json" --slurpfile srq "$T/srq.json" --slurpfile mr "$T/mr.json" \
 		--slurpfile cm_id "$T/cm_id.json" '
 		def user: .pid == null and (.comm // "") == "";
-		# a user object whose creating thread exited: its context's process (a PD or CQ names its context,
-		# a QP, MR or SRQ its PD), as iproute2 lists them (ctxn, pdn)
+		# a user object whose creating thread exited: the process of its context (a PD or CQ names its
+		# context, a QP, MR or SRQ its PD), as iproute2 lists them (ctxn, pdn)
 		($ctx[0] | map(select(.pid) | { key: "\(.ifname)/\(.ctxn)", value: .pid }) | from_entries) as $cp
 		| ($pd[0] | map({ key: "\(.ifname)/\(.pdn)", value: (.pid // (if user then $cp["\(.ifname)/\(.ctxn)"] else null end)) })
 			| map(select(.value)) | from_entries) as $pp

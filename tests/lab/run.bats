@@ -799,3 +799,47 @@ charges() {
 	"$RDMACTL" quota gc >/dev/null
 	job_is_empty execnv
 }
+
+# Issue 51 item 8: a create the interceptor let through and the kernel refused says which limit refused it.
+@test "a verb the kernel refused says which limit: the kernel limit, the cgroup's rdma.max, RLIMIT_MEMLOCK, the device's maximum" {
+	local KQV=$BUILD/lab-progs/kqverbs mon=$BATS_TEST_TMPDIR/mon
+	make_cg
+	grep -qw rdma /sys/fs/cgroup/cgroup.subtree_control || echo +rdma >/sys/fs/cgroup/cgroup.subtree_control
+	"$RDMACTL" monitor -j --type qp >"$mon" 2>"$mon.err" 3>&- &
+	local m=$!
+	wait_for 60 grep -q '"event":"start"' "$mon" || { cat "$mon.err"; kill $m; false; }
+	# rdma.max: a context, a PD and a CQ leave 1 object for QPs; the kernel says EAGAIN
+	echo "rxe0 hca_object=3" >"$CG/rdma.max"
+	run --separate-stderr timeout 60 "$RDMACTL" run --job rmax --cgroup "$CG" -- "$KQV" -k qp -n 2
+	assert_line "qp created=1 errno=EAGAIN"
+	[[ $stderr == *"refused qp for pid "*": the rdma.max of cgroup /${CG##*/}: \"rxe0 hca_handle=max hca_object=3\", 3 in use (rdma.current)"* ]] ||
+		{ echo "$stderr" >&2; false; }
+	echo "rxe0 hca_handle=max hca_object=max" >"$CG/rdma.max"
+	sleep 0.5
+	kill -INT $m
+	wait $m
+	# recorded as a denial: monitor names rdma.max
+	run -0 jq -s -e '[.[] | select(.event == "denied" and .type == "qp" and .limit_env == "rdma.max"
+		and .limit == 3 and .usage == 3)] | length == 1' "$mon"
+	# the kernel limit (BPF LSM): EDQUOT
+	run -0 "$RDMACTL" quota set qp 1 --cgroup "$CG" --kernel
+	run --separate-stderr timeout 60 "$RDMACTL" run --job kq --cgroup "$CG" -- "$KQV" -k qp -n 2
+	assert_line "qp created=1 errno=EDQUOT"
+	[[ $stderr == *"refused qp for pid "*": a kernel limit (BPF LSM) of its cgroup, its pid or the host"* ]] ||
+		{ echo "$stderr" >&2; false; }
+	run -0 "$RDMACTL" quota unset qp --cgroup "$CG" --kernel
+	# RLIMIT_MEMLOCK of 64 KiB for a user without CAP_IPC_LOCK: a 1 MiB MR gets ENOMEM
+	local led=$BATS_TEST_TMPDIR/uled
+	run --separate-stderr timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env RDMACTL_LEDGER="$led" prlimit --memlock=65536:65536 "$RDMACTL" run -- "$KQV" -k mr -n 1 -s 1M
+	assert_line "mr created=0 errno=ENOMEM"
+	[[ $stderr == *"refused mr of 1048576 bytes for pid "*": RLIMIT_MEMLOCK is 65536 bytes and 0 are pinned already"* ]] ||
+		{ echo "$stderr" >&2; false; }
+	# the device's own maximum: a QP deeper than rxe's max_qp_wr
+	local maxwr
+	maxwr=$(ibv_devinfo -v -d rxe0 | awk '$1 == "max_qp_wr:" { print $2 }')
+	run --separate-stderr timeout 60 "$RDMACTL" run -- "$KQV" -k qp -n 1 -q $((maxwr + 1))
+	assert_line "qp created=0 errno=EINVAL"
+	[[ $stderr == *"qp for pid "*" failed: Invalid argument from the device, no limit refused it (the device's max_qp "*", max_qp_wr $maxwr, "* ]] ||
+		{ echo "$stderr" >&2; false; }
+}
