@@ -23,6 +23,7 @@ setup_file() {
 
 teardown_file() {
 	[ -z "${PLUGIN_PID:-}" ] || kill "$PLUGIN_PID" 2>/dev/null || true
+	[ -z "${DRA_PID:-}" ] || kill "$DRA_PID" 2>/dev/null || true
 	timeout 120 "$TOP/tests/k8s/cluster" down || true
 	rm -rf "$CDI"
 }
@@ -193,4 +194,92 @@ pod_succeeds() {
 	}
 	kc delete resourceslice lab-rxe0
 	kc delete deviceclass lab-hca
+}
+
+# rdmactl-dra (dra/, issue 52) as the node's DRA driver: its ResourceSlice publishes rxe0 with a qp capacity of 10
+# (--capacity); a pod whose claim asks 6 QPs gets the device through the claim's CDI spec and 6 QPs under the
+# kernel limit its hooks put on the pod's cgroup (the 7th: EDQUOT); a second such pod is not placed beside it
+# (Pending, the scheduler's reason) and runs once the first is deleted; a claim above the node policy's ceiling is
+# never allocated; when all is deleted, no claim spec, kernel limit or ledger scope is left.
+@test "rdmactl-dra: a claim's QPs are its pod's kernel limit; the scheduler keeps two claims within capacity; nothing is left" {
+	local T=$BATS_FILE_TMPDIR log=$BATS_FILE_TMPDIR/dra.log kr=/run/rdmactl-k8s/kubelet
+	printf 'default qp=2 cq=8 mr=16 mr_bytes=64M\nceiling qp=8 cq=64 mr=64 mr_bytes=1G\n' >"$T/policy.conf"
+	"$BUILD/rdmactl-dra" --node-name lab --kubeconfig "$KUBECONFIG" --kubelet-registrar-dir "$kr/plugins_registry" \
+		--kubelet-plugin-dir "$kr/plugins/rdmactl.io" --cdi-dir "$CDI" --rdmactl "$RDMACTL" --policy "$T/policy.conf" \
+		--capacity qp=10 --refresh 0 >"$log" 2>&1 3>&- &
+	export DRA_PID=$!
+	dra_published() { kq get resourceslices -o json | jq -e '.items[] | select(.spec.driver == "rdmactl.io" and .spec.nodeName == "lab")
+		| .spec.devices[] | select(.name == "rxe0" and .allowMultipleAllocations and .capacity.qp.value == "10")' >/dev/null; }
+	wait_for 120 dra_published || { cat "$log" >&2; kc get resourceslices -o yaml >&2; false; }
+	kc apply -f - <<-EOF
+	apiVersion: resource.k8s.io/v1
+	kind: DeviceClass
+	metadata: {name: rdmactl.io}
+	spec:
+	  selectors:
+	  - cel: {expression: 'device.driver == "rdmactl.io"'}
+	EOF
+	local n qp
+	for n in a b c; do
+		qp=6
+		[ $n != c ] || qp=9
+		kc apply -f - <<-EOF
+		apiVersion: resource.k8s.io/v1
+		kind: ResourceClaim
+		metadata: {name: rdma-$n}
+		spec:
+		  devices:
+		    requests:
+		    - name: rdma
+		      exactly:
+		        deviceClassName: rdmactl.io
+		        capacity: {requests: {qp: "$qp"}}
+		EOF
+		pod_yaml "dra$n" "$KQ -k qp -n 8 -H /nonexistent" |
+			sed "s|^  containers:|  resourceClaims: [{name: rdma, resourceClaimName: rdma-$n}]\n&|;s|^    image:|    resources: {claims: [{name: rdma}]}\n&|" |
+			kc apply -f -
+		if [ $n = a ]; then
+			wait_for 300 bash -c "kubectl logs dra$n 2>/dev/null | grep -q holding" || {
+				kc describe pod "dra$n" >&2
+				cat "$log" >&2
+				false
+			}
+		fi
+	done
+	run -0 kc logs draa
+	assert_line 'qp created=6 errno=EDQUOT'
+	# what was allocated, as kubectl shows it
+	run -0 kc get resourceclaim rdma-a -o json
+	run -0 jq -r '.status.allocation.devices.results[0] | "\(.driver) \(.device) \(.consumedCapacity.qp)"' <<<"$output"
+	assert_output 'rdmactl.io rxe0 6'
+	run -0 kc describe resourceclaim rdma-a
+	assert_output --partial 'rxe0'
+	# the pod's kernel limit, named by its pod's uid
+	local uid
+	uid=$(kq get pod draa -o jsonpath='{.metadata.uid}')
+	run -0 "$RDMACTL" -j quota show
+	run -0 jq -e --arg u "$uid" '[.scopes[] | select(.pod_uid == $u) | .kinds.qp | select(.kernel_limit == 6 and .kernel_usage == 6)] | length >= 1' <<<"$output" ||
+		{ "$RDMACTL" quota show >&2; false; }
+	# the second claim does not fit beside the first; the one above the ceiling fits nowhere
+	wait_for 120 unschedulable drab || { kc describe pod drab >&2; false; }
+	wait_for 120 unschedulable drac || { kc describe pod drac >&2; false; }
+	run -0 kc get resourceclaim rdma-b -o jsonpath='{.status.allocation}'
+	assert_output ''
+	kc delete pod draa --grace-period=0 --force
+	kc delete resourceclaim rdma-a
+	wait_for 300 bash -c "kubectl logs drab 2>/dev/null | grep -q holding" || { kc describe pod drab >&2; cat "$log" >&2; false; }
+	run -0 kc logs drab
+	assert_line 'qp created=6 errno=EDQUOT'
+	run -0 kc get resourceclaim rdma-c -o jsonpath='{.status.allocation}'
+	assert_output ''
+	kc delete pod drab drac --grace-period=0 --force
+	kc delete resourceclaim rdma-b rdma-c
+	# nothing left: no claim's CDI spec, no pod's kernel limit
+	no_claim_spec() { ! ls "$CDI" | grep -q claim; }
+	wait_for 120 no_claim_spec || { ls -l "$CDI" >&2; false; }
+	no_pod_scope() { "$RDMACTL" -j quota show | jq -e '[.scopes[] | select(.pod_uid != null)] | length == 0' >/dev/null; }
+	wait_for 120 no_pod_scope || { "$RDMACTL" quota show >&2; false; }
+	kill "$DRA_PID"
+	wait "$DRA_PID" || true
+	kc delete deviceclass rdmactl.io
 }
