@@ -6,6 +6,7 @@
 # given back twice would let it past.
 
 KQS=$BUILD/lab-progs/kqverbs-static
+KQU=$BUILD/lab-progs/kquring
 NCHURN=${KQCHAOS_CHURNERS:-6}
 ITER=${KQCHAOS_ITER:-2}
 
@@ -18,6 +19,7 @@ setup() {
 teardown() {
 	local p
 	[ -z "${MON:-}" ] || kill "$MON" 2>/dev/null || true
+	stop_ring
 	for p in "${CHURN[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${CHURN[@]}"; do wait "$p" 2>/dev/null || true; done
 	"$RDMACTL" quota unset qp --global --kernel 2>/dev/null || true
@@ -32,6 +34,25 @@ churner() {
 	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$CG" "$KQS" -C 1000000 -n 6 \
 		>"$BATS_TEST_TMPDIR/churn.$1" 2>&1 3>&- &
 	CHURN[$1]=$!
+}
+
+# The ring churner in $CG: kquring's io_uring paths in a loop (writes from workers born in io_uring_enter and
+# at an ioctl's exit, forked children with the opener's personality), each run killed at random; while a limit
+# applies to the cgroup every write is refused (EDQUOT), never killed; while none does, its PDs are made.
+ring_churner() {
+	bash -c 'echo $$ >"$1/cgroup.procs" && shift && while :; do
+		"$1" write -n 8 -m async; "$1" write -n 4 -m ioctl; "$1" persona -c 2; done' _ "$CG" "$KQU" \
+		>"$BATS_TEST_TMPDIR/ring" 2>&1 3>&- &
+	RING=$!
+}
+
+stop_ring() {
+	[ -n "${RING:-}" ] || return 0
+	kill -9 "$RING" 2>/dev/null || true
+	wait "$RING" 2>/dev/null || true
+	RING=
+	pkill -9 -x kquring 2>/dev/null || true
+	wait_for 20 bash -c '! pgrep -x kquring >/dev/null'
 }
 
 # SIGKILL churner $1; one that ended by itself has failed (its output and the kernel's kills say why).
@@ -78,6 +99,7 @@ chaos() {
 	for round in ${KQCHAOS_ROUNDS:-$@}; do
 		limits "$round"
 		for s in $(seq 0 $((NCHURN - 1))); do churner "$s"; done
+		ring_churner
 		for i in $(seq 1 "$ITER"); do
 			sleep "0.$((RANDOM % 6 + 1))"
 			# a SIGKILL at whatever step the churner is in, and a fresh one in its place
@@ -85,6 +107,8 @@ chaos() {
 			kill_churner "$s"
 			churner "$s"
 			kills=$((kills + 1))
+			# and the ring's current run, at whatever step it is in
+			pkill -9 -x kquring 2>/dev/null || true
 			# the qp limit lifted and set again while they churn (every set counts what they hold)
 			if ((i % 2 == 0)); then
 				counters
@@ -97,9 +121,13 @@ chaos() {
 		counters
 		for s in $(seq 0 $((NCHURN - 1))); do kill_churner "$s"; done
 		CHURN=()
-		# nothing is left: the kernel's usage is RDMA netlink's count, zero
+		stop_ring
+		# nothing is left: the kernel's usage is RDMA netlink's count, zero (the ring's PDs too: none has a
+		# pid or an io_uring worker's name)
 		[ "$(nl_count kqverbs-static qp)" = 0 ]
-		assert_usage_is_netlink "$CG" kqverbs-static
+		wait_for 20 bash -c '[ "$(rdma -j res show pd | jq "[.[] | select(.pid == null and (.comm // \"\") == \"\" or ((.comm // \"\") | test(\"^(kquring|iou-wrk)\")))] | length")" = 0 ]' ||
+			{ rdma res show pd >&2; false; }
+		assert_usage_is_netlink "$CG" kqverbs-static kquring
 		# and a fresh program gets exactly 20 QPs
 		run -3 in_cg timeout 60 "$KQS" -k qp -n 21
 		assert_line "qp created=20 errno=EDQUOT"
@@ -115,4 +143,7 @@ chaos() {
 	# the churners worked, and met the limit: refused (EDQUOT), never killed
 	echo "# $kills kills, $sets limits lifted and set again, $REFUSED refusals" >&3
 	((REFUSED > 0))
+	# the ring churner ran, and was refused (EDQUOT) where a limit applied
+	grep -Eq '^(uring pd|persona) ok=[0-9]+ refused=[1-9]' "$BATS_TEST_TMPDIR/ring" || { tail -20 "$BATS_TEST_TMPDIR/ring" >&2; false; }
+	grep -E '^(uring pd|persona) ' "$BATS_TEST_TMPDIR/ring" | sort | uniq -c | sort -rn | head -5 | sed 's/^/# ring: /' >&3
 }
