@@ -4,6 +4,7 @@
  * container's (or its pod's) cgroup.
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -444,7 +445,8 @@ static int pod_of(const char *root, const char *dir, char *pod_dir, size_t len, 
 }
 
 /* The container id joins the pod's budget: recorded, then the pod's limits (the smaller per kind) applied. */
-static int pod_join(const struct ocistate *st, const char *pod, const char *pod_dir, const struct policy_limits *l)
+static int pod_join(const struct ocistate *st, const char *pod, const char *pod_dir, const struct policy_limits *l,
+		    uint64_t *mr_bytes)
 {
 	static struct record r;
 	char file[PATH_MAX];
@@ -505,6 +507,7 @@ static int pod_join(const struct ocistate *st, const char *pod, const char *pod_
 		goto fail;
 	}
 	pr_debug("container %s: pod %s's budget on %s (%u containers)", st->id, pod, pod_dir, r.nmembers);
+	*mr_bytes = r.limit[LEDGER_MR_BYTES];
 	close(fd);
 	return EXIT_OK;
 fail:
@@ -512,11 +515,31 @@ fail:
 	return EXIT_FAIL;
 }
 
+/*
+ * The container's RLIMIT_MEMLOCK follows its mr_bytes budget (the smaller of its own and its pod's), soft and
+ * hard, set on its process before the program starts: registering its budget needs neither memlock=unlimited
+ * nor CAP_IPC_LOCK, and the rlimit bounds pinning beside the kernel limit. Without an mr_bytes budget the
+ * runtime's rlimit stays. A failure is said, not fatal: the kernel limit on mr_bytes holds all the same.
+ */
+static void set_memlock(const struct ocistate *st, uint64_t bytes)
+{
+	struct rlimit rl = { .rlim_cur = bytes, .rlim_max = bytes };
+
+	if (bytes == LEDGER_UNLIMITED)
+		return;
+	if (prlimit(st->pid, RLIMIT_MEMLOCK, &rl, NULL))
+		pr_err("container %s: warning: RLIMIT_MEMLOCK not set to its mr_bytes budget (%llu): %s", st->id,
+			(unsigned long long)bytes, strerror(errno));
+	else
+		pr_debug("container %s: RLIMIT_MEMLOCK %llu", st->id, (unsigned long long)bytes);
+}
+
 static int create_stage(const struct ocistate *st, const char *file, const struct policy *pol,
 			struct policy_limits *asked, const struct policy_limits *pod_asked)
 {
 	static struct record r, before;
 	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], pod_dir[PATH_MAX], pod[80];
+	uint64_t pod_mr = LEDGER_UNLIMITED;
 	bool any;
 	int ret, k;
 
@@ -581,12 +604,13 @@ static int create_stage(const struct ocistate *st, const char *file, const struc
 			unlink(file);
 		return EXIT_FAIL;
 	}
-	if (pod_asked && pod_join(st, pod, pod_dir, pod_asked)) {
+	if (pod_asked && pod_join(st, pod, pod_dir, pod_asked, &pod_mr)) {
 		quota_cgroup_apply(dir, r.limit, false);
 		unlink(file);
 		return EXIT_FAIL;
 	}
 	pr_debug("container %s: limits on %s", st->id, dir);
+	set_memlock(st, r.limit[LEDGER_MR_BYTES] < pod_mr ? r.limit[LEDGER_MR_BYTES] : pod_mr);
 	return EXIT_OK;
 }
 

@@ -81,6 +81,24 @@ assert_nothing_left() {
 	assert_nothing_left
 }
 
+@test "RLIMIT_MEMLOCK follows the mr_bytes budget: a 32 MiB MR without CAP_IPC_LOCK under max-mr-bytes=64M; 16M refuses it (EDQUOT)" {
+	run pod --annotation rdmactl.io/max-mr-bytes=64M --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s 32M"
+	assert_line 65536
+	assert_output --partial 'mr created=1 errno=0'
+	assert_nothing_left
+	run pod --annotation rdmactl.io/max-mr-bytes=16M --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s 32M"
+	assert_line 16384
+	assert_output --partial 'mr created=0 errno=EDQUOT'
+	assert_nothing_left
+	# without a budget the runtime's own rlimit stays: below 32 MiB (the kernel's default 8 MiB), the MR fails
+	run pod --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s 32M"
+	local own=${lines[0]}
+	[ "$own" != 65536 ]
+	if [ "$own" != unlimited ] && [ "$own" -lt 32768 ]; then
+		assert_output --partial 'mr created=0 errno=ENOMEM'
+	fi
+}
+
 @test "while the container runs its cgroup holds the limits (ledger and kernel); after it exits they are gone" {
 	local out=$BATS_TEST_TMPDIR/out hold=/tmp/oci-hold.$$ cg id
 	pod --annotation rdmactl.io/max-qp=3 --annotation rdmactl.io/max-mr-bytes=8G --rootfs "$ROOTFS" \
