@@ -123,7 +123,7 @@ compare_with_rdma() {
 	wait_for 60 grep -q holding "$out" || { cat "$out" >&2; false; }
 	grep -qx "uring pd ok=4 refused=0 other=0 errno=0" "$out" || { cat "$out" >&2; false; }
 	# RDMA netlink names the workers (iou-wrk-PID), or no pid at all for those that exited
-	[ "$(rdma -j res show pd | jq --argjson u "$u" '[.[] | select(.pid != $u and (.pid == null or ((.comm // "") | startswith("iou-wrk"))))] | length')" = 4 ] ||
+	[ "$(rdma -j res show pd | jq --argjson u "$u" '[.[] | select(.pid != $u and ((.pid == null and (.comm // "") == "") or ((.comm // "") | startswith("iou-wrk"))))] | length')" = 4 ] ||
 		{ rdma res show pd >&2; false; }
 	run compare_with_rdma
 	assert_success
