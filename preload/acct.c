@@ -322,16 +322,13 @@ static COLD_FN int ledger_refused(int ret, enum ledger_kind kind, const struct l
 	return -pcfg.err;
 }
 
-/* A create the interceptor let through failed: say which limit refused it, if one did (explain.c). */
-COLD_FN void acct_create_failed(enum ledger_kind kind, uint64_t bytes, int err)
+/* What explain.c found of a failed create: logged with the refusals, and recorded as a denial where it names one. */
+COLD_FN void acct_failure_said(enum ledger_kind kind, uint64_t bytes, const struct why_failed *w)
 {
-	struct why_failed w;
-
-	if (pcfg.log_level < 1 || !explain_failure(kind, bytes, err, &w))
-		return;
-	log_refusal("%s", w.msg);
-	if (w.env && ledger && ledger_attached(ledger))
-		ledger_note_denial(ledger, kind, kind == LEDGER_MR && bytes ? bytes : 1, w.usage, w.limit, w.env, NULL);
+	log_refusal("%s", w->msg);
+	if (w->env && ledger && ledger_attached(ledger))
+		ledger_note_denial(ledger, kind, kind == LEDGER_MR && bytes ? bytes : 1, w->usage, w->limit, w->env,
+				   NULL);
 }
 
 /* Reserve n of one kind in the ledger, or refuse and log (rereg's bytes). */

@@ -7,6 +7,7 @@
 #include "preload.h"
 #include "wrap.h"
 #include "objtab.h"
+#include "core/proc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -19,21 +20,12 @@
 
 #define CAP_IPC_LOCK_BIT 14
 
-/* A small file into buf (NUL-terminated); 0 or -errno. */
-static int read_small(const char *path, char *buf, size_t len)
+/* A small file into buf (NUL-terminated): 0, or -errno. */
+static int path_read_ok(const char *path, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd;
+	ssize_t n = path_read(path, buf, len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
+	return n < 0 ? (int)n : 0;
 }
 
 /* A "Key:\t value" line of /proc/self/status as a number (base 10, or 16 for the Cap* masks); -1: none. */
@@ -63,7 +55,7 @@ static bool memlock_reached(uint64_t bytes, uint64_t *limit, uint64_t *pinned)
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
 		return false;
-	if (read_small("/proc/self/status", st, sizeof(st)))
+	if (path_read_ok("/proc/self/status", st, sizeof(st)))
 		return false;
 	if (!status_field(st, "CapEff:", 16, &cap) && (cap & (1ULL << CAP_IPC_LOCK_BIT)))
 		return false;
@@ -85,7 +77,7 @@ static uint64_t current_of(const char *max_path, const char *line, const char *f
 	memcpy(dev, line, n);
 	dev[n] = '\0';
 	snprintf(path, sizeof(path), "%.*scurrent", (int)(strlen(max_path) - 3), max_path);
-	if (read_small(path, cur, sizeof(cur)))
+	if (path_read_ok(path, cur, sizeof(cur)))
 		return 0;
 	for (p = cur; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
 		if (!strncmp(p, dev, n) && p[n] == ' ' && (f = strstr(p, field)))
@@ -104,7 +96,7 @@ static bool rdma_max_of(bool handle, char *cg, size_t cglen, char *line, size_t 
 	const char *field = handle ? "hca_handle=" : "hca_object=";
 	char buf[4096], path[4200], *p, *nl, *save;
 
-	if (read_small("/proc/self/cgroup", buf, sizeof(buf)) || strncmp(buf, "0::", 3))
+	if (path_read_ok("/proc/self/cgroup", buf, sizeof(buf)) || strncmp(buf, "0::", 3))
 		return false;
 	nl = strchr(buf, '\n');
 	if (nl)
@@ -116,7 +108,7 @@ static bool rdma_max_of(bool handle, char *cg, size_t cglen, char *line, size_t 
 		char m[4096];
 
 		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/rdma.max", strcmp(cg, "/") ? cg : "");
-		if (!read_small(path, m, sizeof(m)))
+		if (!path_read_ok(path, m, sizeof(m)))
 			for (p = strtok_r(m, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
 				const char *f = strstr(p, field);
 
@@ -201,4 +193,12 @@ bool explain_failure(enum ledger_kind kind, uint64_t bytes, int err, struct why_
 	snprintf(w->msg, sizeof(w->msg), "%s for pid %d failed: %s from the device, no limit refused it (the device's "
 		 "%s; ibv_devinfo -v)", k, (int)pid, strerror(err), max);
 	return true;
+}
+
+COLD_FN void acct_create_failed(enum ledger_kind kind, uint64_t bytes, int err)
+{
+	struct why_failed w;
+
+	if (pcfg.log_level >= 1 && explain_failure(kind, bytes, err, &w))
+		acct_failure_said(kind, bytes, &w);
 }

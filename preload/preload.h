@@ -33,8 +33,10 @@ struct why_failed {
 };
 /* errno err of a failed create of kind (bytes: an MR's length): true with w filled when a cause is known. */
 bool explain_failure(enum ledger_kind kind, uint64_t bytes, int err, struct why_failed *w);
-/* Log (rate-limited with the refusals) and record what explain_failure() found (acct.c). */
+/* A create let through failed with err: say which limit refused it, if one did (explain.c). */
 void acct_create_failed(enum ledger_kind kind, uint64_t bytes, int err);
+/* Log (rate-limited with the refusals) and record what explain_failure() found (acct.c). */
+void acct_failure_said(enum ledger_kind kind, uint64_t bytes, const struct why_failed *w);
 
 /*
  * Reserve one object of kind (and bytes, for MRs) for this process before the real verb runs.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* GID tables from sysfs (type, address, netdev) and the route-based choice of device, port and GID. */
 #include "pingpong/gid.h"
+#include "core/proc.h"
 #include "core/util.h"
 
 #include <arpa/inet.h>
@@ -21,20 +22,10 @@ const char *gid_sysfs_root = "/sys";
 /* Read a small sysfs file into buf without the trailing newline. */
 static int read_line(const char *path, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd;
+	ssize_t n = path_read(path, buf, len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
+	if (n < 0)
 		return (int)n;
-	}
-	close(fd);
-	buf[n] = '\0';
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = '\0';
 	return 0;

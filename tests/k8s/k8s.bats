@@ -65,6 +65,21 @@ pod_yaml() { # NAME CMD [EXTRA]
 	  - {name: top, hostPath: {path: "$TOP"}}
 	EOF
 }
+# A ResourceClaim NAME with one request REQUEST of DEVICECLASS asking QP queue pairs of its capacity.
+claim_yaml() { # NAME REQUEST DEVICECLASS QP
+	cat <<-EOF
+	apiVersion: resource.k8s.io/v1
+	kind: ResourceClaim
+	metadata: {name: $1}
+	spec:
+	  devices:
+	    requests:
+	    - name: $2
+	      exactly:
+	        deviceClassName: $3
+	        capacity: {requests: {qp: "$4"}}
+	EOF
+}
 pod_phase() { kq get pod "$1" -o jsonpath='{.status.phase}'; }
 pod_ended() { case "$(pod_phase "$1")" in Succeeded | Failed) return 0 ;; esac; return 1; }
 claim_allocated() { [ -n "$(kq get resourceclaim "$1" -o jsonpath='{.status.allocation}')" ]; }
@@ -155,18 +170,7 @@ pod_succeeds() {
 	assert_output 'true 8'
 	local n
 	for n in 1 2; do
-		kc apply -f - <<-EOF
-		apiVersion: resource.k8s.io/v1
-		kind: ResourceClaim
-		metadata: {name: qp6-$n}
-		spec:
-		  devices:
-		    requests:
-		    - name: hca
-		      exactly:
-		        deviceClassName: lab-hca
-		        capacity: {requests: {qp: "6"}}
-		EOF
+		claim_yaml "qp6-$n" hca lab-hca 6 | kc apply -f -
 		pod_yaml "claim$n" 'true' | sed "s|^  containers:|  resourceClaims: [{name: hca, resourceClaimName: qp6-$n}]\n&|" | kc apply -f -
 		if [ $n = 1 ]; then
 			wait_for 120 claim_allocated qp6-1 || {
@@ -223,18 +227,7 @@ pod_succeeds() {
 	for n in a b c; do
 		qp=6
 		[ $n != c ] || qp=9
-		kc apply -f - <<-EOF
-		apiVersion: resource.k8s.io/v1
-		kind: ResourceClaim
-		metadata: {name: rdma-$n}
-		spec:
-		  devices:
-		    requests:
-		    - name: rdma
-		      exactly:
-		        deviceClassName: rdmactl.io
-		        capacity: {requests: {qp: "$qp"}}
-		EOF
+		claim_yaml "rdma-$n" rdma rdmactl.io "$qp" | kc apply -f -
 		pod_yaml "dra$n" "$KQ -k qp -n 8 -H /nonexistent" |
 			sed "s|^  containers:|  resourceClaims: [{name: rdma, resourceClaimName: rdma-$n}]\n&|;s|^    image:|    resources: {claims: [{name: rdma}]}\n&|" |
 			kc apply -f -
