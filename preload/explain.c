@@ -113,6 +113,10 @@ static bool rdma_max_of(bool handle, char *cg, size_t cglen, char *line, size_t 
 				const char *f = strstr(p, field);
 
 				if (f && strncmp(f + strlen(field), "max", 3)) {
+					size_t n = strlen(p);
+
+					while (n && p[n - 1] == ' ')
+						p[--n] = '\0'; /* the kernel ends each line with a space */
 					snprintf(line, linelen, "%s", p);
 					*limit = strtoull(f + strlen(field), NULL, 10);
 					*usage = current_of(path, p, field);
