@@ -244,7 +244,7 @@ $(OUT)/bench/kqprobe: bench/kqprobe.c $(BPFLIB_OBJ) $(OUT)/librdmactl.a $(OUT)/k
 
 # Lab programs play the part of applications: they run under the preload, so they are built like it
 # (no ASan, whose runtime must come first in a process), against the preload's copy of lib/.
-$(OUT)/lab-progs/%: tests/lab/progs/%.c $(OUT)/preload-obj/librdmactl-app.a | $(OUT)/lab-progs
+$(OUT)/lab-progs/%: tests/lab/progs/%.c $(wildcard tests/lab/progs/*.h) $(OUT)/preload-obj/librdmactl-app.a | $(OUT)/lab-progs
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(PRELOAD_CFLAGS) $(PRELOAD_SAN) -o $@ $< $(OUT)/preload-obj/librdmactl-app.a $(LIBS_CMD) -ldl
 

@@ -91,6 +91,8 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "labdev.h"
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
@@ -125,19 +127,7 @@ static int send_ioctl(int fd, struct ioreq *r)
 
 static struct ibv_context *open_dev(void)
 {
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, num;
-
-	list = ibv_get_device_list(&num);
-	for (i = 0; list && i < num; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		fprintf(stderr, "kqattack: cannot open %s: %s\n", dev, strerror(errno));
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
+	return lab_open_dev(dev, "kqattack");
 }
 
 /* Print what (holding, waiting) and wait until file exists (no file: go on at once). */

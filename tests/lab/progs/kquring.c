@@ -44,6 +44,8 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "labdev.h"
 #include <linux/io_uring.h>
 #include <rdma/ib_user_verbs.h>
 
@@ -213,19 +215,7 @@ static int ring_write(struct ring *r, int fd, bool fixed, __u16 persona, __u8 fl
 
 static struct ibv_context *open_dev(void)
 {
-	struct ibv_device **list;
-	struct ibv_context *ctx = NULL;
-	int i, num;
-
-	list = ibv_get_device_list(&num);
-	for (i = 0; list && i < num; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx)
-		fprintf(stderr, "kquring: cannot open %s: %s\n", dev, strerror(errno));
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
+	return lab_open_dev(dev, "kquring");
 }
 
 static void hold_until(const char *file)
