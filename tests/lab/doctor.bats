@@ -7,36 +7,18 @@
 # LSM is tests/lab/nolsm/doctor.bats.
 
 load ../helper
+load doctor
 
 PIN=/sys/fs/bpf/rdmactl/kq
 
 setup() {
-	require_lab
-	if ! grep -qw bpf /sys/kernel/security/lsm; then
-		echo "this suite needs BPF LSM active (the lab's default boot)" >&2
-		return 1
-	fi
-	export RDMACTL_LEDGER=/dev/shm/rdmactl-doctor-lab.$$
-	unset RDMACTL_CONTAINERS_CONF
-	POL=$BATS_TEST_TMPDIR/containers.conf
-	python3 -c 'import sys, yaml
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    if d and d.get("kind") == "ConfigMap":
-        sys.stdout.write(d["data"]["containers.conf"])' "$TOP/dist/kubernetes/rdmactl-node.yaml" >"$POL"
-	grep -q '^default ' "$POL"
-	CG=/sys/fs/cgroup/rdmactl-doctor.$$
+	doctor_setup active
 }
 
 teardown() {
 	"$RDMACTL" quota unset qp --cgroup "$CG" --kernel >/dev/null 2>&1 || true
 	rmdir "$CG/c" "$CG" 2>/dev/null || true
 	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
-}
-
-# The status and reason of check $1 (kind or source $2) in the JSON document $DOC.
-check_of() {
-	jq -er --arg c "$1" --arg s "${2:-}" \
-		'[.checks[] | select(.check == $c and ($s == "" or .kind == $s or .source == $s))][0] | "\(.status) \(.reason)"' <<<"$DOC"
 }
 
 @test "BPF LSM, bpffs, the dist/kubernetes policy: every limit is held, exit 0" {

@@ -6,24 +6,12 @@
 # controller is taken away (the root's cgroup.subtree_control without rdma).
 
 load ../../helper
+load ../doctor
 
 setup() {
-	require_lab
-	if grep -qw bpf /sys/kernel/security/lsm; then
-		echo "this suite needs a lab booted without BPF LSM (make check-lab runs it so)" >&2
-		return 1
-	fi
-	export RDMACTL_LEDGER=/dev/shm/rdmactl-doctor-lab.$$
-	unset RDMACTL_CONTAINERS_CONF
-	POL=$BATS_TEST_TMPDIR/containers.conf
-	python3 -c 'import sys, yaml
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    if d and d.get("kind") == "ConfigMap":
-        sys.stdout.write(d["data"]["containers.conf"])' "$TOP/dist/kubernetes/rdmactl-node.yaml" >"$POL"
-	grep -q '^default ' "$POL"
+	doctor_setup inactive
 	CTX=$BATS_TEST_TMPDIR/ctx.conf
 	echo 'default ctx=2' >"$CTX"
-	CG=/sys/fs/cgroup/rdmactl-doctor.$$
 	mkdir "$CG"
 }
 
@@ -31,12 +19,6 @@ teardown() {
 	grep -qw rdma /sys/fs/cgroup/cgroup.subtree_control || echo +rdma >/sys/fs/cgroup/cgroup.subtree_control
 	rmdir "$CG" 2>/dev/null || true
 	rm -f "$RDMACTL_LEDGER" "$RDMACTL_LEDGER.usage"
-}
-
-# The status and reason of check $1 (kind or source $2) in the JSON document $DOC.
-check_of() {
-	jq -er --arg c "$1" --arg s "${2:-}" \
-		'[.checks[] | select(.check == $c and ($s == "" or .kind == $s or .source == $s))][0] | "\(.status) \(.reason)"' <<<"$DOC"
 }
 
 @test "without BPF LSM the dist/kubernetes policy cannot be held: each of its kinds fails with why, exit 1" {
