@@ -82,16 +82,16 @@ assert_nothing_left() {
 }
 
 @test "RLIMIT_MEMLOCK follows the mr_bytes budget: a 32 MiB MR without CAP_IPC_LOCK under max-mr-bytes=64M; 16M refuses it (EDQUOT)" {
-	run pod --annotation rdmactl.io/max-mr-bytes=64M --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s 32M"
+	run pod --annotation rdmactl.io/max-mr-bytes=64M --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s $((32 << 20))"
 	assert_line 65536
 	assert_output --partial 'mr created=1 errno=0'
 	assert_nothing_left
-	run pod --annotation rdmactl.io/max-mr-bytes=16M --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s 32M"
+	run pod --annotation rdmactl.io/max-mr-bytes=16M --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s $((32 << 20))"
 	assert_line 16384
 	assert_output --partial 'mr created=0 errno=EDQUOT'
 	assert_nothing_left
 	# without a budget the runtime's own rlimit stays: below 32 MiB (the kernel's default 8 MiB), the MR fails
-	run pod --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s 32M"
+	run pod --rootfs "$ROOTFS" sh -c "ulimit -l; $KQ -k mr -n 1 -s $((32 << 20))"
 	local own=${lines[0]}
 	[ "$own" != 65536 ]
 	if [ "$own" != unlimited ] && [ "$own" -lt 32768 ]; then
