@@ -58,7 +58,7 @@
 #include "kqempty.skel.h"
 #include "kqfloor.skel.h"
 
-#define MAXPROGS 16
+#define MAXPROGS 48
 
 static struct {
 	char name[256];
