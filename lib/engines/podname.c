@@ -53,10 +53,19 @@ bool podname_name_ok(const char *name)
 	return only(name, 1, OCISTATE_POD_NAME_MAX - 1, LOWER_DIGIT ".-") && alnum_ends(name);
 }
 
-/* mkdir -p, each level 0755 (the exporter, which may not be root, reads the files) */
+/* One directory, 0755 whatever the umask: the exporter, which may not be root, reads the files. */
+static int mkdir_0755(const char *dir)
+{
+	if (!mkdir(dir, 0755))
+		return chmod(dir, 0755) ? -errno : 0;
+	return errno == EEXIST ? 0 : -errno;
+}
+
+/* mkdir -p */
 static int mkdirs(const char *path)
 {
 	char buf[PATH_MAX], *s;
+	int ret;
 
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
@@ -64,13 +73,12 @@ static int mkdirs(const char *path)
 		if (*s != '/')
 			continue;
 		*s = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
+		ret = mkdir_0755(buf);
+		if (ret)
+			return ret;
 		*s = '/';
 	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
+	return mkdir_0755(buf);
 }
 
 static int write_all(int fd, const char *p, size_t n)
