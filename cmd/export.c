@@ -146,7 +146,7 @@ static const struct argp argp = {
 	options, parse_opt, NULL,
 	"Serve RDMA resource metrics in the Prometheus text format (0.0.4): objects and registered bytes per "
 	"cgroup, device and type (labels slurm_job_id, pod_uid, container_id where the cgroup path names a Slurm "
-	"job or a Kubernetes pod), quota limits, usage and refusals per ledger scope, rdma cgroup limits, "
+	"job or a Kubernetes pod; namespace and pod where rdmactl oci-hook named the pod), quota limits, usage and refusals per ledger scope, rdma cgroup limits, "
 	"create/destroy counters of a running 'rdmactl monitor', device and port state. One netlink dump per "
 	"collection, or none with --no-qp-states while a monitor's counters are provably complete. Only GET (and "
 	"HEAD) of /metrics and / are answered. SIGTERM or SIGINT end it (exit 0).\v"

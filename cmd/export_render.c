@@ -8,10 +8,13 @@
 #include "export.h"
 #include "rdmactl.h"
 
-/* The labels a cgroup path adds after "cgroup" (empty ones are not written). */
+/*
+ * The labels a cgroup path adds after "cgroup", and its pod's namespace and name (the OCI hook's file of the
+ * pod: rdmactl-oci-hook(8)); empty ones are not written.
+ */
 #define CG_LABELS(cg)                                                                              \
 	{ "cgroup", (cg)->path }, { "slurm_job_id", (cg)->ids.slurm_job_id }, { "pod_uid", (cg)->ids.pod_uid }, \
-	{ "container_id", (cg)->ids.container_id }
+	{ "namespace", (cg)->pod.ns }, { "pod", (cg)->pod.name }, { "container_id", (cg)->ids.container_id }
 
 #define NLAB(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -336,17 +339,19 @@ struct family {
 };
 
 /* The labels of a ledger scope's series, as rdmactl_quota_limit has them: scope, owner (the pid, the job, the
- * cgroup's path; none for the global scope), type, and the cgroup's identities. */
+ * cgroup's path; none for the global scope), type, and the cgroup's identities and pod. */
 struct scope_labels {
 	char owner[LEDGER_CGROUP_MAX];
-	struct prom_label l[6];
+	struct prom_label l[8];
 };
 
 static void scope_labels(const struct metrics_snap *s, const struct ledger_scope_stat *st, struct scope_labels *sl)
 {
 	static const struct cgroup_ids none;
+	static const struct podname no_pod;
 	const struct metrics_cgroup *cg = scope_cgroup(s, st);
 	const struct cgroup_ids *ids = cg ? &cg->ids : &none;
+	const struct podname *pod = cg ? &cg->pod : &no_pod;
 
 	if (st->scope.type == LEDGER_SCOPE_PROCESS)
 		snprintf(sl->owner, sizeof(sl->owner), "%d", (int)st->scope.pid);
@@ -357,12 +362,15 @@ static void scope_labels(const struct metrics_snap *s, const struct ledger_scope
 	sl->l[2] = (struct prom_label){ "type", NULL }; /* set per sample */
 	sl->l[3] = (struct prom_label){ "slurm_job_id", ids->slurm_job_id };
 	sl->l[4] = (struct prom_label){ "pod_uid", ids->pod_uid };
-	sl->l[5] = (struct prom_label){ "container_id", ids->container_id };
+	sl->l[5] = (struct prom_label){ "namespace", pod->ns };
+	sl->l[6] = (struct prom_label){ "pod", pod->name };
+	sl->l[7] = (struct prom_label){ "container_id", ids->container_id };
 }
 
 static void quotas(const struct metrics_snap *s, const struct export_render_opts *o, struct prom_buf *b)
 {
 	static const struct cgroup_ids none;
+	static const struct podname no_pod;
 	size_t i;
 	int k, pass, sc;
 
@@ -415,9 +423,11 @@ static void quotas(const struct metrics_snap *s, const struct export_render_opts
 		const struct ledger_scope_stat *st = &s->scopes[i];
 		const struct metrics_cgroup *cg = scope_cgroup(s, st);
 		const struct cgroup_ids *ids = cg ? &cg->ids : &none;
+		const struct podname *pod = cg ? &cg->pod : &no_pod;
 		struct prom_label l[] = { { "scope", ledger_scope_type_name(st->scope.type) },
 					  { "owner", st->scope.type == LEDGER_SCOPE_GLOBAL ? "" : st->scope.name },
 					  { "slurm_job_id", ids->slurm_job_id }, { "pod_uid", ids->pod_uid },
+					  { "namespace", pod->ns }, { "pod", pod->name },
 					  { "container_id", ids->container_id } };
 
 		if (st->scope.type != LEDGER_SCOPE_PROCESS)

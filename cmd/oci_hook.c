@@ -3,6 +3,7 @@
  * rdmactl oci-hook: an OCI runtime hook: annotations, budget devices and the node policy become limits on a
  * container's (or its pod's) cgroup.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sys/resource.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "core/cgroup.h"
 #include "ledger/ledger.h"
 #include "engines/ocistate.h"
+#include "engines/podname.h"
 #include "engines/policy.h"
 #include "core/proc.h"
 #include "quota.h"
@@ -302,13 +304,15 @@ static int mkdirs(const char *path)
  * A record: of a container, what createRuntime applied, for poststop (which has no pid) and for a later
  * createRuntime hook of the same container (a second budget device); of a pod (scope=pod), the pod's
  * budget and its members. Lines: "cgroup DIR", "KIND VALUE" (applied), "asked KIND VALUE" (what was asked,
- * before the policy's default and ceiling), "pod ID" (the pod a container joined), "member ID" (a pod's).
+ * before the policy's default and ceiling), "pod ID" (the pod a container joined), "member ID" (a pod's),
+ * "k8s-pod UID" (the Kubernetes pod whose name the hook wrote under PODNAME_DIR).
  */
 struct record {
 	char dir[PATH_MAX];
 	uint64_t limit[LEDGER_NKINDS];
 	struct policy_limits asked;
 	char pod[OCISTATE_ANN_VAL_MAX + 8];
+	char k8s_pod[OCISTATE_POD_UID_MAX];
 	unsigned int nmembers;
 	char member[OCI_MAX_MEMBERS][OCISTATE_ID_MAX];
 };
@@ -341,6 +345,8 @@ static int save(const char *file, const struct record *r)
 			fprintf(f, "asked %s %" PRIu64 "\n", ledger_kind_name(k), r->asked.v[k]);
 	if (r->pod[0])
 		fprintf(f, "pod %s\n", r->pod);
+	if (r->k8s_pod[0])
+		fprintf(f, "k8s-pod %s\n", r->k8s_pod);
 	for (i = 0; i < r->nmembers; i++)
 		fprintf(f, "member %s\n", r->member[i]);
 	if (fclose(f) || rename(tmp, file)) {
@@ -377,6 +383,11 @@ static int load(const char *file, struct record *r)
 		}
 		if (!strncmp(line, "pod ", 4)) {
 			copy_str(r->pod, line + 4, sizeof(r->pod));
+			continue;
+		}
+		if (!strncmp(line, "k8s-pod ", 8)) {
+			if (podname_uid_ok(line + 8))
+				copy_str(r->k8s_pod, line + 8, sizeof(r->k8s_pod));
 			continue;
 		}
 		if (!strncmp(line, "member ", 7)) {
@@ -534,13 +545,103 @@ static void set_memlock(const struct ocistate *st, uint64_t bytes)
 		pr_debug("container %s: RLIMIT_MEMLOCK %llu", st->id, (unsigned long long)bytes);
 }
 
+/*
+ * The state names its Kubernetes pod (UID, namespace and name, in Kubernetes' forms). A pod named in part, or
+ * otherwise, is said and left unnamed: the name is for the exporter's labels and quota show, not a limit.
+ */
+static bool pod_named(const struct ocistate *st)
+{
+	const struct ocistate_pod *p = &st->pod;
+
+	if (!p->uid[0] && !p->ns[0] && !p->name[0])
+		return false;
+	if (podname_uid_ok(p->uid) && podname_ns_ok(p->ns) && podname_name_ok(p->name))
+		return true;
+	pr_err("container %s: warning: its pod (uid '%s', namespace '%s', name '%s') is not named as Kubernetes names "
+	       "pods: the exporter and quota show will not name it", st->id, p->uid, p->ns, p->name);
+	return false;
+}
+
+/* The pod's name under PODNAME_DIR, written under the state lock (a last container may be leaving). */
+static void name_pod(const struct ocistate *st)
+{
+	int fd = lock_state(), ret;
+
+	ret = podname_write(st->pod.uid, st->pod.ns, st->pod.name);
+	if (ret)
+		pr_err("container %s: warning: cannot write %s/%s: %s (the exporter and quota show will not name pod "
+		       "%s/%s; $" PODNAME_ENV_DIR " sets another directory)", st->id, podname_dir(), st->pod.uid,
+		       strerror(-ret), st->pod.ns, st->pod.name);
+	else
+		pr_debug("container %s: pod %s is %s/%s", st->id, st->pod.uid, st->pod.ns, st->pod.name);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The Kubernetes pod of a container's record: the one the hook named for it, else the one its cgroup's path names. */
+static void record_pod_uid(const struct record *r, const char *root, char *uid, size_t len)
+{
+	struct cgroup_ids ids;
+	size_t n = strlen(root);
+
+	if (r->k8s_pod[0]) {
+		copy_str(uid, r->k8s_pod, len);
+		return;
+	}
+	cgroup_ids(strncmp(r->dir, root, n) ? r->dir : r->dir + n, &ids);
+	copy_str(uid, podname_uid_ok(ids.pod_uid) ? ids.pod_uid : "", len);
+}
+
+/*
+ * A container's record is gone: its pod's name goes too when no record of the state directory is of that pod
+ * any more (the pod's last container the hook limited). Called under the state lock.
+ */
+static void unname_pod(const struct record *r)
+{
+	static struct record other;
+	char root[PATH_MAX], path[PATH_MAX], uid[OCISTATE_POD_UID_MAX], ouid[OCISTATE_POD_UID_MAX];
+	struct podname pn;
+	struct dirent *de;
+	size_t n;
+	DIR *d;
+	int ret;
+
+	cgroup2_root(root, sizeof(root));
+	record_pod_uid(r, root, uid, sizeof(uid));
+	if (!uid[0] || podname_read(uid, &pn) == -ENOENT)
+		return;
+	d = opendir(state_dir());
+	if (!d)
+		return; /* cannot tell: quota gc removes it once the pod's cgroup is gone */
+	while ((de = readdir(d))) {
+		n = strlen(de->d_name);
+		/* containers' records only: not a pod budget's (pod-ID), nor one being written (ID.tmp) */
+		if (!id_ok(de->d_name) || !strncmp(de->d_name, "pod-", 4) || (n > 4 && !strcmp(de->d_name + n - 4, ".tmp")))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", state_dir(), de->d_name) >= sizeof(path) ||
+		    load(path, &other))
+			continue;
+		record_pod_uid(&other, root, ouid, sizeof(ouid));
+		if (!strcmp(ouid, uid))
+			break;
+	}
+	if (!de) {
+		ret = podname_remove(uid);
+		if (ret)
+			pr_err("pod %s: warning: cannot remove %s/%s: %s", uid, podname_dir(), uid, strerror(-ret));
+		else
+			pr_debug("pod %s: its last container gone, its name removed", uid);
+	}
+	closedir(d);
+}
+
 static int create_stage(const struct ocistate *st, const char *file, const struct policy *pol,
 			struct policy_limits *asked, const struct policy_limits *pod_asked)
 {
 	static struct record r, before;
 	char root[PATH_MAX], cg[PATH_MAX], dir[PATH_MAX * 2], pod_dir[PATH_MAX], pod[80];
 	uint64_t pod_mr = LEDGER_UNLIMITED;
-	bool any;
+	bool any, named;
 	int ret, k;
 
 	if (st->pid <= 0) {
@@ -594,6 +695,12 @@ static int create_stage(const struct ocistate *st, const char *file, const struc
 	}
 	if (pod_asked)
 		copy_str(r.pod, pod, sizeof(r.pod));
+	/* its Kubernetes pod, named once the limits are on: poststop of the pod's last container removes the name */
+	named = pod_named(st);
+	if (named)
+		copy_str(r.k8s_pod, st->pod.uid, sizeof(r.k8s_pod));
+	else if (ret != -ENOENT)
+		copy_str(r.k8s_pod, before.k8s_pod, sizeof(r.k8s_pod));
 	/* recorded first: a hook killed half way still leaves poststop what to take back */
 	if (save(file, &r))
 		return EXIT_FAIL;
@@ -610,6 +717,8 @@ static int create_stage(const struct ocistate *st, const char *file, const struc
 		return EXIT_FAIL;
 	}
 	pr_debug("container %s: limits on %s", st->id, dir);
+	if (named)
+		name_pod(st);
 	set_memlock(st, r.limit[LEDGER_MR_BYTES] < pod_mr ? r.limit[LEDGER_MR_BYTES] : pod_mr);
 	return EXIT_OK;
 }
@@ -724,7 +833,7 @@ static int poststop_stage(const struct ocistate *st, const char *file)
 {
 	static struct record r;
 	char what[OCISTATE_ID_MAX + 16];
-	int ret;
+	int ret, fd;
 
 	ret = load(file, &r);
 	if (ret == -ENOENT)
@@ -739,8 +848,14 @@ static int poststop_stage(const struct ocistate *st, const char *file)
 	ret = remove_limits(what, r.dir, r.limit);
 	if (r.pod[0] && pod_leave(st, r.pod))
 		ret = EXIT_FAIL;
-	if (ret == EXIT_OK)
+	if (ret == EXIT_OK) {
+		/* under the lock: of two containers of a pod leaving at once, one sees the other's record gone */
+		fd = lock_state();
 		unlink(file);
+		unname_pod(&r);
+		if (fd >= 0)
+			close(fd);
+	}
 	return ret;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/cgroup.h"
+#include "engines/podname.h"
 #include "kq/backstop.h"
 #include "kq/kq.h"
 #include "kq/kqdrv.h"
@@ -565,8 +566,9 @@ static int do_gc(void)
 {
 	struct ledger *l;
 	struct kq *q;
-	unsigned int n = 0, kn = 0, kleft = 0, cgn = 0;
-	bool kernel = false, policy;
+	unsigned int n = 0, kn = 0, kleft = 0, cgn = 0, pods = 0;
+	bool kernel = false, policy, pods_gc;
+	char root[PATH_MAX];
 	int err;
 
 	if (qopt.nargs > 1 || qopt.nscopes) {
@@ -592,11 +594,16 @@ static int do_gc(void)
 		       err == -EBUSY ? " (a process is stopped in the middle of an operation; try again)" : "");
 		return EXIT_FAIL;
 	}
+	cgroup2_root(root, sizeof(root));
+	/* the names of pods whose cgroups are gone (the OCI hook's files; only root may remove them) */
+	err = podname_gc(root, &pods);
+	pods_gc = !err;
+	if (err && err != -EACCES && err != -EPERM && err != -EROFS) {
+		pr_err("gc of the pods' names in %s failed: %s", podname_dir(), strerror(-err));
+		return EXIT_FAIL;
+	}
 	/* the kernel's limits of processes and cgroups that are gone (root only: the maps are root's) */
 	if (!kq_open(false, &q)) {
-		char root[PATH_MAX];
-
-		cgroup2_root(root, sizeof(root));
 		err = kq_gc(q, root, &kn, &kleft);
 		kq_close(q);
 		if (err) {
@@ -612,6 +619,11 @@ static int do_gc(void)
 	if (cgn)
 		print_text("removed the limits of %u cgroup%s that %s gone\n", cgn, cgn == 1 ? "" : "s",
 			   cgn == 1 ? "is" : "are");
+	if (pods_gc)
+		print_uint(PRINT_JSON, "pod_names_removed", NULL, pods);
+	if (pods)
+		print_text("removed the names of %u pod%s whose cgroup%s gone\n", pods, pods == 1 ? "" : "s",
+			   pods == 1 ? " is" : "s are");
 	if (kernel) {
 		print_uint(PRINT_ANY, "kernel_scopes_removed", "removed the kernel limits of %" PRIu64, kn);
 		print_text(" process%s and cgroup%s that are gone\n", kn == 1 ? "" : "es", kn == 1 ? "" : "s");

@@ -11,6 +11,7 @@
 #include "core/cgroup.h"
 #include "core/out.h"
 #include "core/util.h"
+#include "engines/podname.h"
 #include "kq/backstop.h"
 #include "kq/kq.h"
 #include "kq/kqdrv.h"
@@ -200,12 +201,18 @@ static int show_scope(const struct ledger_scope_stat *st, void *arg)
 		break;
 	case LEDGER_SCOPE_CGROUP: {
 		struct cgroup_ids ids;
+		struct podname pn;
 
 		print_string(PRINT_ANY, "cgroup", "cgroup %s", st->scope.name);
 		/* a container's or a pod's cgroup: which (the runtimes' cgroupfs and systemd layouts) */
 		cgroup_ids(st->scope.name, &ids);
 		if (ids.pod_uid[0])
 			print_string(PRINT_ANY, "pod_uid", " (pod %s", ids.pod_uid);
+		/* and the pod's name, where the OCI hook wrote it */
+		if (ids.pod_uid[0] && !podname_read(ids.pod_uid, &pn)) {
+			print_string(PRINT_ANY, "pod_namespace", " %s", pn.ns);
+			print_string(PRINT_ANY, "pod_name", "/%s", pn.name);
+		}
 		if (ids.container_id[0]) {
 			print_string(PRINT_JSON, "container_id", NULL, ids.container_id);
 			print_text("%scontainer %.12s", ids.pod_uid[0] ? ", " : " (", ids.container_id);

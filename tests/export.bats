@@ -9,15 +9,18 @@ HOLD=$BUILD/lab-progs/ledger_hold
 
 setup() {
 	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
+	export RDMACTL_PODS_DIR=$BATS_TEST_TMPDIR/pods
 	run -0 "$RDMACTL" quota init
 	T=$BATS_TEST_TMPDIR
 	PIDS=()
+	CGT=
 }
 
 teardown() {
 	local p
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ -z "$CGT" ] || find "$CGT" -depth -type d -exec rmdir {} + 2>/dev/null || true
 }
 
 need_promtool() {
@@ -222,6 +225,45 @@ value_of() {
 	run value_of "rdmactl_quota_limit{scope=\"cgroup\",owner=\"/rdmactl-export.$$/job_4242/step_0\",type=\"qp\",slurm_job_id=\"4242\"}" \
 		<<<"$output"
 	assert_output 5
+}
+
+@test "a pod's series get namespace and pod labels from \$RDMACTL_PODS_DIR/UID, its file read once per collection; none where unknown (issue 52)" {
+	local root u=0b5a4c1e-7f3d-4d2a-9a61-3c2f0d9e8a11 v=1c6b5d2f-8a4e-4e3b-8b72-4d3a1e0f9b22 out rel n
+	root=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup2 mount"
+	mkdir "$root/rdmactl-export-pod.$$" || skip "cannot create cgroups here"
+	CGT=$root/rdmactl-export-pod.$$
+	rel=/rdmactl-export-pod.$$/kubepods
+	mkdir -p "$CGT/kubepods/pod$u/0123456789abcdef" "$CGT/kubepods/pod$v"
+	# two cgroups of pod u (the pod's and its container's), one of pod v, which has no name
+	run -0 "$RDMACTL" quota set qp 5 --cgroup "$CGT/kubepods/pod$u/0123456789abcdef"
+	run -0 "$RDMACTL" quota set qp 9 --cgroup "$CGT/kubepods/pod$u"
+	run -0 "$RDMACTL" quota set qp 3 --cgroup "$CGT/kubepods/pod$v"
+	mkdir "$RDMACTL_PODS_DIR"
+	printf 'team-a/web-0\n' >"$RDMACTL_PODS_DIR/$u"
+	run -0 --separate-stderr "$RDMACTL" export --once
+	out=$output
+	run value_of "rdmactl_quota_limit{scope=\"cgroup\",owner=\"$rel/pod$u/0123456789abcdef\",type=\"qp\",pod_uid=\"$u\",namespace=\"team-a\",pod=\"web-0\",container_id=\"0123456789abcdef\"}" <<<"$out"
+	assert_output 5
+	run value_of "rdmactl_quota_usage{scope=\"cgroup\",owner=\"$rel/pod$u\",type=\"qp\",pod_uid=\"$u\",namespace=\"team-a\",pod=\"web-0\"}" <<<"$out"
+	assert_output 0
+	run value_of "rdmactl_quota_processes{scope=\"cgroup\",owner=\"$rel/pod$u\",pod_uid=\"$u\",namespace=\"team-a\",pod=\"web-0\"}" <<<"$out"
+	assert_output 0
+	# unknown: no namespace or pod label (as every empty label)
+	run value_of "rdmactl_quota_limit{scope=\"cgroup\",owner=\"$rel/pod$v\",type=\"qp\",pod_uid=\"$v\"}" <<<"$out"
+	assert_output 3
+	# every series with pod_uid u has both labels; none without pod_uid has them
+	run awk -v u="$u" '/^rdmactl_/ && index($0, "pod_uid=\"" u "\"") && !/namespace="team-a",pod="web-0"/ { print; bad = 1 }
+		/^rdmactl_/ && !/pod_uid=/ && /(namespace|pod)="/ { print; bad = 1 } END { exit bad }' <<<"$out"
+	assert_success
+	if command -v promtool >/dev/null; then
+		run -0 promtool check metrics <<<"$out"
+	fi
+	# one read of the pod's file per collection, however many cgroups the pod has
+	command -v strace >/dev/null || skip "strace is not installed"
+	run -0 strace -f -e trace=open,openat -o "$T/trace" "$RDMACTL" export --once
+	n=$(grep -c "$RDMACTL_PODS_DIR/$u\"" "$T/trace")
+	[ "$n" = 1 ] || { grep "$RDMACTL_PODS_DIR" "$T/trace" >&2; return 1; }
 }
 
 @test "refusals_total: a running exporter attributes a refusal to the scope that refused; --once counts it unattributed" {

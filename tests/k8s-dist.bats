@@ -221,6 +221,14 @@ daemonset() {
 	assert_output "true true"
 	run -0 vol /dev/shm
 	run -0 vol /sys/fs/bpf
+	# the pods' names the OCI hook writes, read-only where the exporter reads them (issue 52)
+	run -0 vol /run/rdmactl/pods
+	name=$output
+	run -0 jq -r --arg n "$name" '.spec.template.spec.containers[] | select(.name == "exporter") | .volumeMounts[] |
+		select(.name == $n) | "\(.mountPath) \(.readOnly)"' <<<"$ds"
+	assert_output "/run/rdmactl/pods true"
+	# (the exporter's default directory, without $RDMACTL_PODS_DIR)
+	run -0 bash -c "strings '$RDMACTL' | grep -x /run/rdmactl/pods"
 	# the exporter's options are rdmactl's
 	run -0 "$RDMACTL" export --help
 	assert_output --partial -- --listen

@@ -9,6 +9,39 @@ load helper
 setup() {
 	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
 	export RDMACTL_OCI_STATE_DIR=$BATS_TEST_TMPDIR/oci
+	export RDMACTL_PODS_DIR=$BATS_TEST_TMPDIR/pods
+	PIDS=()
+	CGT=
+}
+
+teardown() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ -z "$CGT" ] || find "$CGT" -depth -type d -exec rmdir {} + 2>/dev/null || true
+}
+
+# A cgroup tree of the test's own in the cgroup2 mount (CGT), or skip.
+need_cgroups() {
+	local root
+	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	[ -n "$root" ] || skip "no cgroup2 mount on this host"
+	mkdir "$root/rdmactl-oci-test.$$" || skip "cannot create a cgroup under $root"
+	CGT=$root/rdmactl-oci-test.$$
+}
+
+# A process in CGT/kubepods/pod<UID>/NAME, where a Kubernetes container's cgroup is (cgroupfs): its pid in P.
+in_pod() { # UID NAME
+	mkdir -p "$CGT/kubepods/pod$1/$2"
+	sleep 600 3>&- &
+	P=$!
+	PIDS+=("$P")
+	echo "$P" >"$CGT/kubepods/pod$1/$2/cgroup.procs"
+}
+
+# containerd's CRI annotations of a pod: UID NAMESPACE NAME (a JSON object's members)
+cri() {
+	printf '"io.kubernetes.cri.sandbox-uid":"%s","io.kubernetes.cri.sandbox-namespace":"%s","io.kubernetes.cri.sandbox-name":"%s"' "$@"
 }
 
 hook() {
@@ -150,4 +183,65 @@ state() { # id status pid annotations-json
 	run -0 "$RDMACTL" oci-hook --policy "$BATS_TEST_TMPDIR/missing" poststop <<<"$(state c6 stopped '' '{}')"
 	[ ! -e "$RDMACTL_OCI_STATE_DIR" ]
 	[ ! -e "$RDMACTL_LEDGER" ]
+}
+
+# The limit these tests ask is wr: the ledger's alone (the kernel does not count it), so the hook applies it on a
+# host without kernel quotas too; a real container's is in tests/lab/oci.bats.
+@test "oci-hook: a container it limits names its Kubernetes pod in \$RDMACTL_PODS_DIR/UID; the pod's last container's poststop removes it (issue 52)" {
+	need_cgroups
+	local u=0b5a4c1e-7f3d-4d2a-9a61-3c2f0d9e8a11 pods=$RDMACTL_PODS_DIR
+	# a container left alone names nothing
+	in_pod $u c0
+	run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c0 creating $P "{$(cri $u team-a web-0)}")"
+	[ ! -e "$pods" ]
+	in_pod $u c1
+	run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c1 creating $P "{\"rdmactl.io/max-wr\":\"64\",$(cri $u team-a web-0)}")"
+	[ -z "$stderr" ]
+	run -0 cat "$pods/$u"
+	assert_output "team-a/web-0"
+	[ "$(stat -c %a "$pods/$u")" = 644 ]
+	[ "$(ls -A "$pods")" = "$u" ]
+	# the pod's second container, under CRI-O's keys; a third without them (its cgroup's path names the pod)
+	in_pod $u c2
+	run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c2 creating $P \
+		"{\"io.kubernetes.pod.name\":\"web-0\",\"io.kubernetes.pod.namespace\":\"team-a\",\"io.kubernetes.pod.uid\":\"$u\",\"rdmactl.io/max-wr\":\"32\"}")"
+	in_pod $u c3
+	run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c3 creating $P '{"rdmactl.io/max-wr":"16"}')"
+	run -0 cat "$pods/$u"
+	assert_output "team-a/web-0"
+	# leaving one by one: the name stays while a container of the pod has limits
+	run -0 --separate-stderr "$RDMACTL" oci-hook poststop <<<"$(state c1 stopped '' '{}')"
+	[ -e "$pods/$u" ]
+	run -0 --separate-stderr "$RDMACTL" oci-hook poststop <<<"$(state c2 stopped '' '{}')"
+	[ -e "$pods/$u" ]
+	run -0 --separate-stderr "$RDMACTL" oci-hook poststop <<<"$(state c3 stopped '' '{}')"
+	[ -z "$stderr" ]
+	[ ! -e "$pods/$u" ]
+	[ -z "$(ls -A "$RDMACTL_OCI_STATE_DIR")" ]
+	# the left-alone container's poststop has nothing to do
+	run -0 --separate-stderr "$RDMACTL" oci-hook poststop <<<"$(state c0 stopped '' '{}')"
+	[ -z "$(ls -A "$pods")" ]
+}
+
+@test "oci-hook: a pod's identity Kubernetes would not give is said and not written; one too long or two that disagree stop the container (issue 52)" {
+	need_cgroups
+	local u=0b5a4c1e-7f3d-4d2a-9a61-3c2f0d9e8a11 pods=$RDMACTL_PODS_DIR long
+	in_pod $u c1
+	# a UID that would leave the directory, a namespace or name Kubernetes refuses, a pod named in part
+	for a in "$(cri ../../../../../tmp/x team-a web-0)" "$(cri $u Team-A web-0)" "$(cri $u team-a web_0)" \
+		"$(cri $u team-a '')" "\"io.kubernetes.pod.uid\":\"$u\""; do
+		run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c1 creating $P "{\"rdmactl.io/max-wr\":\"64\",$a}")"
+		[[ $stderr == *"container c1: warning: its pod ("*") is not named as Kubernetes names pods: the exporter and quota show will not name it"* ]] ||
+			{ echo "$a: $stderr" >&2; return 1; }
+		[ ! -e "$pods" ] && [ ! -e /tmp/x ]
+		run -0 "$RDMACTL" oci-hook poststop <<<"$(state c1 stopped '' '{}')"
+	done
+	long=$(printf 'a%.0s' {1..64})
+	run -1 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c1 creating $P "{\"rdmactl.io/max-wr\":\"64\",$(cri $u "$long" web-0)}")"
+	[[ $stderr == *"cannot read the OCI state on stdin: at byte "*": annotation io.kubernetes.cri.sandbox-namespace longer than 63 bytes"* ]]
+	run -1 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c1 creating $P \
+		"{\"rdmactl.io/max-wr\":\"64\",$(cri $u team-a web-0),\"io.kubernetes.pod.name\":\"web-1\"}")"
+	[[ $stderr == *"annotation io.kubernetes.pod.name=web-1 disagrees with io.kubernetes.cri.sandbox-name=web-0"* ]]
+	[ ! -e "$pods" ]
+	[ ! -e "$RDMACTL_OCI_STATE_DIR/c1" ]
 }

@@ -9,6 +9,7 @@ HOLD=$BUILD/lab-progs/ledger_hold
 
 setup() {
 	export RDMACTL_LEDGER=$BATS_TEST_TMPDIR/ledger
+	export RDMACTL_PODS_DIR=$BATS_TEST_TMPDIR/pods
 	chmod 755 "$BATS_TEST_TMPDIR"
 	run -0 "$RDMACTL" quota init
 	PIDS=()
@@ -24,6 +25,9 @@ teardown() {
 	fi
 	if [ -n "${CG:-}" ] && [ -d "$CG" ]; then
 		rmdir "$CG" 2>/dev/null || true
+	fi
+	if [ -n "${CGT:-}" ] && [ -d "$CGT" ]; then
+		find "$CGT" -depth -type d -exec rmdir {} + 2>/dev/null || true
 	fi
 }
 
@@ -567,6 +571,43 @@ no_bpffs() {
 	run -0 jq -e '.cgroups_removed == 1' <<<"$output"
 	run -0 "$RDMACTL" -j quota show
 	run -0 jq -e "[.scopes[] | select(.scope == \"cgroup\") | .cgroup] == [\"/rdmactl-gc-live.$$\"]" <<<"$output"
+}
+
+@test "show names a cgroup's Kubernetes pod from \$RDMACTL_PODS_DIR/UID; gc removes the names of pods whose cgroups are gone (issue 52)" {
+	local root u=0b5a4c1e-7f3d-4d2a-9a61-3c2f0d9e8a11 v=1c6b5d2f-8a4e-4e3b-8b72-4d3a1e0f9b22 c pods=$RDMACTL_PODS_DIR
+	root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	[ -n "$root" ] || skip "no cgroup2 mount on this host"
+	mkdir "$root/rdmactl-podname.$$" || skip "cannot create a cgroup under $root"
+	CGT=$root/rdmactl-podname.$$
+	c=$CGT/kubepods/besteffort/pod$u/0123456789abcdef
+	mkdir -p "$c"
+	run -0 "$RDMACTL" quota set qp 4 --cgroup "$c"
+	# no name known: the uid alone
+	run -0 "$RDMACTL" quota show
+	assert_output --partial "(pod $u, container 0123456789ab): "
+	run -0 showq '.scopes[] | select(.scope == "cgroup") | has("pod_namespace") or has("pod_name") | not'
+	mkdir "$pods"
+	printf 'team-a/web-0\n' >"$pods/$u"
+	run -0 "$RDMACTL" quota show
+	assert_output --partial "cgroup ${c#"$root"} (pod $u team-a/web-0, container 0123456789ab): "
+	run -0 showq ".scopes[] | select(.scope == \"cgroup\") | .pod_uid == \"$u\" and .pod_namespace == \"team-a\" and
+		.pod_name == \"web-0\" and .container_id == \"0123456789abcdef\""
+	# a file not of the OCI hook's form names nothing
+	printf 'team-a/web-0' >"$pods/$u"
+	run -0 showq '.scopes[] | select(.scope == "cgroup") | has("pod_name") | not'
+	printf 'team-a/web-0\n' >"$pods/$u"
+	# gc: the name of a pod no cgroup names goes, u's stays while its cgroup is there
+	printf 'team-b/db-0\n' >"$pods/$v"
+	run -0 "$RDMACTL" -j quota gc
+	run -0 jq -e '.pod_names_removed == 1 and .cgroups_removed == 0' <<<"$output"
+	[ -e "$pods/$u" ] && [ ! -e "$pods/$v" ]
+	run -0 "$RDMACTL" quota gc
+	refute_output --partial "names of"
+	find "$CGT" -depth -type d -exec rmdir {} +
+	run -0 "$RDMACTL" quota gc
+	assert_output --partial "removed the limits of 1 cgroup that is gone"
+	assert_output --partial "removed the names of 1 pod whose cgroup is gone"
+	[ -z "$(ls -A "$pods")" ]
 }
 
 @test "init --procs: the ledger holds that many processes, show says how many slots are in use; the next is refused with the fix" {

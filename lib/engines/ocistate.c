@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* A strict RFC 8259 parser for the OCI state document: id, status, pid and rdmactl.io/ annotations. */
+/* A strict RFC 8259 parser for the OCI state document: id, status, pid, rdmactl.io/ annotations, the pod's identity. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -360,13 +360,53 @@ static int kept_string(struct parser *p, const char *what, char *out, size_t cap
 	return 0;
 }
 
+/* The pod's identity: each field under containerd's CRI key, then CRI-O's. */
+#define POD_FIELDS 3
+static const char *const pod_keys[2][POD_FIELDS] = {
+	{ "io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-uid" },
+	{ "io.kubernetes.pod.name", "io.kubernetes.pod.namespace", "io.kubernetes.pod.uid" },
+};
+
+/* The index (runtime * POD_FIELDS + field) of a pod key, or -1. */
+static int pod_key(const char *key)
+{
+	int r, f;
+
+	for (r = 0; r < 2; r++)
+		for (f = 0; f < POD_FIELDS; f++)
+			if (!strcmp(key, pod_keys[r][f]))
+				return r * POD_FIELDS + f;
+	return -1;
+}
+
+/* The value of pod key pk (p->i at its string): into its field, the same as the other runtime's key's if set. */
+static int pod_value(struct parser *p, struct ocistate *out, int pk, unsigned int *seen)
+{
+	char *field[POD_FIELDS] = { out->pod.name, out->pod.ns, out->pod.uid };
+	const size_t cap[POD_FIELDS] = { sizeof(out->pod.name), sizeof(out->pod.ns), sizeof(out->pod.uid) };
+	char what[64], v[OCISTATE_POD_NAME_MAX];
+	int f = pk % POD_FIELDS, other = (pk + POD_FIELDS) % (2 * POD_FIELDS);
+	int ret;
+
+	snprintf(what, sizeof(what), "annotation %s", pod_keys[pk / POD_FIELDS][f]);
+	ret = kept_string(p, what, v, cap[f]);
+	if (ret)
+		return ret;
+	if ((*seen & 1u << other) && strcmp(v, field[f]))
+		return fail(p, "annotation %s=%s disagrees with %s=%s", pod_keys[pk / POD_FIELDS][f], v,
+			    pod_keys[other / POD_FIELDS][f], field[f]);
+	memcpy(field[f], v, cap[f]);
+	*seen |= 1u << pk;
+	return 0;
+}
+
 static int annotations(struct parser *p, struct ocistate *out)
 {
 	size_t plen = strlen(OCISTATE_PREFIX);
 	char key[OCISTATE_ANN_KEY_MAX];
+	unsigned int k, pod_seen = 0;
 	struct sbuf kb;
-	unsigned int k;
-	int ret;
+	int ret, pk;
 
 	if (p->i >= p->n || p->s[p->i] != '{')
 		return fail(p, "annotations: an object expected");
@@ -391,6 +431,11 @@ static int annotations(struct parser *p, struct ocistate *out)
 		if (ret)
 			return ret;
 		ours = !strncmp(key, OCISTATE_PREFIX, plen) || (kb.len < plen && kb.trunc);
+		pk = ours || kb.trunc || kb.nul ? -1 : pod_key(key);
+		if (pk >= 0 && (pod_seen & 1u << pk)) {
+			p->i = at;
+			return fail(p, "annotation %s given twice", key);
+		}
 		if (ours) {
 			p->i = at;
 			if (kb.trunc)
@@ -412,7 +457,12 @@ static int annotations(struct parser *p, struct ocistate *out)
 		p->i++;
 		ws(p);
 		if (p->i >= p->n || p->s[p->i] != '"')
-			return fail(p, "annotation %s: a string value expected", ours ? key : "values");
+			return fail(p, "annotation %s: a string value expected", ours || pk >= 0 ? key : "values");
+		if (pk >= 0) {
+			ret = pod_value(p, out, pk, &pod_seen);
+			if (ret)
+				return ret;
+		}
 		if (ours) {
 			struct ocistate_ann *a = &out->ann[out->nann];
 

@@ -14,10 +14,25 @@
 #define OCISTATE_MAX_ANN 32           /* annotations with that prefix */
 #define OCISTATE_ANN_KEY_MAX 64
 #define OCISTATE_ANN_VAL_MAX 64
+/* The Kubernetes pod identity, including NUL: a name is a DNS subdomain, a namespace a DNS label, a UID a UUID */
+#define OCISTATE_POD_NAME_MAX 254
+#define OCISTATE_POD_NS_MAX 64
+#define OCISTATE_POD_UID_MAX 37
 
 struct ocistate_ann {
 	char key[OCISTATE_ANN_KEY_MAX]; /* "rdmactl.io/max-qp" */
 	char value[OCISTATE_ANN_VAL_MAX];
+};
+
+/*
+ * The pod a container belongs to, as its runtime's CRI puts it in the annotations: containerd's
+ * io.kubernetes.cri.sandbox-{name,namespace,uid}, CRI-O's io.kubernetes.pod.{name,namespace,uid}. "" where
+ * absent; a field given by both runtimes' keys holds their common value.
+ */
+struct ocistate_pod {
+	char name[OCISTATE_POD_NAME_MAX];
+	char ns[OCISTATE_POD_NS_MAX];
+	char uid[OCISTATE_POD_UID_MAX];
 };
 
 struct ocistate {
@@ -26,6 +41,7 @@ struct ocistate {
 	pid_t pid; /* 0 when absent (poststop) */
 	unsigned int nann;
 	struct ocistate_ann ann[OCISTATE_MAX_ANN]; /* the annotations whose key starts with OCISTATE_PREFIX */
+	struct ocistate_pod pod;
 };
 
 /*
@@ -33,7 +49,9 @@ struct ocistate {
  * read id, status, pid and annotations (a string-to-string object), skip every other member after checking
  * it. Duplicate keys among those four, or inside annotations, are errors; so are an id or status too long,
  * a pid that is not an integer in 1..INT_MAX, more than OCISTATE_MAX_ANN rdmactl.io/ annotations or one whose
- * key or value does not fit. Returns 0, or -EINVAL with a message in err ("at byte 17: ...").
+ * key or value does not fit, a pod name, namespace or UID longer than Kubernetes allows (253, 63, 36 bytes)
+ * or holding a NUL, and one given by both runtimes' keys with two values. Returns 0, or -EINVAL with a
+ * message in err ("at byte 17: ...").
  */
 int ocistate_parse(const char *buf, size_t len, struct ocistate *out, char *err, size_t errlen);
 

@@ -869,6 +869,41 @@ static int collect_rdmacg(struct metrics_ctx *x, struct gather *g)
 	return 0;
 }
 
+/* --- pods' names --------------------------------------------------------------------------------- */
+
+static bool eq_pod(size_t idx, const void *key, const void *ctx)
+{
+	const struct metrics_snap *s = ctx;
+
+	return !strcmp(s->cgroups[idx].ids.pod_uid, key);
+}
+
+/* Every cgroup of a pod gets its namespace and name; the pod's file is read once, for its first cgroup. */
+static int pod_names(struct gather *g)
+{
+	struct metrics_snap *s = g->s;
+	struct imap pods = { 0 };
+	size_t i, first;
+
+	for (i = 0; i < s->ncgroups; i++) {
+		struct metrics_cgroup *c = &s->cgroups[i];
+
+		if (!c->ids.pod_uid[0])
+			continue;
+		first = imap_get(&pods, hash_str(c->ids.pod_uid), i, eq_pod, c->ids.pod_uid, s);
+		if (first == SIZE_MAX) {
+			imap_free(&pods);
+			return -ENOMEM;
+		}
+		if (first == i)
+			podname_read(c->ids.pod_uid, &c->pod); /* unknown ("") when it has no file */
+		else
+			c->pod = s->cgroups[first].pod;
+	}
+	imap_free(&pods);
+	return 0;
+}
+
 /* --- collection ----------------------------------------------------------------------------------- */
 
 static double mono_s(void)
@@ -902,6 +937,8 @@ int metrics_collect(struct metrics_ctx *x, struct metrics_snap *s)
 	}
 	if (!ret)
 		ret = collect_rdmacg(x, &g);
+	if (!ret)
+		ret = pod_names(&g);
 	imap_free(&g.pids);
 	imap_free(&g.paths);
 	free(g.cg_pos);

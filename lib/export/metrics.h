@@ -18,6 +18,7 @@
  *             top_ledger_proc()), refusals.
  *   monitor   the BPF per-tgid counters pinned by a running `rdmactl monitor`, summed over processes.
  *   rdmacg    rdma.max and rdma.current of every cgroup seen (and of their ancestors).
+ *   pods      the namespace and name of each pod UID the cgroups' paths name (PODNAME_DIR), one read per pod.
  *
  * Counters that must only grow are kept so across collections when opts.follow is set (a long-running
  * exporter, which also calls metrics_tick() between collections so nothing slips by):
@@ -40,6 +41,7 @@
 #include "monitor/bpfmon.h"
 #include "kq/kq.h"
 #include "core/cgroup.h"
+#include "engines/podname.h"
 #include "ledger/ledger.h"
 #include "kq/rdmacg.h"
 #include "top/top.h"
@@ -96,6 +98,7 @@ enum metrics_dump_why metrics_dump_why_of(int err);
 struct metrics_cgroup {
 	char path[LEDGER_CGROUP_MAX];	/* "/a/b" relative to the cgroup2 root; "" when unknown */
 	struct cgroup_ids ids;
+	struct podname pod;		/* the namespace and name of ids.pod_uid (podname_read), "" when unknown */
 	unsigned int nprocs;		/* processes holding objects in it */
 	unsigned int nmanaged;		/* of these, attached to the ledger */
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer harness: the OCI state parser on any bytes; what it accepts, json-c reads the same way. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +24,40 @@ static void same_string(struct json_object *o, const char *key, const char *want
 		return; /* a NUL inside: not kept by the parser, which rejects it only where it keeps the string */
 	if (strcmp(json_object_get_string(v), want))
 		abort();
+}
+
+/*
+ * The pod's identity: each field is what its keys say (containerd's CRI, CRI-O's; both agree when both are
+ * there), "" when neither is there, and never longer than Kubernetes allows.
+ */
+static void same_pod(struct json_object *j, const struct ocistate *st)
+{
+	static const char *const keys[3][2] = {
+		{ "io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name" },
+		{ "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.pod.namespace" },
+		{ "io.kubernetes.cri.sandbox-uid", "io.kubernetes.pod.uid" },
+	};
+	const char *field[3] = { st->pod.name, st->pod.ns, st->pod.uid };
+	struct json_object *ann = NULL, *v;
+	bool any;
+	int f, r;
+
+	if (strlen(st->pod.name) > 253 || strlen(st->pod.ns) > 63 || strlen(st->pod.uid) > 36)
+		abort();
+	if (!json_object_object_get_ex(j, "annotations", &ann))
+		ann = NULL;
+	for (f = 0; f < 3; f++) {
+		any = false;
+		for (r = 0; r < 2; r++) {
+			if (!ann || !json_object_object_get_ex(ann, keys[f][r], &v))
+				continue;
+			any = true;
+			if (strcmp(json_object_get_string(v), field[f]))
+				abort();
+		}
+		if (!any && *field[f])
+			abort();
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -62,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    strcmp(json_object_get_string(v), st.ann[i].value))
 				abort();
 		}
+		same_pod(j, &st);
 	}
 	json_object_put(j);
 	json_tokener_free(tok);

@@ -3,7 +3,8 @@
 # rdmactl oci-hook under real podman + runc in the lab: rdmactl.io/ annotations become limits on the
 # container's cgroup at createRuntime, the kernel enforces them, poststop takes them off, a bad annotation
 # stops the container, and a container without annotations is untouched. rdmactl cdi's specs under podman's
-# CDI (4.3.1): rdmactl.io/hca devices, rdmactl.io/budget devices; the node policy's default and ceiling.
+# CDI (4.3.1): rdmactl.io/hca devices, rdmactl.io/budget devices; the node policy's default and ceiling; a
+# Kubernetes pod's name from the CRI's annotations in quota show and the exporter's labels.
 # podman keeps its storage here (--root, --runroot): the host's podman state cannot break the suite.
 
 load ../helper
@@ -30,6 +31,8 @@ setup_file() {
 }
 
 teardown_file() {
+	# outside the lab setup_file stopped at require_lab: nothing here is the suite's (the host's ledger is not)
+	[ -n "${LAB_GUEST:-}" ] || return 0
 	"$RDMACTL" quota unset pd --cgroup oci-keep --kernel || true
 	rmdir /sys/fs/cgroup/oci-keep 2>/dev/null || true
 	umount -R "$ROOTFS" 2>/dev/null || true
@@ -40,6 +43,7 @@ teardown_file() {
 setup() {
 	require_lab
 	PIDS=()
+	KPOD=
 }
 
 teardown() {
@@ -48,6 +52,11 @@ teardown() {
 	[ -z "${POD:-}" ] || pod_rm "$POD" >/dev/null 2>&1 || true
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	# a Kubernetes-like pod cgroup a test made podman create (conmon's cgroup stays in it)
+	if [ -n "$KPOD" ]; then
+		find "$KPOD" -depth -type d -exec rmdir {} + 2>/dev/null || true
+		rmdir /sys/fs/cgroup/kubepods 2>/dev/null || true
+	fi
 }
 
 # podman as the lab runs it (DESIGN: cgroupfs, file events, vfs, no network), its own storage, the hooks.d
@@ -291,4 +300,44 @@ pod_rm() {
 	assert_output --partial "annotation rdmactl.io/scope=node: the scope is 'pod'"
 	[ ! -e "$m" ]
 	assert_nothing_left
+}
+
+# podman's cgroup paths name no Kubernetes pod: --cgroup-parent /kubepods/pod<UID> puts the container where
+# containerd's cgroupfs driver would (/kubepods/pod<UID>/libpod-<ID>), so the path gives pod_uid and the
+# container id as on a node, and the CRI's annotations (given by hand, as containerd would give them) name
+# the pod. What this does not cover: containerd or CRI-O themselves (tests/k8s), the systemd layout.
+@test "the pod's name: containerd's CRI annotations name the pod in /run/rdmactl/pods, quota show and the exporter's namespace and pod labels while it runs; its poststop removes the name (issue 52)" {
+	local u=3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d out=$BATS_TEST_TMPDIR/out hold=/tmp/oci-podname.$$ cg id
+	KPOD=/sys/fs/cgroup/kubepods/pod$u
+	pod --cgroup-parent "/kubepods/pod$u" --annotation io.kubernetes.cri.sandbox-name=web-0 \
+		--annotation io.kubernetes.cri.sandbox-namespace=team-a --annotation "io.kubernetes.cri.sandbox-uid=$u" \
+		--annotation rdmactl.io/max-qp=2 --rootfs "$ROOTFS" "$KQ" -k qp -n 1 -H "$hold" >"$out" 2>&1 3>&- &
+	PIDS+=($!)
+	wait_for 120 grep -q holding "$out" || { cat "$out" >&2; return 1; }
+	run -0 cat "/run/rdmactl/pods/$u"
+	assert_output team-a/web-0
+	[ "$(stat -c %a "/run/rdmactl/pods/$u")" = 644 ]
+	id=$(podman --root "$STORE" --runroot "$RUNROOT" --storage-driver=vfs ps --no-trunc --format '{{.ID}}')
+	[ -n "$id" ]
+	# quota show: the container's cgroup, its pod by UID and by name
+	run -0 "$RDMACTL" quota show -j
+	cg=$(jq -r --arg u "$u" '[.scopes[] | select(.scope == "cgroup" and .pod_uid == $u)] | .[0].cgroup // empty' <<<"$output")
+	[ "$cg" = "/kubepods/pod$u/libpod-$id" ] || { echo "$output" >&2; return 1; }
+	[ "$(jq -r --arg c "$cg" '.scopes[] | select(.cgroup == $c) | "\(.pod_namespace)/\(.pod_name) \(.container_id) \(.kinds.qp.kernel_limit)"' \
+		<<<"$output")" = "team-a/web-0 $id 2" ]
+	run -0 "$RDMACTL" quota show
+	assert_output --partial "cgroup $cg (pod $u team-a/web-0, container ${id:0:12}): "
+	# the exporter: the ledger scope's series and the container's objects carry namespace and pod
+	run -0 --separate-stderr "$RDMACTL" export --once
+	assert_line "rdmactl_quota_limit{scope=\"cgroup\",owner=\"$cg\",type=\"qp\",pod_uid=\"$u\",namespace=\"team-a\",pod=\"web-0\",container_id=\"$id\"} 2"
+	assert_line "rdmactl_objects{cgroup=\"$cg\",pod_uid=\"$u\",namespace=\"team-a\",pod=\"web-0\",container_id=\"$id\",device=\"rxe0\",type=\"qp\"} 1"
+	# no series of the pod without its name
+	run awk -v u="$u" '/^rdmactl_/ && index($0, "pod_uid=\"" u "\"") && !/namespace="team-a",pod="web-0"/' <<<"$output"
+	assert_output ""
+	touch "$hold"
+	wait "${PIDS[-1]}"
+	# the pod's last (only) container is gone: so is its name
+	[ ! -e "/run/rdmactl/pods/$u" ]
+	assert_nothing_left
+	rm -f "$hold"
 }
