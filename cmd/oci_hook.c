@@ -553,6 +553,11 @@ static bool pod_named(const struct ocistate *st)
 {
 	const struct ocistate_pod *p = &st->pod;
 
+	if (p->bad[0]) {
+		pr_err("container %s: warning: its pod is not named: %s (the exporter and quota show will not name it)",
+		       st->id, p->bad);
+		return false;
+	}
 	if (!p->uid[0] && !p->ns[0] && !p->name[0])
 		return false;
 	if (podname_uid_ok(p->uid) && podname_ns_ok(p->ns) && podname_name_ok(p->name))

@@ -388,13 +388,31 @@ static int pod_value(struct parser *p, struct ocistate *out, int pk, unsigned in
 	int f = pk % POD_FIELDS, other = (pk + POD_FIELDS) % (2 * POD_FIELDS);
 	int ret;
 
-	snprintf(what, sizeof(what), "annotation %s", pod_keys[pk / POD_FIELDS][f]);
-	ret = kept_string(p, what, v, cap[f]);
+	struct sbuf b = { v, cap[f], 0, false, false };
+	size_t at = p->i;
+
+	(void)what;
+	v[0] = '\0';
+	ret = string(p, &b);
 	if (ret)
-		return ret;
-	if ((*seen & 1u << other) && strcmp(v, field[f]))
-		return fail(p, "annotation %s=%s disagrees with %s=%s", pod_keys[pk / POD_FIELDS][f], v,
-			    pod_keys[other / POD_FIELDS][f], field[f]);
+		return ret; /* not a JSON string: the document is bad */
+	p->i = at;
+	/*
+	 * The pod's identity names it for the exporter and quota show, nothing more: one that does not fit is
+	 * dropped with the reason (the caller says it), and the container is not refused for it.
+	 */
+	if (out->pod.bad[0])
+		return 0;
+	if (b.trunc || b.nul)
+		snprintf(out->pod.bad, sizeof(out->pod.bad), "annotation %s %s", pod_keys[pk / POD_FIELDS][f],
+			 b.trunc ? "is too long" : "holds a NUL character");
+	else if ((*seen & 1u << other) && strcmp(v, field[f]))
+		snprintf(out->pod.bad, sizeof(out->pod.bad), "annotation %s=%.32s disagrees with %s",
+			 pod_keys[pk / POD_FIELDS][f], v, pod_keys[other / POD_FIELDS][f]);
+	if (out->pod.bad[0]) {
+		out->pod.name[0] = out->pod.ns[0] = out->pod.uid[0] = '\0';
+		return 0;
+	}
 	memcpy(field[f], v, cap[f]);
 	*seen |= 1u << pk;
 	return 0;

@@ -33,6 +33,8 @@ struct ocistate_pod {
 	char name[OCISTATE_POD_NAME_MAX];
 	char ns[OCISTATE_POD_NS_MAX];
 	char uid[OCISTATE_POD_UID_MAX];
+	/* why the pod's identity was dropped ("" when it was not): a value too long, with a NUL, or two that disagree */
+	char bad[160];
 };
 
 struct ocistate {
