@@ -89,6 +89,39 @@ exec_start() {
 	run -0 grep -x 'CapabilityBoundingSet=' "$D/lib/systemd/system/rdmactl-ledger.service"
 }
 
+# The [Service] overrides rdmactl-export(8) gives (FILES), one a line: "N<TAB>line", N the override's number.
+man_overrides() {
+	awk '/^\.nf$/ { n++; nf = 1; next } /^\.fi$/ { nf = 0 } nf && /^\[Service\]$/ { o[n] = 1 } nf && o[n] { gsub(/\\-/, "-"); print n "\t" $0 }' \
+		"$TOP/man/rdmactl-export.8"
+}
+
+@test "units: rdmactl-export(8)'s overrides (one address; --textfile with ReadWritePaths=DIR) verify, and the unit names them (issue 51)" {
+	install_real
+	local u=$D/lib/systemd/system/rdmactl-export.service n dir
+	run -0 man_overrides
+	local all=$output
+	[ "$(cut -f1 <<<"$all" | sort -u | wc -l)" = 2 ]
+	for n in $(cut -f1 <<<"$all" | sort -u); do
+		mkdir -p "$BATS_TEST_TMPDIR/o$n"
+		{ cat "$u"; grep "^$n"$'\t' <<<"$all" | cut -f2-; } >"$BATS_TEST_TMPDIR/o$n/rdmactl-export.service"
+		MANPATH=$D/share/man run systemd-analyze verify "$BATS_TEST_TMPDIR/o$n/rdmactl-export.service"
+		assert_success
+		assert_output ""
+		# each line of it is in the unit's comment too
+		while IFS= read -r line; do
+			[ "$line" = "[Service]" ] && continue
+			grep -qxF "#   $line" "$u" || { echo "not in the unit's comment: $line" >&2; return 1; }
+		done < <(grep "^$n"$'\t' <<<"$all" | cut -f2-)
+	done
+	# one binds an address; the other writes a textfile in the directory it opens
+	grep -q $'\tEnvironment=EXPORT_OPTS="--listen [0-9.]*:9476"$' <<<"$all"
+	n=$(sed -n 's/\tEnvironment=EXPORT_OPTS="--textfile [^" ]*"$//p' <<<"$all")
+	dir=$(sed -n 's/.*\tEnvironment=EXPORT_OPTS="--textfile \([^" ]*\)"$/\1/p' <<<"$all")
+	[ -n "$dir" ]
+	grep -qxF "$n"$'\tReadWritePaths='"$dir" <<<"$all"
+	run -0 grep -c 'The Debian package enables and starts it' "$u"
+}
+
 @test "units: the ledger unit's command creates a root-owned policy, only where there is no ledger" {
 	install_real
 	local u=$D/lib/systemd/system/rdmactl-ledger.service

@@ -160,6 +160,15 @@ value_of() {
 	[[ $stderr == *"rdmactl export: cannot create a file in $RO: Permission denied" ]]
 }
 
+@test "--textfile on a read-only file system (the service's ProtectSystem=strict) names ReadWritePaths=DIR (issue 51)" {
+	mkdir "$T/tf"
+	# a read-only bind mount of DIR in a mount namespace of our own, as systemd makes one for the service
+	run -1 --separate-stderr unshare -rm sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" &&
+		exec "$2" export --textfile "$1" --once' sh "$T/tf" "$RDMACTL"
+	[[ $stderr == *"rdmactl export: cannot create a file in $T/tf: Read-only file system ("*"ProtectSystem=strict"*"ReadWritePaths=$T/tf in 'systemctl edit rdmactl-export')" ]]
+	[ ! -e "$T/tf/rdmactl.prom" ]
+}
+
 @test "--textfile --interval rewrites the file; SIGTERM ends it with exit 0 and no temporary file" {
 	mkdir "$T/tf"
 	"$RDMACTL" export --textfile "$T/tf" --interval 0.2 3>&- &
