@@ -165,6 +165,48 @@ man_overrides() {
 	done
 }
 
+# The series the expression of the shipped alert $2 selects after 11 minutes of the exposition in file $1
+# (its every series constant): promtool test rules checks them against $3, exp_samples in YAML.
+alert_selects() {
+	local t=$BATS_TEST_TMPDIR/sel.test.yml expr
+	expr=$(awk -v a="$2" '$0 ~ "- alert: " a "$" { f = 1; next } f && /^ *expr: / { sub(/^ *expr: /, ""); print; exit }' \
+		"$TOP/dist/prometheus/rdmactl.rules.yml")
+	[ -n "$expr" ]
+	{
+		echo 'rule_files: []'
+		echo 'evaluation_interval: 1m'
+		echo 'tests:'
+		echo '  - interval: 1m'
+		echo '    input_series:'
+		grep -v '^#' "$1" | while read -r series value; do
+			printf "      - series: '%s'\n        values: '%sx15'\n" "${series//\'/\'\'}" "$value"
+		done
+		echo '    promql_expr_test:'
+		echo "      - expr: '${expr//\'/\'\'}'"
+		echo '        eval_time: 11m'
+		echo "        exp_samples: $3"
+	} >"$t"
+	promtool test rules "$t"
+}
+
+@test "rules: RdmactlSourceDown on the exporter's own output: no ledger is absent, no alert; a ledger it cannot read fires it (issue 51)" {
+	# a node where no limit was ever set: no ledger file
+	run -0 --separate-stderr "$RDMACTL" export --once --ledger "$BATS_TEST_TMPDIR/none"
+	echo "$output" >"$BATS_TEST_TMPDIR/absent.prom"
+	assert_line 'rdmactl_source_state{source="ledger",state="absent"} 1'
+	assert_line 'rdmactl_source_state{source="ledger",state="down"} 0'
+	run -0 alert_selects "$BATS_TEST_TMPDIR/absent.prom" RdmactlSourceDown '[]'
+	# a ledger that is there and cannot be read
+	echo 'not a ledger' >"$BATS_TEST_TMPDIR/bad"
+	run -0 --separate-stderr "$RDMACTL" export --once --ledger "$BATS_TEST_TMPDIR/bad"
+	echo "$output" >"$BATS_TEST_TMPDIR/down.prom"
+	assert_line 'rdmactl_source_state{source="ledger",state="down"} 1'
+	run -0 alert_selects "$BATS_TEST_TMPDIR/down.prom" RdmactlSourceDown \
+		"[{labels: 'rdmactl_source_state{source=\"ledger\",state=\"down\"}', value: 1}]"
+	# and nothing else: the same expectation without it fails
+	run -1 alert_selects "$BATS_TEST_TMPDIR/down.prom" RdmactlSourceDown '[]'
+}
+
 @test "rules: a rule that no longer matches its test fails promtool test rules" {
 	cp "$TOP"/dist/prometheus/rdmactl.rules*.yml "$BATS_TEST_TMPDIR/"
 	cd "$BATS_TEST_TMPDIR"

@@ -112,11 +112,14 @@ value_of() {
 	assert_output ""
 }
 
-@test "without RDMA netlink the exporter still answers: netlink reported down, the message once on stderr" {
+@test "without RDMA netlink the exporter still answers: netlink reported absent (not down), the message once on stderr" {
 	[ -z "$(ls /sys/class/infiniband 2>/dev/null)" ] || skip "this machine has RDMA devices"
 	run -0 --separate-stderr "$RDMACTL" export --once
-	run value_of 'rdmactl_source_up{source="netlink"}' <<<"$output"
+	local out=$output
+	run value_of 'rdmactl_source_up{source="netlink"}' <<<"$out"
 	assert_output 0
+	run -0 grep '^rdmactl_source_state{source="netlink"' <<<"$out"
+	assert_output "$(printf 'rdmactl_source_state{source="netlink",state="%s"} %s\n' up 0 absent 1 down 0)"
 	[[ $stderr == "rdmactl export: cannot open RDMA netlink: "* ]]
 	# nor, then, where counts came from (there are none)
 	run -0 --separate-stderr "$RDMACTL" export --once --no-qp-states
