@@ -110,7 +110,7 @@ cdi() {
 	[[ $stderr == *"above the node's ceiling"* ]]
 	echo 'budget x qp=100' >>"$RDMACTL_CONTAINERS_CONF"
 	run -1 --separate-stderr cdi generate
-	[[ $stderr == *"cannot read the node policy: $RDMACTL_CONTAINERS_CONF: budget x: qp is above the ceiling qp=64"* ]]
+	[[ $stderr == *"cannot read the node policy: $RDMACTL_CONTAINERS_CONF: line 4: budget x qp=100 is above the ceiling qp=64 of line 2"* ]]
 	run -1 --separate-stderr "$RDMACTL" cdi generate --policy "$BATS_TEST_TMPDIR/none" -o "$O"
 	[[ $stderr == *"none: No such file or directory"* ]]
 	[ ! -e "$O" ]
