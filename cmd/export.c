@@ -460,8 +460,9 @@ int cmd_export(int argc, char **argv)
 			ret = EXIT_FAIL;
 			goto out;
 		}
+		/* always: with port 0 (or an address the host chose) this line is the only way to know it */
 		http_local_addr(fd, addr, sizeof(addr));
-		pr_debug("listening on %s", addr);
+		pr_err("listening on %s", addr);
 	}
 	ret = serve();
 out:

@@ -163,6 +163,18 @@ value_of() {
 	[[ $stderr == *"rdmactl export: cannot create a file in $RO: Permission denied" ]]
 }
 
+@test "--listen 127.0.0.1:0 says on stderr which port it got, without -v; a scrape there answers (issue 51)" {
+	local err=$T/listen.err port
+	"$RDMACTL" export --listen 127.0.0.1:0 2>"$err" 3>&- &
+	PIDS+=("$!")
+	wait_for 10 grep -q 'listening on' "$err" || { cat "$err"; return 1; }
+	port=$(sed -n 's/^rdmactl export: listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$err")
+	[ -n "$port" ] && [ "$port" -gt 0 ] || { cat "$err"; return 1; }
+	PORT=$port
+	run -0 bash -c "$(declare -f raw); PORT=$port raw 'GET /metrics HTTP/1.0\r\n\r\n'"
+	assert_line --index 0 --regexp '^HTTP/1\.1 200 '
+}
+
 @test "--textfile on a read-only file system (the service's ProtectSystem=strict) names ReadWritePaths=DIR (issue 51)" {
 	mkdir "$T/tf"
 	# a read-only bind mount of DIR in a mount namespace of our own, as systemd makes one for the service
