@@ -81,8 +81,13 @@ LAB_HELPERS += $(OUT)/lab-progs/kqverbs-static $(OUT)/lab-progs/kqcompat32
 
 MANPAGES    := $(wildcard man/*.8)
 
-# The Slurm SPANK plugin, only where Slurm's headers are (libslurm-dev).
-SPANK_H     := $(wildcard /usr/include/slurm/spank.h)
+# The Slurm SPANK plugin, where Slurm's headers are (libslurm-dev). SPANK=1 requires them (the Debian package:
+# its plugin never depends on what the build machine happens to have), SPANK=0 leaves the plugin out.
+SPANK       ?=
+SPANK_H     := $(if $(filter 0,$(SPANK)),,$(wildcard /usr/include/slurm/spank.h))
+ifeq ($(SPANK)$(SPANK_H),1)
+$(error SPANK=1: no /usr/include/slurm/spank.h to build the Slurm plugin with (apt-get install libslurm-dev))
+endif
 SPANK_SO    := $(if $(SPANK_H),$(OUT)/spank_rdmactl.so)
 
 .DELETE_ON_ERROR:
@@ -113,7 +118,8 @@ help:
 	@echo "  lab            interactive shell inside the lab (rxe0 on veth0, 192.0.2.1/24)"
 	@echo "  bench          build the benchmarks under $(OUT)/bench (run bench/*.sh; see their headers)"
 	@echo "  install        install binary, preload, man pages, bash completion, the OCI hooks.d file and (with"
-	@echo "                 slurm/spank.h) the Slurm plugin (PREFIX DESTDIR MANDIR BASH_COMPDIR OCI_HOOKSDIR SLURM_PLUGINDIR)"
+	@echo "                 slurm/spank.h) the Slurm plugin (PREFIX DESTDIR MANDIR BASH_COMPDIR OCI_HOOKSDIR SLURM_PLUGINDIR;"
+	@echo "                 SPANK=1 requires slurm/spank.h, SPANK=0 leaves the plugin out)"
 	@echo "                 also systemd units, alerting rules, dashboard (SYSTEMDUNITDIR, DISTDATADIR)"
 	@echo "  deb            the Debian package (debian/) in $(OUT).deb/, checked by lintian"
 	@echo "  uninstall, clean"

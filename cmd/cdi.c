@@ -104,7 +104,7 @@ static const struct argp argp = {
 	"node's ceiling\n"
 	"generate writes DIR/" CDI_VENDOR "-hca.json and DIR/" CDI_VENDOR "-budget.json (a budget spec only when "
 	"there are budgets; a stale one is removed). list shows the devices and whether the specs in DIR are "
-	"current.\v"
+	"current (exit 1 when one is not; --budget devices of the spec on disk are kept).\v"
 	"Examples:\n"
 	"  rdmactl cdi generate\n"
 	"  rdmactl cdi generate --budget qp2:qp=2,mr_bytes=1G --output /var/run/cdi\n"
@@ -121,6 +121,7 @@ struct budget_dev {
 	char name[POLICY_NAME_MAX];
 	char arg[256]; /* --budget NAME or --limit LIMITS */
 	bool limit;
+	bool from_spec; /* list: a --budget device of the spec on disk */
 };
 
 /* A device name CDI accepts (letters first keeps cdiVersion 0.3.0). */
@@ -179,56 +180,133 @@ static int find_hcas(struct hca *h, unsigned int *n)
 	return 0;
 }
 
-/* The node policy's budgets, then --budget's; a name twice is an error. */
-static int find_budgets(const struct policy *pol, struct budget_dev *b, unsigned int *n)
+/*
+ * One --budget NAME:LIMITS into b[*n], checked against the policy and the budgets before it. A word of the
+ * command line that fails is a usage error (2); one read back from the spec on disk (from_spec, by list) is
+ * left out with a note (1), which leaves that spec stale.
+ */
+static int add_extra(const struct policy *pol, const char *arg, const char *spec, struct budget_dev *b,
+		     unsigned int *n)
 {
-	char msg[256], limits[200];
+	const char *c = strchr(arg, ':');
+	size_t len = c ? (size_t)(c - arg) : 0;
+	bool from_spec = spec;
+	char msg[256], limits[200], what[PATH_MAX + 16];
 	struct policy_limits l;
-	unsigned int i, j;
+	unsigned int j;
+
+	snprintf(what, sizeof(what), "%s%s--budget", spec ? spec : "", spec ? ": " : "");
+	if (!c || !len || len >= POLICY_NAME_MAX) {
+		fprintf(stderr, "%s: %s '%s': NAME:KIND=N[,...] (a name of at most %d characters)\n", util_prog, what,
+			arg, POLICY_NAME_MAX - 1);
+		return from_spec ? 1 : EXIT_USAGE;
+	}
+	memcpy(b[*n].name, arg, len);
+	b[*n].name[len] = '\0';
+	if (!policy_name_ok(b[*n].name)) {
+		fprintf(stderr, "%s: %s '%s': the name: a letter first, then letters, digits, '_', '.' or '-', ending "
+			"with a letter or digit\n", util_prog, what, arg);
+		return from_spec ? 1 : EXIT_USAGE;
+	}
+	if (policy_limits_parse(c + 1, &l, msg, sizeof(msg))) {
+		fprintf(stderr, "%s: %s '%s': %s\n", util_prog, what, arg, msg);
+		return from_spec ? 1 : EXIT_USAGE;
+	}
+	if (policy_above_ceiling(pol, &l) >= 0) {
+		fprintf(stderr, "%s: %s '%s': above the node's ceiling in %s (its hook would refuse every container)\n",
+			util_prog, what, arg, policy_path(co.policy));
+		return from_spec ? 1 : EXIT_USAGE;
+	}
+	for (j = 0; j < *n; j++)
+		if (!strcmp(b[j].name, b[*n].name)) {
+			if (from_spec) /* the policy's budget or the command line's of that name replaces it */
+				return 1;
+			fprintf(stderr, "%s: %s '%s': a budget %s exists already (%s)\n", util_prog, what, arg, b[j].name,
+				b[j].limit ? "--budget" : policy_path(co.policy));
+			return EXIT_USAGE;
+		}
+	policy_limits_format(&l, limits, sizeof(limits));
+	copy_str(b[*n].arg, limits, sizeof(b[*n].arg));
+	b[*n].limit = true;
+	b[*n].from_spec = from_spec;
+	(*n)++;
+	return 0;
+}
+
+/*
+ * The --budget devices of a budget spec on disk, as "NAME:LIMITS" into out[] (the args "--limit LIMITS" of
+ * the device's hooks; a policy budget's hooks say "--budget NAME" instead). What it finds need not be right:
+ * list compares the spec these give with the file byte for byte, so a file read wrong is only ever stale.
+ */
+static unsigned int spec_extras(const char *path, char out[][POLICY_NAME_MAX + 256], unsigned int max)
+{
+	static char buf[1 << 20];
+	char str[2][256], *p, *end;
+	unsigned int n = 0, i, k = 0;
+	bool name_next = false, limit_next = false;
+	ssize_t got = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (got <= 0)
+		return 0;
+	buf[got] = '\0';
+	str[0][0] = '\0'; /* the device's name */
+	for (p = buf; (p = strchr(p, '"')) && n < max; p = end + 1) {
+		char *s = str[1];
+		size_t len;
+
+		end = p + 1 + strcspn(p + 1, "\"\\");
+		if (*end != '"')
+			break; /* no escapes in what generate writes */
+		len = (size_t)(end - p - 1);
+		if (len >= sizeof(str[1]))
+			len = sizeof(str[1]) - 1;
+		memcpy(s, p + 1, len);
+		s[len] = '\0';
+		if (name_next) {
+			copy_str(str[0], s, sizeof(str[0]));
+		} else if (limit_next && str[0][0]) {
+			for (i = 0; i < n; i++)
+				if (!strncmp(out[i], str[0], strlen(str[0])) && out[i][strlen(str[0])] == ':')
+					break;
+			if (i == n) /* createRuntime and poststop: the same device */
+				snprintf(out[n++], sizeof(out[0]), "%.31s:%.255s", str[0], s);
+		}
+		k = (size_t)(end + 1 - buf) + strspn(end + 1, " \t\r\n");
+		name_next = !strcmp(s, "name") && buf[k] == ':';
+		limit_next = !strcmp(s, "--limit") && buf[k] != ':';
+	}
+	return n;
+}
+
+/* The node policy's budgets, then --budget's (list: and those of the spec on disk); a name twice is an error. */
+static int find_budgets(const struct policy *pol, struct budget_dev *b, unsigned int *n, const char *spec)
+{
+	static char found[CDI_MAX_EXTRA][POLICY_NAME_MAX + 256];
+	unsigned int i, nfound = 0;
+	int ret;
 
 	*n = 0;
 	for (i = 0; i < pol->nbudgets; i++) {
 		copy_str(b[*n].name, pol->budget[i].name, sizeof(b[*n].name));
 		copy_str(b[*n].arg, pol->budget[i].name, sizeof(b[*n].arg));
 		b[*n].limit = false;
+		b[*n].from_spec = false;
 		(*n)++;
 	}
 	for (i = 0; i < co.nextra; i++) {
-		const char *c = strchr(co.extra[i], ':');
-		size_t len = c ? (size_t)(c - co.extra[i]) : 0;
-
-		if (!c || !len || len >= POLICY_NAME_MAX) {
-			fprintf(stderr, "%s: --budget '%s': NAME:KIND=N[,...] (a name of at most %d characters)\n",
-				util_prog, co.extra[i], POLICY_NAME_MAX - 1);
-			return EXIT_USAGE;
-		}
-		memcpy(b[*n].name, co.extra[i], len);
-		b[*n].name[len] = '\0';
-		if (!policy_name_ok(b[*n].name)) {
-			fprintf(stderr, "%s: --budget '%s': the name: a letter first, then letters, digits, '_', '.' or "
-				"'-', ending with a letter or digit\n", util_prog, co.extra[i]);
-			return EXIT_USAGE;
-		}
-		if (policy_limits_parse(c + 1, &l, msg, sizeof(msg))) {
-			fprintf(stderr, "%s: --budget '%s': %s\n", util_prog, co.extra[i], msg);
-			return EXIT_USAGE;
-		}
-		if (policy_above_ceiling(pol, &l) >= 0) {
-			fprintf(stderr, "%s: --budget '%s': above the node's ceiling in %s (its hook would refuse every "
-				"container)\n", util_prog, co.extra[i], policy_path(co.policy));
-			return EXIT_USAGE;
-		}
-		for (j = 0; j < *n; j++)
-			if (!strcmp(b[j].name, b[*n].name)) {
-				fprintf(stderr, "%s: --budget '%s': a budget %s exists already (%s)\n", util_prog,
-					co.extra[i], b[j].name, b[j].limit ? "--budget" : policy_path(co.policy));
-				return EXIT_USAGE;
-			}
-		policy_limits_format(&l, limits, sizeof(limits));
-		copy_str(b[*n].arg, limits, sizeof(b[*n].arg));
-		b[*n].limit = true;
-		(*n)++;
+		ret = add_extra(pol, co.extra[i], NULL, b, n);
+		if (ret)
+			return ret;
 	}
+	if (spec)
+		nfound = spec_extras(spec, found, CDI_MAX_EXTRA - co.nextra);
+	for (i = 0; i < nfound; i++)
+		add_extra(pol, found[i], spec, b, n);
 	return 0;
 }
 
@@ -364,6 +442,7 @@ struct node_state {
 	unsigned int nbud;
 	char exe[PATH_MAX];
 	char preload[PATH_MAX]; /* "" without --preload */
+	bool preload_spec; /* list: the hca spec on disk has the interceptor */
 };
 
 static void render_hca(const void *arg)
@@ -380,7 +459,28 @@ static void render_budget(const void *arg)
 	budget_spec(ns->exe, ns->bud, ns->nbud);
 }
 
-static int read_node(struct node_state *ns)
+/* Whether the file at path holds what. */
+static bool file_has(const char *path, const char *what)
+{
+	static char buf[1 << 20];
+	ssize_t got = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		got = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (got <= 0)
+		return false;
+	buf[got] = '\0';
+	return strstr(buf, what);
+}
+
+/*
+ * What this node has and what generate makes of it. list (hpath and bpath given) takes the specs on disk for
+ * what they were generated as: their --budget devices, and --preload when the hca spec has the interceptor.
+ */
+static int read_node(struct node_state *ns, const char *hpath, const char *bpath)
 {
 	static char cm[PATH_MAX];
 	static struct policy pol;
@@ -404,7 +504,7 @@ static int read_node(struct node_state *ns)
 	}
 	if (getenv(POLICY_ENV) && !co.policy_given)
 		co.policy = getenv(POLICY_ENV), co.policy_given = true; /* the hooks must read the same file */
-	ret = find_budgets(&pol, ns->bud, &ns->nbud);
+	ret = find_budgets(&pol, ns->bud, &ns->nbud, bpath);
 	if (ret)
 		return ret;
 	ret = find_hcas(ns->hca, &ns->nhca);
@@ -414,7 +514,12 @@ static int read_node(struct node_state *ns)
 	}
 	snprintf(cm, sizeof(cm), "%s/rdma_cm", co.devdir ? co.devdir : "/dev/infiniband");
 	ns->cm = stat(cm, &sb) ? NULL : cm;
-	if (co.preload) {
+	if (!co.preload && hpath && file_has(hpath, "\"LD_PRELOAD=")) {
+		/* generated with --preload: no interceptor found here leaves that spec stale */
+		ns->preload_spec = true;
+		if (run_find_preload(ns->preload, sizeof(ns->preload)))
+			ns->preload[0] = '\0';
+	} else if (co.preload) {
 		ret = run_find_preload(ns->preload, sizeof(ns->preload));
 		if (ret) {
 			pr_err("--preload: cannot find librdmactl-preload.so next to rdmactl or in ../lib/rdmactl: %s "
@@ -468,13 +573,98 @@ static int write_file(const char *path, const char *buf, size_t len)
 	return 0;
 }
 
+/* The command that writes the specs again as they are meant: the --budget devices and --preload kept. */
+static void print_generate(const struct node_state *ns)
+{
+	unsigned int i;
+
+	fprintf(stderr, "rdmactl cdi generate");
+	if (co.preload || ns->preload_spec)
+		fprintf(stderr, " --preload");
+	for (i = 0; i < ns->nbud; i++)
+		if (ns->bud[i].limit)
+			fprintf(stderr, " --budget %s:%s", ns->bud[i].name, ns->bud[i].arg);
+	if (strcmp(co.dir, CDI_DIR))
+		fprintf(stderr, " --output %s", co.dir);
+	if (co.exe)
+		fprintf(stderr, " --exe %s", co.exe);
+}
+
+/*
+ * The devices and the state of their specs (generate: the devices only, in JSON). Returns 0, or 1 (list)
+ * when a spec on disk is not what generate would write.
+ */
+static int list(const struct node_state *ns, int sub, const char *hpath, const char *hbuf, size_t hlen,
+		const char *bpath, const char *bbuf, size_t blen)
+{
+	unsigned int i, bad = 0;
+	const char *st;
+
+	out_open_object(NULL);
+	print_string(PRINT_JSON, "dir", NULL, co.dir);
+	out_open_array("devices");
+	for (i = 0; i <= ns->nhca && ns->nhca; i++) {
+		const char *name = i < ns->nhca ? ns->hca[i].name : "all";
+
+		st = file_state(hpath, hbuf, hlen);
+		bad += strcmp(st, "current") != 0;
+		out_open_object(NULL);
+		print_string(PRINT_JSON, "kind", NULL, CDI_VENDOR "/hca");
+		print_string(PRINT_ANY, "name", sub ? CDI_VENDOR "/hca=%-14s " : NULL, name);
+		print_string(PRINT_ANY, "nodes", sub ? "%s" : NULL, i < ns->nhca ? ns->hca[i].node : "every uverbs");
+		print_string(PRINT_ANY, "spec", sub ? " (spec %s)\n" : NULL, st);
+		out_close_object();
+	}
+	for (i = 0; i < ns->nbud; i++) {
+		const struct budget_dev *b = &ns->bud[i];
+		char text[POLICY_NAME_MAX + 300];
+
+		st = file_state(bpath, bbuf, blen);
+		bad += strcmp(st, "current") != 0;
+		if (b->limit)
+			snprintf(text, sizeof(text), "--budget %s:%s", b->name, b->arg);
+		else
+			snprintf(text, sizeof(text), "policy budget %s", b->name);
+		out_open_object(NULL);
+		print_string(PRINT_JSON, "kind", NULL, CDI_VENDOR "/budget");
+		print_string(PRINT_ANY, "name", sub ? CDI_VENDOR "/budget=%-11s " : NULL, b->name);
+		print_string(PRINT_JSON, b->limit ? "limits" : "policy_budget", NULL, b->arg);
+		if (b->limit)
+			print_string(PRINT_JSON, "from", NULL, b->from_spec ? "spec" : "option");
+		print_string(PRINT_FP, NULL, sub ? "%s" : NULL, text);
+		print_string(PRINT_ANY, "spec", sub ? " (spec %s)\n" : NULL, st);
+		out_close_object();
+	}
+	out_close_array();
+	/* a spec on disk for devices this node no longer has: generate removes it */
+	out_open_array("stale_files");
+	if (!hbuf && !access(hpath, F_OK)) {
+		bad++;
+		print_string(PRINT_ANY, NULL, sub ? "%s: stale (no RDMA devices now; rdmactl cdi generate removes it)\n" :
+			     NULL, hpath);
+	}
+	if (!bbuf && !access(bpath, F_OK)) {
+		bad++;
+		print_string(PRINT_ANY, NULL, sub ? "%s: stale (no budgets now; rdmactl cdi generate removes it)\n" :
+			     NULL, bpath);
+	}
+	out_close_array();
+	out_close_object();
+	if (!sub || !bad)
+		return EXIT_OK;
+	fflush(stdout);
+	fprintf(stderr, "%s: the specs in %s are not current (", util_prog, co.dir);
+	print_generate(ns);
+	fprintf(stderr, " writes them again)\n");
+	return EXIT_FAIL;
+}
+
 int cmd_cdi(int argc, char **argv)
 {
 	static struct node_state ns;
 	char hpath[PATH_MAX], bpath[PATH_MAX];
 	char *hbuf = NULL, *bbuf = NULL;
 	size_t hlen = 0, blen = 0;
-	unsigned int i;
 	int ret, sub;
 	static const char *const subs[] = { "generate", "list" };
 
@@ -493,13 +683,13 @@ int cmd_cdi(int argc, char **argv)
 			subs[sub], co.args[1], util_prog);
 		return EXIT_USAGE;
 	}
-	ret = read_node(&ns);
-	if (ret)
-		return ret;
 	if (!co.dir)
 		co.dir = CDI_DIR;
 	snprintf(hpath, sizeof(hpath), "%s/" CDI_VENDOR "-hca.json", co.dir);
 	snprintf(bpath, sizeof(bpath), "%s/" CDI_VENDOR "-budget.json", co.dir);
+	ret = sub ? read_node(&ns, hpath, bpath) : read_node(&ns, NULL, NULL);
+	if (ret)
+		return ret;
 	if (ns.nhca)
 		hbuf = render(render_hca, &ns, &hlen);
 	if (ns.nbud)
@@ -529,40 +719,7 @@ int cmd_cdi(int argc, char **argv)
 				printf("%s: %u budget%s\n", bpath, ns.nbud, ns.nbud == 1 ? "" : "s");
 		}
 	}
-	out_open_object(NULL);
-	print_string(PRINT_JSON, "dir", NULL, co.dir);
-	out_open_array("devices");
-	for (i = 0; i <= ns.nhca && ns.nhca; i++) {
-		const char *name = i < ns.nhca ? ns.hca[i].name : "all";
-
-		out_open_object(NULL);
-		print_string(PRINT_JSON, "kind", NULL, CDI_VENDOR "/hca");
-		print_string(PRINT_ANY, "name", sub ? CDI_VENDOR "/hca=%-14s " : NULL, name);
-		print_string(PRINT_ANY, "nodes", sub ? "%s" : NULL, i < ns.nhca ? ns.hca[i].node : "every uverbs");
-		print_string(PRINT_ANY, "spec", sub ? " (spec %s)\n" : NULL, file_state(hpath, hbuf, hlen));
-		out_close_object();
-	}
-	for (i = 0; i < ns.nbud; i++) {
-		out_open_object(NULL);
-		print_string(PRINT_JSON, "kind", NULL, CDI_VENDOR "/budget");
-		print_string(PRINT_ANY, "name", sub ? CDI_VENDOR "/budget=%-11s " : NULL, ns.bud[i].name);
-		print_string(PRINT_ANY, ns.bud[i].limit ? "limits" : "policy_budget",
-			     sub ? (ns.bud[i].limit ? "%s" : "policy budget %s") : NULL, ns.bud[i].arg);
-		print_string(PRINT_ANY, "spec", sub ? " (spec %s)\n" : NULL, file_state(bpath, bbuf, blen));
-		out_close_object();
-	}
-	out_close_array();
-	/* a spec on disk for devices this node no longer has */
-	out_open_array("stale_files");
-	if (!hbuf && !access(hpath, F_OK))
-		print_string(PRINT_ANY, NULL, sub ? "%s: stale (no RDMA devices now; run rdmactl cdi generate)\n" : NULL,
-			     hpath);
-	if (!bbuf && !access(bpath, F_OK))
-		print_string(PRINT_ANY, NULL, sub ? "%s: stale (no budgets now; run rdmactl cdi generate)\n" : NULL,
-			     bpath);
-	out_close_array();
-	out_close_object();
-	ret = EXIT_OK;
+	ret = list(&ns, sub, hpath, hbuf, hlen, bpath, bbuf, blen);
 out:
 	free(hbuf);
 	free(bbuf);

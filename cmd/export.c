@@ -311,7 +311,11 @@ static int write_textfile(const char *dir, char *why, size_t whylen)
 	fd = mkstemp(tmp);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(why, whylen, "cannot create a file in %s: %s", dir, strerror(-ret));
+		/* rdmactl-export.service has ProtectSystem=strict: only the paths its unit names are writable */
+		snprintf(why, whylen, "cannot create a file in %s: %s%s%s%s", dir, strerror(-ret),
+			 ret == -EROFS ? " (a service under systemd's ProtectSystem=strict, as rdmactl-export.service "
+					 "is, writes only where its unit says: ReadWritePaths=" : "",
+			 ret == -EROFS ? dir : "", ret == -EROFS ? " in 'systemctl edit rdmactl-export')" : "");
 		return ret;
 	}
 	ret = write_all(fd, st.body.data, st.body.len);
@@ -456,8 +460,9 @@ int cmd_export(int argc, char **argv)
 			ret = EXIT_FAIL;
 			goto out;
 		}
+		/* always: with port 0 (or an address the host chose) this line is the only way to know it */
 		http_local_addr(fd, addr, sizeof(addr));
-		pr_debug("listening on %s", addr);
+		pr_err("listening on %s", addr);
 	}
 	ret = serve();
 out:

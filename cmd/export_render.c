@@ -89,6 +89,20 @@ static void info(const struct metrics_snap *s, const struct export_render_opts *
 
 		prom_sample_u64(b, "rdmactl_source_up", l, 1, s->err[i] ? 0 : 1);
 	}
+	prom_family(b, "rdmactl_source_state", PROM_GAUGE,
+		    "What this collection made of each source: 1 for its state, 0 for the others. up: read; absent: "
+		    "nothing there to read (no ledger, where no limit was ever set; a kernel without RDMA; no "
+		    "monitor or kernel quotas pinned); down: there, and it could not be read.");
+	for (i = 0; i < METRICS_SRC_NR; i++) {
+		int j;
+
+		for (j = 0; j < METRICS_STATE_NR; j++) {
+			struct prom_label l[] = { { "source", metrics_source_names[i] },
+						  { "state", metrics_state_names[j] } };
+
+			prom_sample_u64(b, "rdmactl_source_state", l, NLAB(l), s->state[i] == (enum metrics_source_state)j);
+		}
+	}
 	prom_family(b, "rdmactl_collect_duration_seconds", PROM_GAUGE,
 		    "Seconds the collection took (every source read once).");
 	prom_sample_f64(b, "rdmactl_collect_duration_seconds", NULL, 0, s->seconds);

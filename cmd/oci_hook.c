@@ -656,8 +656,11 @@ static int create_stage(const struct ocistate *st, const char *file, const struc
 	}
 	ret = proc_cgroup(st->pid, cg, sizeof(cg));
 	if (ret) {
-		pr_err("cannot read the cgroup of the container's process %d: %s (a cgroup v2 host?)", (int)st->pid,
-		       strerror(-ret));
+		pr_err("cannot read the cgroup of the container's process %d: %s", (int)st->pid,
+		       ret == -ESRCH ? "the process is gone (it exited before the hook ran)"
+		       : ret == -ENOENT ? "its /proc/PID/cgroup has no cgroup v2 line (rdmactl needs the unified "
+					  "hierarchy, cgroup v2)"
+		       : strerror(-ret));
 		return EXIT_FAIL;
 	}
 	cgroup2_root(root, sizeof(root));

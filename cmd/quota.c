@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/cgroup.h"
@@ -716,6 +718,31 @@ static int do_kernel_repair(void)
 	return EXIT_OK;
 }
 
+/*
+ * Whether this process may load and pin the kernel quota programs: CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON
+ * (BPF LSM programs are perfmon programs), and root's bpffs; why not into why.
+ */
+static bool may_load_kq(char *why, size_t len)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &hdr, d)) {
+		snprintf(why, len, "cannot read this process's capabilities: %s", strerror(errno));
+		return false;
+	}
+	if (!HAS(CAP_SYS_ADMIN) && !(HAS(CAP_BPF) && HAS(CAP_PERFMON))) {
+		snprintf(why, len, "it loads and pins the kernel quota programs, which needs root (CAP_SYS_ADMIN, or "
+			 "CAP_BPF with CAP_PERFMON; missing:%s%s%s)", HAS(CAP_SYS_ADMIN) ? "" : " CAP_SYS_ADMIN",
+			 HAS(CAP_BPF) ? "" : " CAP_BPF", HAS(CAP_PERFMON) ? "" : " CAP_PERFMON");
+		return false;
+	}
+	return true;
+#undef HAS
+}
+
 /* quota kernel unknown-driver-methods [pass|refuse]: the host's choice for driver methods not in the table. */
 static int do_kernel(void)
 {
@@ -750,6 +777,10 @@ static int do_kernel(void)
 	v = match_word(qopt.args[2], vals, 2);
 	if (v < 0)
 		return word_error("value", qopt.args[2], vals, 2, v);
+	if (!may_load_kq(why, sizeof(why))) {
+		pr_err("cannot set unknown-driver-methods to %s: %s", vals[v], why);
+		return EXIT_FAIL;
+	}
 	if (!kq_lsm_active(why, sizeof(why))) {
 		pr_err("the kernel quota programs need BPF LSM: %s", why);
 		return EXIT_FAIL;

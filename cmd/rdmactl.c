@@ -27,11 +27,38 @@ static const struct cmd {
 	{ "top", cmd_top, "per-process view of RDMA resources and quota use" },
 };
 
+/* argp's own lines quote `like this' (glibc's), the rest of rdmactl and getopt 'like this': its error stream
+ * writes ` as ' on stderr, so that one message has one style ("Try 'rdmactl quota --help' ..."). */
+static ssize_t quote_write(void *cookie, const char *buf, size_t len)
+{
+	size_t i;
+
+	(void)cookie;
+	for (i = 0; i < len; i++)
+		if (putc(buf[i] == '`' ? '\'' : buf[i], stderr) == EOF)
+			return i ? (ssize_t)i : -1;
+	return (ssize_t)len;
+}
+
+static FILE *argp_err_stream(void)
+{
+	static FILE *f;
+
+	if (!f) {
+		f = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = quote_write });
+		if (f)
+			setvbuf(f, NULL, _IONBF, 0);
+	}
+	return f ? f : stderr;
+}
+
 static error_t common_parse(int key, char *arg, struct argp_state *state)
 {
 	(void)arg;
-	(void)state;
 	switch (key) {
+	case ARGP_KEY_INIT:
+		state->err_stream = argp_err_stream();
+		return ARGP_ERR_UNKNOWN;
 	case 'j':
 		out_init(NULL, true, out_is_pretty());
 		break;

@@ -45,7 +45,8 @@ cdi() {
 	# the node changes: the policy has one more budget, a device is gone
 	echo 'budget big qp=64' >>"$RDMACTL_CONTAINERS_CONF"
 	rm -r "$S/class/infiniband_verbs/uverbs1"
-	run -0 --separate-stderr cdi list -j
+	run -1 --separate-stderr cdi list -j
+	[[ $stderr == "rdmactl cdi: the specs in $O are not current (rdmactl cdi generate --output $O writes them again)" ]]
 	run -0 jq -r '.devices[] | "\(.name) \(.spec)"' <<<"$output"
 	assert_output "$(printf '%s\n' 'rxe0 stale' 'all stale' 'small stale' 'big stale')"
 	run -0 cdi generate
@@ -54,8 +55,37 @@ cdi() {
 	[ "$(jq -c .stale_files <<<"$output")" = '[]' ]
 	# a budget spec on disk, and no budgets now
 	: >"$RDMACTL_CONTAINERS_CONF"
+	run -1 --separate-stderr cdi list
+	assert_line "$O/rdmactl.io-budget.json: stale (no budgets now; rdmactl cdi generate removes it)"
+}
+
+@test "cdi list: specs made with --budget and --preload are current, named as such; stale exits 1 and the hint keeps them (issue 51)" {
+	run -0 cdi generate --budget qp2:qp=2,mr-bytes=1G --preload
 	run -0 --separate-stderr cdi list
-	assert_line "$O/rdmactl.io-budget.json: stale (no budgets now; run rdmactl cdi generate)"
+	assert_line --regexp '^rdmactl.io/hca=all +every uverbs \(spec current\)$'
+	assert_line --regexp '^rdmactl.io/budget=small +policy budget small \(spec current\)$'
+	assert_line --regexp '^rdmactl.io/budget=qp2 +--budget qp2:qp=2,mr_bytes=1073741824 \(spec current\)$'
+	[ -z "$stderr" ]
+	run -0 --separate-stderr cdi list -j
+	run -0 jq -c '[.devices[] | select(.kind == "rdmactl.io/budget") | [.name, .limits, .from, .spec]]' <<<"$output"
+	assert_output '[["small",null,null,"current"],["qp2","qp=2,mr_bytes=1073741824","spec","current"]]'
+	# only --budget devices: no policy budgets is not "no budgets now"
+	: >"$RDMACTL_CONTAINERS_CONF"
+	run -0 cdi generate --budget qp2:qp=2
+	run -0 --separate-stderr cdi list
+	assert_line --regexp '^rdmactl.io/budget=qp2 +--budget qp2:qp=2 \(spec current\)$'
+	refute_output --partial stale
+	# stale: exit 1, and the command it suggests writes the --budget device again
+	rm "$O/rdmactl.io-hca.json"
+	printf 'budget big qp=64\n' >"$RDMACTL_CONTAINERS_CONF"
+	run -1 --separate-stderr cdi list
+	assert_line --regexp '^rdmactl.io/budget=qp2 +--budget qp2:qp=2 \(spec stale\)$'
+	assert_line --regexp '^rdmactl.io/hca=all +every uverbs \(spec missing\)$'
+	[[ $stderr == *"(rdmactl cdi generate --budget qp2:qp=2 --output $O writes them again)" ]]
+	run -0 cdi generate --budget qp2:qp=2
+	run -0 --separate-stderr cdi list
+	assert_line --regexp '^rdmactl.io/budget=big +policy budget big \(spec current\)$'
+	assert_line --regexp '^rdmactl.io/budget=qp2 +--budget qp2:qp=2 \(spec current\)$'
 }
 
 @test "cdi generate: no RDMA devices means no hca spec (a stale one removed); no budgets, no budget spec" {
@@ -80,7 +110,7 @@ cdi() {
 	[[ $stderr == *"above the node's ceiling"* ]]
 	echo 'budget x qp=100' >>"$RDMACTL_CONTAINERS_CONF"
 	run -1 --separate-stderr cdi generate
-	[[ $stderr == *"cannot read the node policy: $RDMACTL_CONTAINERS_CONF: budget x: qp is above the ceiling qp=64"* ]]
+	[[ $stderr == *"cannot read the node policy: $RDMACTL_CONTAINERS_CONF: line 4: budget x qp=100 is above the ceiling qp=64 of line 2"* ]]
 	run -1 --separate-stderr "$RDMACTL" cdi generate --policy "$BATS_TEST_TMPDIR/none" -o "$O"
 	[[ $stderr == *"none: No such file or directory"* ]]
 	[ ! -e "$O" ]

@@ -79,6 +79,22 @@ load helper
 	assert_equal "${stderr_lines[0]}" "rdmactl: unrecognized option '--frob'"
 }
 
+@test "usage errors quote one way: argp's own 'Try' line as the rest ('...', not \`...') (issue 51)" {
+	run -2 --separate-stderr "$RDMACTL" --frob
+	assert_equal "${stderr_lines[1]}" "Try 'rdmactl --help' or 'rdmactl --usage' for more information."
+	run -2 --separate-stderr "$RDMACTL" cdi --frob
+	assert_equal "$stderr" "rdmactl cdi: unrecognized option '--frob'
+Try 'rdmactl cdi --help' or 'rdmactl cdi --usage' for more information."
+	run -2 --separate-stderr "$RDMACTL" top -x
+	assert_equal "${stderr_lines[1]}" "Try 'rdmactl top --help' or 'rdmactl top --usage' for more information."
+	# argp_error's own messages too
+	run -2 --separate-stderr "$RDMACTL" export --once --listen :1
+	assert_equal "$stderr" "rdmactl export: --once goes with --textfile or stdout, not with --listen
+Try 'rdmactl export --help' or 'rdmactl export --usage' for more information."
+	run -2 --separate-stderr "$RDMACTL"
+	[[ $stderr != *'`'* ]]
+}
+
 @test "oci-hook on a terminal says what it waits for on stdin (issue 51)" {
 	command -v script >/dev/null || skip "no script(1)"
 	run script -qec "$RDMACTL oci-hook </dev/tty & sleep 1; kill \$!" /dev/null

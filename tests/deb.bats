@@ -16,13 +16,21 @@ load helper
 	run -0 dpkg-deb -f "$deb" Package Architecture Depends
 	assert_line 'Package: rdmactl'
 	assert_line --regexp '^Depends: .*libibverbs1'
+	# the description is today's: kernel limits, the OCI hook, CDI, Slurm, and the exporter it starts
+	run -0 dpkg-deb -f "$deb" Description
+	local d=${output//$'\n '/ }
+	for f in 'BPF LSM' 'rdmactl oci-hook' 'rdmactl cdi' 'SPANK plugin' 'rdmactl doctor' \
+		'enabled and started on installation' 'rdmactl-export(8) says how to bind it to one'; do
+		[[ $d == *"$f"* ]] || { echo "Description: no '$f'" >&2; return 1; }
+	done
 	run -0 dpkg-deb -c "$deb"
 	local f
 	for f in usr/bin/rdmactl usr/lib/rdmactl/librdmactl-preload.so \
 		usr/share/bash-completion/completions/rdmactl \
 		lib/systemd/system/rdmactl-export.service lib/systemd/system/rdmactl-ledger.service \
 		usr/share/rdmactl/prometheus/rdmactl.rules.yml usr/share/rdmactl/grafana/rdmactl.json \
-		usr/share/doc/rdmactl/copyright; do
+		usr/share/doc/rdmactl/copyright usr/share/containers/oci/hooks.d/rdmactl.json \
+		usr/lib/x86_64-linux-gnu/slurm-wlm/spank_rdmactl.so; do
 		assert_line --regexp " \./$f\$"
 	done
 	for f in "$TOP"/man/*.8; do

@@ -89,6 +89,39 @@ exec_start() {
 	run -0 grep -x 'CapabilityBoundingSet=' "$D/lib/systemd/system/rdmactl-ledger.service"
 }
 
+# The [Service] overrides rdmactl-export(8) gives (FILES), one a line: "N<TAB>line", N the override's number.
+man_overrides() {
+	awk '/^\.nf$/ { n++; nf = 1; next } /^\.fi$/ { nf = 0 } nf && /^\[Service\]$/ { o[n] = 1 } nf && o[n] { gsub(/\\-/, "-"); print n "\t" $0 }' \
+		"$TOP/man/rdmactl-export.8"
+}
+
+@test "units: rdmactl-export(8)'s overrides (one address; --textfile with ReadWritePaths=DIR) verify, and the unit names them (issue 51)" {
+	install_real
+	local u=$D/lib/systemd/system/rdmactl-export.service n dir
+	run -0 man_overrides
+	local all=$output
+	[ "$(cut -f1 <<<"$all" | sort -u | wc -l)" = 2 ]
+	for n in $(cut -f1 <<<"$all" | sort -u); do
+		mkdir -p "$BATS_TEST_TMPDIR/o$n"
+		{ cat "$u"; grep "^$n"$'\t' <<<"$all" | cut -f2-; } >"$BATS_TEST_TMPDIR/o$n/rdmactl-export.service"
+		MANPATH=$D/share/man run systemd-analyze verify "$BATS_TEST_TMPDIR/o$n/rdmactl-export.service"
+		assert_success
+		assert_output ""
+		# each line of it is in the unit's comment too
+		while IFS= read -r line; do
+			[ "$line" = "[Service]" ] && continue
+			grep -qxF "#   $line" "$u" || { echo "not in the unit's comment: $line" >&2; return 1; }
+		done < <(grep "^$n"$'\t' <<<"$all" | cut -f2-)
+	done
+	# one binds an address; the other writes a textfile in the directory it opens
+	grep -q $'\tEnvironment=EXPORT_OPTS="--listen [0-9.]*:9476"$' <<<"$all"
+	n=$(sed -n 's/\tEnvironment=EXPORT_OPTS="--textfile [^" ]*"$//p' <<<"$all")
+	dir=$(sed -n 's/.*\tEnvironment=EXPORT_OPTS="--textfile \([^" ]*\)"$/\1/p' <<<"$all")
+	[ -n "$dir" ]
+	grep -qxF "$n"$'\tReadWritePaths='"$dir" <<<"$all"
+	run -0 grep -c 'The Debian package enables and starts it' "$u"
+}
+
 @test "units: the ledger unit's command creates a root-owned policy, only where there is no ledger" {
 	install_real
 	local u=$D/lib/systemd/system/rdmactl-ledger.service
@@ -130,6 +163,48 @@ exec_start() {
 	for a in $(sed -n 's/^ *- alert: //p' rdmactl.rules.yml); do
 		grep -q "alertname: $a\$" rdmactl.rules.test.yml || { echo "no test of $a"; return 1; }
 	done
+}
+
+# The series the expression of the shipped alert $2 selects after 11 minutes of the exposition in file $1
+# (its every series constant): promtool test rules checks them against $3, exp_samples in YAML.
+alert_selects() {
+	local t=$BATS_TEST_TMPDIR/sel.test.yml expr
+	expr=$(awk -v a="$2" '$0 ~ "- alert: " a "$" { f = 1; next } f && /^ *expr: / { sub(/^ *expr: /, ""); print; exit }' \
+		"$TOP/dist/prometheus/rdmactl.rules.yml")
+	[ -n "$expr" ]
+	{
+		echo 'rule_files: []'
+		echo 'evaluation_interval: 1m'
+		echo 'tests:'
+		echo '  - interval: 1m'
+		echo '    input_series:'
+		grep -v '^#' "$1" | while read -r series value; do
+			printf "      - series: '%s'\n        values: '%sx15'\n" "${series//\'/\'\'}" "$value"
+		done
+		echo '    promql_expr_test:'
+		echo "      - expr: '${expr//\'/\'\'}'"
+		echo '        eval_time: 11m'
+		echo "        exp_samples: $3"
+	} >"$t"
+	promtool test rules "$t"
+}
+
+@test "rules: RdmactlSourceDown on the exporter's own output: no ledger is absent, no alert; a ledger it cannot read fires it (issue 51)" {
+	# a node where no limit was ever set: no ledger file
+	run -0 --separate-stderr "$RDMACTL" export --once --ledger "$BATS_TEST_TMPDIR/none"
+	echo "$output" >"$BATS_TEST_TMPDIR/absent.prom"
+	assert_line 'rdmactl_source_state{source="ledger",state="absent"} 1'
+	assert_line 'rdmactl_source_state{source="ledger",state="down"} 0'
+	run -0 alert_selects "$BATS_TEST_TMPDIR/absent.prom" RdmactlSourceDown '[]'
+	# a ledger that is there and cannot be read
+	echo 'not a ledger' >"$BATS_TEST_TMPDIR/bad"
+	run -0 --separate-stderr "$RDMACTL" export --once --ledger "$BATS_TEST_TMPDIR/bad"
+	echo "$output" >"$BATS_TEST_TMPDIR/down.prom"
+	assert_line 'rdmactl_source_state{source="ledger",state="down"} 1'
+	run -0 alert_selects "$BATS_TEST_TMPDIR/down.prom" RdmactlSourceDown \
+		"[{labels: 'rdmactl_source_state{source=\"ledger\",state=\"down\"}', value: 1}]"
+	# and nothing else: the same expectation without it fails
+	run -1 alert_selects "$BATS_TEST_TMPDIR/down.prom" RdmactlSourceDown '[]'
 }
 
 @test "rules: a rule that no longer matches its test fails promtool test rules" {

@@ -115,11 +115,14 @@ value_of() {
 	assert_output ""
 }
 
-@test "without RDMA netlink the exporter still answers: netlink reported down, the message once on stderr" {
+@test "without RDMA netlink the exporter still answers: netlink reported absent (not down), the message once on stderr" {
 	[ -z "$(ls /sys/class/infiniband 2>/dev/null)" ] || skip "this machine has RDMA devices"
 	run -0 --separate-stderr "$RDMACTL" export --once
-	run value_of 'rdmactl_source_up{source="netlink"}' <<<"$output"
+	local out=$output
+	run value_of 'rdmactl_source_up{source="netlink"}' <<<"$out"
 	assert_output 0
+	run -0 grep '^rdmactl_source_state{source="netlink"' <<<"$out"
+	assert_output "$(printf 'rdmactl_source_state{source="netlink",state="%s"} %s\n' up 0 absent 1 down 0)"
 	[[ $stderr == "rdmactl export: cannot open RDMA netlink: "* ]]
 	# nor, then, where counts came from (there are none)
 	run -0 --separate-stderr "$RDMACTL" export --once --no-qp-states
@@ -161,6 +164,27 @@ value_of() {
 	run -1 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" export --textfile "$RO" --once
 	rmdir "$RO"
 	[[ $stderr == *"rdmactl export: cannot create a file in $RO: Permission denied" ]]
+}
+
+@test "--listen 127.0.0.1:0 says on stderr which port it got, without -v; a scrape there answers (issue 51)" {
+	local err=$T/listen.err port
+	"$RDMACTL" export --listen 127.0.0.1:0 2>"$err" 3>&- &
+	PIDS+=("$!")
+	wait_for 10 grep -q 'listening on' "$err" || { cat "$err"; return 1; }
+	port=$(sed -n 's/^rdmactl export: listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$err")
+	[ -n "$port" ] && [ "$port" -gt 0 ] || { cat "$err"; return 1; }
+	PORT=$port
+	run -0 bash -c "$(declare -f raw); PORT=$port raw 'GET /metrics HTTP/1.0\r\n\r\n'"
+	assert_line --index 0 --regexp '^HTTP/1\.1 200 '
+}
+
+@test "--textfile on a read-only file system (the service's ProtectSystem=strict) names ReadWritePaths=DIR (issue 51)" {
+	mkdir "$T/tf"
+	# a read-only bind mount of DIR in a mount namespace of our own, as systemd makes one for the service
+	run -1 --separate-stderr unshare -rm sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" &&
+		exec "$2" export --textfile "$1" --once' sh "$T/tf" "$RDMACTL"
+	[[ $stderr == *"rdmactl export: cannot create a file in $T/tf: Read-only file system ("*"ProtectSystem=strict"*"ReadWritePaths=$T/tf in 'systemctl edit rdmactl-export')" ]]
+	[ ! -e "$T/tf/rdmactl.prom" ]
 }
 
 @test "--textfile --interval rewrites the file; SIGTERM ends it with exit 0 and no temporary file" {

@@ -87,3 +87,20 @@ load helper
 	assert_output "$(printf '%s\n' plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init \
 		slurm_spank_init_post_opt slurm_spank_task_init slurm_spank_task_post_fork spank_plugin_version)"
 }
+
+@test "SPANK=1 requires slurm/spank.h and SPANK=0 leaves the plugin out; the Debian package builds it always (issue 51)" {
+	# a host without Slurm's headers: /usr/include/slurm hidden in a mount namespace of our own
+	run -2 unshare -rm sh -c 'mount -t tmpfs none /usr/include/slurm 2>/dev/null || true
+		exec make -C "$1" --no-print-directory -n OUT="$2" SPANK=1 installed' sh "$TOP" "$BUILD"
+	assert_output --partial "SPANK=1: no /usr/include/slurm/spank.h to build the Slurm plugin with (apt-get install libslurm-dev)"
+	run -0 unshare -rm sh -c 'mount -t tmpfs none /usr/include/slurm 2>/dev/null || true
+		exec make -C "$1" --no-print-directory -n OUT="$2" installed' sh "$TOP" "$BUILD"
+	refute_output --partial spank_rdmactl
+	run -0 make -C "$TOP" --no-print-directory -n OUT="$BATS_TEST_TMPDIR/out" SPANK=0 installed
+	refute_output --partial spank_rdmactl
+	# the package: libslurm-dev among its build dependencies, and SPANK=1 in its build
+	run -0 grep -A30 '^Build-Depends:' "$TOP/debian/control"
+	assert_line --regexp '^ +libslurm-dev,?$'
+	run -0 grep '^MAKEFLAGS_DEB *=' "$TOP/debian/rules"
+	assert_output --regexp ' SPANK=1( |$)'
+}

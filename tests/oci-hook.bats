@@ -103,6 +103,15 @@ state() { # id status pid annotations-json
 	assert_output --partial "unexpected argument 'extra'"
 }
 
+@test "oci-hook: a container process that is gone is named as such, not as a host without cgroup v2 (issue 51)" {
+	local dead
+	sleep 0 & dead=$!
+	wait "$dead"
+	run -1 --separate-stderr "$RDMACTL" oci-hook createRuntime <<<"$(state c5 creating "$dead" '{"rdmactl.io/max-qp":"2"}')"
+	assert_equal "$stderr" "rdmactl oci-hook: cannot read the cgroup of the container's process $dead: the process is gone (it exited before the hook ran)"
+	[ ! -e "$RDMACTL_OCI_STATE_DIR/c5" ]
+}
+
 @test "oci-hook: poststop of a container createRuntime applied nothing to is a no-op" {
 	run -0 --separate-stderr "$RDMACTL" oci-hook <<<"$(state c4 stopped '' '{"rdmactl.io/max-qp":"2"}')"
 	assert_output ""

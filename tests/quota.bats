@@ -303,6 +303,18 @@ Try 'rdmactl quota --help' for more information."
 	assert_output ""
 }
 
+@test "quota kernel unknown-driver-methods pass as an unprivileged user says root is needed, not bpffs (issue 51)" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to switch to an unprivileged user"
+	local v
+	for v in pass refuse; do
+		run -1 --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+			"$RDMACTL" quota kernel unknown-driver-methods "$v"
+		assert_equal "$stderr" "rdmactl quota: cannot set unknown-driver-methods to $v: it loads and pins the kernel quota programs, which needs root (CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON; missing: CAP_SYS_ADMIN CAP_BPF CAP_PERFMON)"
+	done
+	# reading it needs nothing
+	run -0 setpriv --reuid=65534 --regid=65534 --clear-groups "$RDMACTL" quota kernel unknown-driver-methods
+}
+
 @test "an unprivileged user cannot set, unset or recreate; nothing changes; reading works" {
 	[ "$(id -u)" -eq 0 ] || skip "needs root to switch to an unprivileged user"
 	# a directory the unprivileged user can reach (bats' own temp directories are 0700)

@@ -65,7 +65,7 @@ int proc_cgroup(pid_t pid, char *buf, size_t len)
 		snprintf(path, sizeof(path), "/proc/self/cgroup");
 	f = fopen(path, "re");
 	if (!f)
-		return -errno;
+		return errno == ENOENT ? -ESRCH : -errno; /* no /proc/PID: the process is gone */
 	while (fgets(line, sizeof(line), f)) {
 		if (strncmp(line, "0::", 3))
 			continue;

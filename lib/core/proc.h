@@ -10,7 +10,10 @@
 
 /* comm of pid into buf ("?" when the process is gone or unreadable). */
 void proc_comm(pid_t pid, char *buf, size_t len);
-/* The cgroup v2 path of pid (0: this process) as /proc/PID/cgroup's "0::" line gives it. -ENOENT, -errno. */
+/*
+ * The cgroup v2 path of pid (0: this process) as /proc/PID/cgroup's "0::" line gives it. -ESRCH when the
+ * process is gone, -ENOENT when it has no such line (no cgroup v2), -errno.
+ */
 int proc_cgroup(pid_t pid, char *buf, size_t len);
 /*
  * Start time of pid (/proc/PID/stat field 22, clock ticks since boot: with the pid, a process's identity) and

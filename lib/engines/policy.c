@@ -205,6 +205,20 @@ bool policy_resolve(const struct policy *p, const struct policy_limits *asked, u
 
 static const char *const directives[] = { "default", "ceiling", "budget" };
 
+/* "line 2: the default qp=8 is above the ceiling qp=4 of line 1" */
+static int above_ceiling(const struct policy *p, const char *what, const struct policy_limits *l, unsigned int ln,
+			 int k, char *err, size_t errlen)
+{
+	char v[24];
+
+	if (l->v[k] == LEDGER_UNLIMITED)
+		snprintf(v, sizeof(v), "unlimited");
+	else
+		snprintf(v, sizeof(v), "%" PRIu64, l->v[k]);
+	return fail(err, errlen, "line %u: %s %s=%s is above the ceiling %s=%" PRIu64 " of line %u", ln, what,
+		    ledger_kind_names[k], v, ledger_kind_names[k], p->ceiling.v[k], p->ceiling_line);
+}
+
 /* One line (no newline, comment cut) numbered ln. */
 static int parse_line(struct policy *p, const char *s, size_t n, unsigned int ln, bool *seen_ceiling, char *err,
 		      size_t errlen)
@@ -231,11 +245,13 @@ static int parse_line(struct policy *p, const char *s, size_t n, unsigned int ln
 		if (p->has_default)
 			return fail(err, errlen, "line %u: a second default", ln);
 		p->has_default = true;
+		p->default_line = ln;
 		lim = &p->dflt;
 	} else if (d == 1) {
 		if (*seen_ceiling)
 			return fail(err, errlen, "line %u: a second ceiling", ln);
 		*seen_ceiling = true;
+		p->ceiling_line = ln;
 		lim = &p->ceiling;
 	} else {
 		while (i < n && (s[i] == ' ' || s[i] == '\t'))
@@ -257,6 +273,7 @@ static int parse_line(struct policy *p, const char *s, size_t n, unsigned int ln
 		if (p->nbudgets >= POLICY_MAX_BUDGETS)
 			return fail(err, errlen, "line %u: more than %d budgets", ln, POLICY_MAX_BUDGETS);
 		memcpy(p->budget[p->nbudgets].name, name, w - i + 1);
+		p->budget[p->nbudgets].line = ln;
 		lim = &p->budget[p->nbudgets++].lim;
 		i = w;
 	}
@@ -311,15 +328,13 @@ int policy_parse(const char *buf, size_t len, struct policy *p, char *err, size_
 			return ret;
 		at = end + 1;
 	}
-	/* what the node gives must be within what it allows */
+	/* what the node gives must be within what it allows: the line that gives it, and the ceiling's */
 	if (p->has_default && (k = policy_above_ceiling(p, &p->dflt)) >= 0)
-		return fail(err, errlen, "the default %s is above the ceiling %s=%" PRIu64, ledger_kind_names[k],
-			    ledger_kind_names[k], p->ceiling.v[k]);
+		return above_ceiling(p, "the default", &p->dflt, p->default_line, k, err, errlen);
 	for (i = 0; i < p->nbudgets; i++)
 		if ((k = policy_above_ceiling(p, &p->budget[i].lim)) >= 0) {
 			snprintf(what, sizeof(what), "budget %s", p->budget[i].name);
-			return fail(err, errlen, "%s: %s is above the ceiling %s=%" PRIu64, what, ledger_kind_names[k],
-				    ledger_kind_names[k], p->ceiling.v[k]);
+			return above_ceiling(p, what, &p->budget[i].lim, p->budget[i].line, k, err, errlen);
 		}
 	return 0;
 }

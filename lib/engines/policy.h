@@ -36,6 +36,7 @@ struct policy_limits {
 struct policy_budget {
 	char name[POLICY_NAME_MAX];
 	struct policy_limits lim;
+	unsigned int line; /* in the file, for messages */
 };
 
 struct policy {
@@ -44,6 +45,7 @@ struct policy {
 	struct policy_limits ceiling; /* kinds not set: no ceiling */
 	unsigned int nbudgets;
 	struct policy_budget budget[POLICY_MAX_BUDGETS];
+	unsigned int default_line, ceiling_line; /* in the file, for messages */
 };
 
 static inline bool policy_has(const struct policy_limits *l, int k)

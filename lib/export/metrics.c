@@ -23,6 +23,12 @@ const char *const metrics_source_names[METRICS_SRC_NR] = {
 	[METRICS_SRC_KERNEL] = "kernel",
 };
 
+const char *const metrics_state_names[METRICS_STATE_NR] = {
+	[METRICS_STATE_UP] = "up",
+	[METRICS_STATE_ABSENT] = "absent",
+	[METRICS_STATE_DOWN] = "down",
+};
+
 const char *const metrics_dump_why_names[METRICS_DUMP_NR] = {
 #define X(name, word) [METRICS_DUMP_##name] = word,
 	METRICS_DUMP_WHYS(X)
@@ -436,10 +442,19 @@ static int gather_dev(struct gather *g, const struct top_snap *ts, unsigned int 
 	return 0;
 }
 
+/* src is there and could not be read. */
 static void set_err(struct metrics_snap *s, enum metrics_source src, int err, const char *fmt, const char *arg)
 {
 	s->err[src] = err;
+	s->state[src] = METRICS_STATE_DOWN;
 	snprintf(s->why[src], sizeof(s->why[src]), fmt, arg);
+}
+
+/* src is not there to be read (see enum metrics_source_state). */
+static void set_absent(struct metrics_snap *s, enum metrics_source src, int err, const char *fmt, const char *arg)
+{
+	set_err(s, src, err, fmt, arg);
+	s->state[src] = METRICS_STATE_ABSENT;
 }
 
 static int collect_netlink(struct metrics_ctx *x, struct gather *g)
@@ -457,9 +472,11 @@ static int collect_netlink(struct metrics_ctx *x, struct gather *g)
 		ret = top_open(&x->top);
 		if (ret) {
 			x->top = NULL;
-			set_err(s, METRICS_SRC_NETLINK, ret, "cannot open RDMA netlink: %s",
-				ret == -EPROTONOSUPPORT || ret == -EAFNOSUPPORT ? "no RDMA support in the kernel (ib_core)"
-										: strerror(-ret));
+			if (ret == -EPROTONOSUPPORT || ret == -EAFNOSUPPORT)
+				set_absent(s, METRICS_SRC_NETLINK, ret, "cannot open RDMA netlink: %s",
+					   "no RDMA support in the kernel (ib_core)");
+			else
+				set_err(s, METRICS_SRC_NETLINK, ret, "cannot open RDMA netlink: %s", strerror(-ret));
 			return 0;
 		}
 	}
@@ -520,9 +537,11 @@ static int ledger_get(struct metrics_ctx *x, struct metrics_snap *s)
 		if (x->ledger)
 			ledger_close(x->ledger);
 		x->ledger = NULL;
-		if (s)
-			set_err(s, METRICS_SRC_LEDGER, ret, "no quota ledger: %s",
-				ret == -ENOENT ? "not created (rdmactl quota init)" : strerror(-ret));
+		/* no ledger where no limit was ever set: nothing to read, nothing wrong */
+		if (s && ret == -ENOENT)
+			set_absent(s, METRICS_SRC_LEDGER, ret, "no quota ledger: %s", "not created (rdmactl quota init)");
+		else if (s)
+			set_err(s, METRICS_SRC_LEDGER, ret, "no quota ledger: %s", strerror(-ret));
 		return ret;
 	}
 	if (x->ledger && st.st_dev == x->ledger_dev && st.st_ino == x->ledger_ino)
@@ -766,7 +785,7 @@ static int collect_kernel(struct metrics_ctx *x, struct metrics_snap *s)
 
 	if (!x->kq && (ret = kq_open_readonly(&x->kq))) {
 		x->kq = NULL;
-		set_err(s, METRICS_SRC_KERNEL, ret, "no kernel quotas: %s", kq_error());
+		(ret == -ENOENT ? set_absent : set_err)(s, METRICS_SRC_KERNEL, ret, "no kernel quotas: %s", kq_error());
 		return 0;
 	}
 	ret = kq_enforcement(x->kq, why, sizeof(why));
@@ -930,8 +949,13 @@ int metrics_collect(struct metrics_ctx *x, struct metrics_snap *s)
 			mon_fold(x, &s->mon, s->why[METRICS_SRC_MONITOR], sizeof(s->why[METRICS_SRC_MONITOR]));
 		if (!s->err[METRICS_SRC_MONITOR])
 			mondev_read(s);
+		else /* none pinned: no monitor runs; one that died left its pin (-ESRCH) */
+			s->state[METRICS_SRC_MONITOR] = s->err[METRICS_SRC_MONITOR] == -ENOENT ? METRICS_STATE_ABSENT
+											: METRICS_STATE_DOWN;
 		if (!s->err[METRICS_SRC_LEDGER])
 			ret = collect_kernel(x, s);
+		else if (s->state[METRICS_SRC_LEDGER] == METRICS_STATE_ABSENT)
+			set_absent(s, METRICS_SRC_KERNEL, -ENOENT, "no kernel quotas: %s", "no ledger names their scopes");
 		else
 			set_err(s, METRICS_SRC_KERNEL, -ENOENT, "no kernel quotas: %s", "no ledger names their scopes");
 	}

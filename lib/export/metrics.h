@@ -56,6 +56,19 @@ enum metrics_source {
 /* "netlink", "ledger", "monitor", "kernel" (the kernel quota programs' maps, when they are loaded). */
 extern const char *const metrics_source_names[METRICS_SRC_NR];
 
+/*
+ * What a collection made of a source: read; absent, nothing there to read (no ledger was ever created, a
+ * kernel without RDMA, no monitor or kernel quotas pinned); down, there and it could not be read.
+ */
+enum metrics_source_state {
+	METRICS_STATE_UP,
+	METRICS_STATE_ABSENT,
+	METRICS_STATE_DOWN,
+	METRICS_STATE_NR,
+};
+/* "up", "absent", "down". */
+extern const char *const metrics_state_names[METRICS_STATE_NR];
+
 /* Refusal scopes: enum ledger_scope_type, then the unattributed rest. */
 #define METRICS_SCOPE_UNATTRIBUTED (LEDGER_SCOPE_GLOBAL + 1)
 #define METRICS_NSCOPES (METRICS_SCOPE_UNATTRIBUTED + 1)
@@ -138,6 +151,7 @@ struct metrics_snap {
 	struct timespec time;		/* CLOCK_REALTIME at the start */
 	double seconds;			/* how long the collection took */
 	int err[METRICS_SRC_NR];		/* 0 read, else -errno */
+	enum metrics_source_state state[METRICS_SRC_NR];
 	char why[METRICS_SRC_NR][160];	/* what failed, for the log ("" when it was read) */
 	/* netlink */
 	bool no_qp_states;		/* counts summed over devices (METRICS_ALL_DEVS), no QP states */

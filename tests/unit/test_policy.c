@@ -25,7 +25,7 @@ static void test_parse_file(void)
 		    "budget big.one qp=64 mr_bytes=unlimited", /* no newline at the end */
 		    &p, err, sizeof(err));
 	CHECK(ret == -EINVAL, "an unlimited budget is above a ceiling: %d %s", ret, err);
-	CHECK(strstr(err, "budget big.one: mr_bytes is above the ceiling mr_bytes=68719476736") != NULL, "%s", err);
+	CHECK(strstr(err, "line 6: budget big.one mr_bytes=unlimited is above the ceiling mr_bytes=68719476736 of line 4") != NULL, "%s", err);
 
 	ret = parse("default qp=3 mr_bytes=8G\nceiling qp=64\nbudget small qp=2 cq=4\nbudget big.one qp=64 wr=128\n",
 		    &p, err, sizeof(err));
@@ -66,8 +66,8 @@ static void test_parse_errors(void)
 		{ "default mr_bytes=8Q\n", "mr_bytes: invalid value '8Q'" },
 		{ "default qp\n", "'qp': not KIND=VALUE" },
 		{ "default qp=\n", "qp: an empty value" },
-		{ "default qp=3\nceiling qp=2\n", "the default qp is above the ceiling qp=2" },
-		{ "default qp=unlimited\nceiling qp=2\n", "the default qp is above the ceiling qp=2" },
+		{ "default qp=3\nceiling qp=2\n", "line 1: the default qp=3 is above the ceiling qp=2 of line 2" },
+		{ "# x\nceiling qp=2\n\ndefault qp=unlimited\n", "line 4: the default qp=unlimited is above the ceiling qp=2 of line 2" },
 		{ "default qp=3\0\n", "line 1: a NUL byte" },
 		{ "default\xc2\xa0qp=3\n", "line 1, column 8: a no-break space (U+00A0): write a plain space" },
 		{ "\ndefault qp=3 cq=\xe2\x80\x9c" "3\n", "line 2, column 17: a byte that is not ASCII (0xe2)" },
