@@ -1002,29 +1002,6 @@ int BPF_PROG(kq_ioctl_done, struct file *filp, unsigned int cmd, unsigned long a
 }
 
 /*
- * An MR record's bytes become the MR's own length (len): more is charged to its scopes (past a limit: killed,
- * by charge_more's backstop), less given back. o->bytes: what was charged so far.
- */
-static __always_inline void mr_length_is(struct kq_obj *o, __u64 len)
-{
-	if (len > KQ_MR_MAXLEN)
-		len = KQ_MR_MAXLEN; /* an implicit ODP MR (UINT64_MAX): no wrap of the usage */
-	if (len == o->bytes)
-		return;
-	if (len > o->bytes) {
-		if (o->n && charge_more(o, KQ_MR_BYTES, len - o->bytes))
-			bpf_send_signal(SIGKILL);
-	} else {
-		struct kq_obj less = *o;
-
-		less.kind = KQ_NK; /* only bytes */
-		less.bytes = o->bytes - len;
-		credit(&less);
-	}
-	o->bytes = len;
-}
-
-/*
  * Before the commit (nothing there changes the MR; fentry costs less than fexit). An object without a record
  * began before the programs were attached and is committed after: the population cannot see it (it goes on
  * its file's list only now), so it is recorded (and charged) here, as kq_begin would have.
@@ -1076,36 +1053,23 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 		}
 	}
 	mr = BPF_CORE_READ(uobj, object); /* a void * the verifier cannot follow */
-	mr_length_is(o, BPF_CORE_READ(mr, length));
-	return 0;
-}
+	len = BPF_CORE_READ(mr, length);
+	if (len > KQ_MR_MAXLEN)
+		len = KQ_MR_MAXLEN; /* an implicit ODP MR (UINT64_MAX): no wrap of the usage */
+	/* o->bytes: what its reservation charged; the MR's own length is what counts */
+	if (len == o->bytes)
+		return 0;
+	if (len > o->bytes) {
+		if (o->n && charge_more(o, KQ_MR_BYTES, len - o->bytes))
+			bpf_send_signal(SIGKILL);
+	} else {
+		struct kq_obj less = *o;
 
-/*
- * An MR changed in place by a rereg: a driver that keeps its MR for a new translation (mlx5's UMR rereg)
- * returns no new MR, and the core sets the MR's new length before it puts the MR's object back. A rereg asking
- * for a new translation is refused under an mr_bytes limit before it starts (kq_ioctl); one whose request a
- * second thread changed after that check grows the MR here: the growth is charged, and past the limit killed
- * as the backstop kills. Only the MR a rereg holds for writing, inside the rereg handler (kq_rereg_in).
- */
-SEC("fentry/rdma_lookup_put_uobject")
-int BPF_PROG(kq_rereg_put, struct ib_uobject___kq *uobj, int mode)
-{
-	struct kq_state *st = state();
-	__u64 key = (__u64)uobj;
-	struct ib_mr___kq *mr;
-	struct kq_task *t;
-	struct kq_obj *o;
-
-	if (mode != KQ_LOOKUP_WRITE || !st || !*(volatile __u32 *)&st->nlimits)
-		return 0;
-	t = task_of();
-	if (!t || !t->inrereg || t->inrereg != agen())
-		return 0;
-	o = bpf_map_lookup_elem(&kq_objs, &key);
-	if (!o || o->kind != KQ_MR || o->pad)
-		return 0;
-	mr = BPF_CORE_READ(uobj, object);
-	mr_length_is(o, BPF_CORE_READ(mr, length));
+		less.kind = KQ_NK; /* only bytes */
+		less.bytes = o->bytes - len;
+		credit(&less);
+	}
+	o->bytes = len;
 	return 0;
 }
 

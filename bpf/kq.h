@@ -254,8 +254,6 @@ struct kq_state {
  */
 #define KQ_METHOD_REG_MR 5
 #define KQ_ATTR_REG_MR_LENGTH 5
-/* include/rdma/uverbs_types.h enum rdma_lookup_mode: UVERBS_LOOKUP_WRITE (READ 0, WRITE 1, DESTROY 2 since 4.20) */
-#define KQ_LOOKUP_WRITE 1
 #define KQ_CMD_GET_CONTEXT 0
 #define KQ_CMD_ALLOC_PD 3
 #define KQ_CMD_CREATE_AH 5
