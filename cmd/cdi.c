@@ -35,17 +35,31 @@ static struct {
 	bool policy_given;
 } co;
 
+/* The commands and the devices are argp doc entries: a list of two columns that argp indents and fills. */
+#define DOC_ENTRY(name, doc, group) { name, 0, NULL, OPTION_DOC | OPTION_NO_USAGE, doc, group }
 static const struct argp_option options[] = {
+	{ NULL, 0, NULL, 0, "Commands:", 1 },
+	DOC_ENTRY("generate", "write DIR/" CDI_VENDOR "-hca.json and DIR/" CDI_VENDOR "-budget.json (a budget spec "
+			      "only when there are budgets; a stale one is removed)", 1),
+	DOC_ENTRY("list", "the devices, and whether the specs in DIR are current (exit 1 when one is not; the "
+			  "--budget devices of the spec on disk are kept)", 1),
+	{ NULL, 0, NULL, 0, "Devices in the specs:", 2 },
+	DOC_ENTRY(CDI_VENDOR "/hca=IBDEV", "the uverbs device node of IBDEV (and rdma_cm); " CDI_VENDOR "/hca=all: "
+					  "every device's", 2),
+	DOC_ENTRY(CDI_VENDOR "/budget=NAME", "hooks that run 'rdmactl oci-hook' with the budget NAME of the node "
+					    "policy or of --budget: kernel limits on the container's cgroup, within the "
+					    "node's ceiling", 2),
+	{ NULL, 0, NULL, 0, "Options:", 3 },
 	{ "output", 'o', "DIR", 0, "where the specs are (default " CDI_DIR "; /var/run/cdi is the other place "
-				   "runtimes read)", 1 },
-	{ "budget", 'b', "NAME:KIND=N[,...]", 0, "one more budget device, besides the node policy's (repeatable)", 1 },
+				   "runtimes read)", 3 },
+	{ "budget", 'b', "NAME:KIND=N[,...]", 0, "one more budget device, besides the node policy's (repeatable)", 3 },
 	{ "policy", 'P', "FILE", 0, "the node policy whose budgets become devices (default $" POLICY_ENV ", else "
-				    POLICY_PATH "); given, the hooks read it too", 1 },
-	{ "exe", 'e', "PATH", 0, "the rdmactl the hooks run (default: this one)", 1 },
+				    POLICY_PATH "); given, the hooks read it too", 3 },
+	{ "exe", 'e', "PATH", 0, "the rdmactl the hooks run (default: this one)", 3 },
 	{ "preload", 'l', NULL, 0, "the hca devices also put the interceptor into the container (mounted read-only, "
-				   "LD_PRELOAD): RDMACTL_MAX_* in its environment then hold each process", 1 },
-	{ "sysfs", 's', "DIR", OPTION_HIDDEN, "sysfs root (tests)", 1 },
-	{ "dev", 'd', "DIR", OPTION_HIDDEN, "/dev/infiniband (tests)", 1 },
+				   "LD_PRELOAD): RDMACTL_MAX_* in its environment then hold each process", 3 },
+	{ "sysfs", 's', "DIR", OPTION_HIDDEN, "sysfs root (tests)", 3 },
+	{ "dev", 'd', "DIR", OPTION_HIDDEN, "/dev/infiniband (tests)", 3 },
 	{ 0 },
 };
 
@@ -96,18 +110,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 } };
 static const struct argp argp = {
 	options, parse_opt, "generate|list",
-	"CDI specs (cdiVersion 0.3.0, read by podman >= 4.1, CRI-O >= 1.24, containerd >= 1.7 with enable_cdi, "
-	"Docker >= 25, and handed out by device plugins and DRA drivers) for this node:\n"
-	"  rdmactl.io/hca=IBDEV, rdmactl.io/hca=all   the uverbs device nodes (and rdma_cm)\n"
-	"  rdmactl.io/budget=NAME                     hooks that run 'rdmactl oci-hook' with the budget NAME of "
-	"the node policy (" POLICY_PATH ") or of --budget: kernel limits on the container's cgroup, within the "
-	"node's ceiling\n"
-	"generate writes DIR/" CDI_VENDOR "-hca.json and DIR/" CDI_VENDOR "-budget.json (a budget spec only when "
-	"there are budgets; a stale one is removed). list shows the devices and whether the specs in DIR are "
-	"current (exit 1 when one is not; --budget devices of the spec on disk are kept).\v"
+	"CDI specs of this node's RDMA devices and of its budgets, for the container runtimes that read CDI "
+	"(cdiVersion 0.3.0: podman >= 4.1, CRI-O >= 1.24, containerd >= 1.7 with enable_cdi, Docker >= 25) and "
+	"for device plugins and DRA drivers to hand out. Budgets: those of the node policy (" POLICY_PATH ") and "
+	"each --budget.\v"
 	"Examples:\n"
 	"  rdmactl cdi generate\n"
 	"  rdmactl cdi generate --budget qp2:qp=2,mr_bytes=1G --output /var/run/cdi\n"
+	"  rdmactl cdi list -j\n"
 	"  podman run --device rdmactl.io/hca=all --device rdmactl.io/budget=qp2 IMAGE ./train\n",
 	children, NULL, NULL,
 };
@@ -668,7 +678,7 @@ int cmd_cdi(int argc, char **argv)
 	int ret, sub;
 	static const char *const subs[] = { "generate", "list" };
 
-	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		return EXIT_USAGE;
 	if (!co.nargs) {
 		fprintf(stderr, "%s: missing command (generate or list)\nTry '%s --help' for more information.\n",

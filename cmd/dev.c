@@ -314,7 +314,7 @@ int cmd_dev(int argc, char **argv)
 	bool owned = true, found_pol;
 	static struct policy pol;
 
-	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		return EXIT_USAGE;
 	if (dopt.nargs) {
 		int sub = match_word(dopt.args[0], subs, 1);

@@ -643,7 +643,7 @@ static void check_exporter(void)
 
 int cmd_doctor(int argc, char **argv)
 {
-	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		return EXIT_USAGE;
 	load_policy();
 	out_open_object(NULL);

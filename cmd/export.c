@@ -410,7 +410,7 @@ int cmd_export(int argc, char **argv)
 	char err[256], addr[128];
 	int idx, fd, ret;
 
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER | ARGP_NO_HELP, &idx, NULL))
 		return EXIT_USAGE;
 	if (!o.textfile && !o.once && !o.listen)
 		o.listen = EXPORT_DEFAULT_LISTEN;

@@ -138,13 +138,13 @@ static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 
 static const struct argp argp = {
 	options, parse_opt, NULL,
 	"Stream RDMA resource creations and destructions as the kernel's resource tracker sees them (BPF on "
-	"ib_core), with device events and ledger refusals; or audit for processes that bypass the ledger.\v"
-	"Needs root or CAP_BPF and CAP_PERFMON, and ib_core loaded. Ctrl-C prints a summary and exits 0.\n\n"
+	"ib_core), with device events and ledger refusals; or audit for processes that bypass the ledger.\n\n"
+	"Needs root or CAP_BPF and CAP_PERFMON, and ib_core loaded. Ctrl-C prints a summary and exits 0.\v"
 	"Examples:\n"
-	"  rdmactl monitor                      every event, one line each\n"
-	"  rdmactl monitor -j --type qp         QP events as JSON lines\n"
+	"  rdmactl monitor                      # every event, one line each\n"
+	"  rdmactl monitor -j --type qp         # QP events as JSON lines\n"
 	"  rdmactl monitor --pid 1234 --dev rxe0\n"
-	"  rdmactl monitor --stats 2            per-process create/destroy rates every 2 s\n"
+	"  rdmactl monitor --stats 2            # per-process create/destroy rates every 2 s\n"
 	"  rdmactl monitor --audit --enforce signal=TERM\n",
 	children, NULL, NULL,
 };
@@ -266,7 +266,7 @@ int cmd_monitor(int argc, char **argv)
 	double next_ledger = 0, next_kq = 0, next_stats, last_stats, end, next_prune;
 	int err, idx, ufd;
 
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER | ARGP_NO_HELP, &idx, NULL))
 		return EXIT_USAGE;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

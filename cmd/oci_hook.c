@@ -880,7 +880,7 @@ int cmd_oci_hook(int argc, char **argv)
 	ssize_t n;
 	int idx, ret;
 
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER | ARGP_NO_HELP, &idx, NULL))
 		return EXIT_USAGE;
 	/* run by hand: say what it waits for (a runtime gives a hook a pipe, never a terminal) */
 	if (isatty(0))

@@ -133,21 +133,21 @@ static const struct argp argp = {
 	options, parse_opt, "[HOST]",
 	"RC pingpong between two hosts, wire-compatible with rdma-core's ibv_rc_pingpong (either side can be "
 	"either program). Without HOST it waits for a client; with HOST it connects to that server. Without -g "
-	"it chooses the GID itself: the RoCE v2 GID of the address that reaches the peer, and says why.\v"
+	"it chooses the GID itself: the RoCE v2 GID of the address that reaches the peer, and says why.\n\n"
+	"-p is the TCP port here, as in ibv_rc_pingpong; pretty JSON is --pretty.\n"
+	"Exit status: 0 ok, 1 failure (the message names the cause and the fix), 2 usage error.\v"
 	"Examples:\n"
 	"  rdmactl pingpong                  # server: waits for a client\n"
 	"  rdmactl pingpong 192.0.2.1        # client: device and GID from the route\n"
 	"  rdmactl pingpong -d rxe0 -g 1 -n 100 -j 192.0.2.1\n"
 	"  rdmactl pingpong --check          # ports, GIDs, warnings; no peer\n"
-	"  rdmactl pingpong --cm 192.0.2.1   # rdma_cm: write, read back, verify\n"
-	"\n-p is the TCP port here, as in ibv_rc_pingpong; pretty JSON is --pretty.\n"
-	"Exit status: 0 ok, 1 failure (the message names the cause and the fix), 2 usage error.",
+	"  rdmactl pingpong --cm 192.0.2.1   # rdma_cm: write, read back, verify\n",
 	children, NULL, NULL,
 };
 
 int cmd_pingpong(int argc, char **argv)
 {
-	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		return EXIT_USAGE;
 	if (a.check)
 		return pingpong_check(&a);

@@ -813,7 +813,7 @@ int cmd_quota(int argc, char **argv)
 				"'unlimited')\nTry '%s --help' for more information.\n", util_prog, argv[i], util_prog);
 			return EXIT_USAGE;
 		}
-	if (argp_parse(&argp, argc, argv, 0, NULL, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL))
 		return EXIT_USAGE;
 	v = match_word(qopt.args[0], verbs, V_NR);
 	if (v < 0)

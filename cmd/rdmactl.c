@@ -52,6 +52,30 @@ static FILE *argp_err_stream(void)
 	return f ? f : stderr;
 }
 
+/*
+ * --help is argp's help without the text after '\v', then that text as it is written: argp would fill it to
+ * its right margin (79 columns, or ARGP_HELP_FMT's rmargin), breaking examples in the middle of a command,
+ * which then cannot be pasted. So the text after '\v' is the examples, one command a line, and prose goes
+ * before the '\v', where argp fills it.
+ */
+#define HELP_ARGP (ARGP_HELP_STD_HELP & ~(ARGP_HELP_POST_DOC | ARGP_HELP_EXIT_OK))
+
+static void help_post(const struct argp *argp, FILE *f)
+{
+	char *doc = argp->doc ? strchr(argp->doc, '\v') : NULL;
+	char *text = doc ? doc + 1 : NULL;
+
+	if (argp->help_filter)
+		text = argp->help_filter(ARGP_KEY_HELP_POST_DOC, text, NULL);
+	if (text && *text)
+		fprintf(f, "\n%s%s", text, text[strlen(text) - 1] == '\n' ? "" : "\n");
+	/* as argp does: a filter's own text is the caller's to free */
+	if (text && (!doc || text != doc + 1))
+		free(text);
+}
+
+enum { OPT_USAGE = 0x100 };
+
 static error_t common_parse(int key, char *arg, struct argp_state *state)
 {
 	(void)arg;
@@ -68,17 +92,31 @@ static error_t common_parse(int key, char *arg, struct argp_state *state)
 	case 'v':
 		util_verbose = true;
 		break;
+	case '?':
+		argp_state_help(state, state->out_stream, HELP_ARGP);
+		help_post(state->root_argp, state->out_stream);
+		exit(EXIT_OK);
+	case OPT_USAGE:
+		argp_state_help(state, state->out_stream, ARGP_HELP_USAGE | ARGP_HELP_EXIT_OK);
+		break;
+	case 'V':
+		fprintf(state->out_stream, "%s\n", argp_program_version);
+		exit(EXIT_OK);
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
 
+/* --help, --usage and --version are ours, not argp's (every argp_parse has ARGP_NO_HELP): see help_post(). */
 static const struct argp_option common_options[] = {
 	{ NULL, 0, NULL, 0, "Global options:", -1 },
+	{ "help", '?', NULL, 0, "Give this help list", -1 },
 	{ "json", 'j', NULL, 0, "Output JSON", -1 },
 	{ "pretty", 'p', NULL, 0, "Pretty-print JSON output", -1 },
+	{ "usage", OPT_USAGE, NULL, 0, "Give a short usage message", -1 },
 	{ "verbose", 'v', NULL, 0, "Print more detail", -1 },
+	{ "version", 'V', NULL, 0, "Print program version", -1 },
 	{ 0 },
 };
 
@@ -155,12 +193,13 @@ int main(int argc, char **argv)
 	argp_err_exit_status = EXIT_USAGE;
 	/* messages name the program, not the path it was run by ("build/rdmactl: unrecognized option") */
 	argv[0] = (char *)"rdmactl";
-	argp_parse(&main_argp, argc, argv, ARGP_IN_ORDER, NULL, NULL);
+	argp_parse(&main_argp, argc, argv, ARGP_IN_ORDER | ARGP_NO_HELP, NULL, NULL);
 
 	/* iproute2's words: "rdmactl help" and "rdmactl help COMMAND" are --help */
 	if (!strcmp(argv[sub_index], "help")) {
 		if (sub_index + 1 >= argc) {
-			argp_help(&main_argp, stdout, ARGP_HELP_STD_HELP, (char *)"rdmactl");
+			argp_help(&main_argp, stdout, HELP_ARGP, (char *)"rdmactl");
+			help_post(&main_argp, stdout);
 			return EXIT_OK;
 		}
 		argv[sub_index] = argv[sub_index + 1];

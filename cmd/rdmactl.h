@@ -15,8 +15,11 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
  * out_is_pretty()), -v in util (util_verbose). */
 
 /*
- * -j/-p/-v, accepted before the subcommand and after it: add as a child to each subcommand's argp:
+ * -j/-p/-v, accepted before the subcommand and after it, and --help, --usage, --version: add as a child to
+ * each subcommand's argp, and parse with ARGP_NO_HELP (argp's own --help would fill the examples):
  *   static const struct argp_child children[] = { { &common_argp, 0, NULL, 0 }, { 0 } };
+ *   argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, NULL);
+ * The doc's text after '\v' is printed as written: "Examples:\n" and one command a line, indented by two.
  */
 extern const struct argp common_argp;
 

@@ -457,7 +457,7 @@ int cmd_run(int argc, char **argv)
 
 	for (i = 0; i < LEDGER_NKINDS; i++)
 		run_opts.limit[i] = LEDGER_UNLIMITED;
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER | ARGP_NO_HELP, &idx, NULL))
 		return EXIT_USAGE;
 
 	ret = run_find_preload(preload, sizeof(preload));

@@ -138,8 +138,8 @@ static const struct argp argp = {
 	"from RDMA netlink. Objects are charged to the process (thread group) whose thread created them; "
 	"kernel-owned objects are grouped by owner name. With a quota ledger, each process shows whether it is "
 	"managed and its use against the tightest applicable limit; with a running 'rdmactl monitor', "
-	"create/destroy rates.\v"
-	"Interactive keys: q quit, s/S next/previous sort key, r reverse order, any other key refreshes.\n\n"
+	"create/destroy rates.\n\n"
+	"Interactive keys: q quit, s/S next/previous sort key, r reverse order, any other key refreshes.\v"
 	"Examples:\n"
 	"  rdmactl top                          # full screen, refresh every 2 s\n"
 	"  rdmactl top -b -n 1                  # one text snapshot\n"
@@ -332,7 +332,7 @@ int cmd_top(int argc, char **argv)
 	uint64_t uid;
 	int idx, ret;
 
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, &idx, NULL))
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER | ARGP_NO_HELP, &idx, NULL))
 		return EXIT_USAGE;
 	f.pids = o.pids;
 	f.npids = o.npids;
