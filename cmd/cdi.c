@@ -254,16 +254,9 @@ static unsigned int spec_extras(const char *path, char out[][POLICY_NAME_MAX + 2
 	char str[2][256], *p, *end;
 	unsigned int n = 0, i, k = 0;
 	bool name_next = false, limit_next = false;
-	ssize_t got = -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd >= 0) {
-		got = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
-	if (got <= 0)
+	if (path_read(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[got] = '\0';
 	str[0][0] = '\0'; /* the device's name */
 	for (p = buf; (p = strchr(p, '"')) && n < max; p = end + 1) {
 		char *s = str[1];
@@ -473,16 +466,9 @@ static void render_budget(const void *arg)
 static bool file_has(const char *path, const char *what)
 {
 	static char buf[1 << 20];
-	ssize_t got = -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd >= 0) {
-		got = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-	}
-	if (got <= 0)
+	if (path_read(path, buf, sizeof(buf)) <= 0)
 		return false;
-	buf[got] = '\0';
 	return strstr(buf, what);
 }
 

@@ -17,10 +17,7 @@ setup() {
 }
 
 teardown() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	[ -z "$CGT" ] || find "$CGT" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	kill_pids_and_cgroups
 }
 
 need_promtool() {

@@ -47,3 +47,12 @@ complete_words() {
 	_rdmactl
 	printf '%s\n' "${COMPREPLY[@]}" | sort
 }
+
+# Host suites' teardown: the background processes of the test ($PIDS) killed and reaped, and the cgroup tree
+# it made ($CGT, deepest first).
+kill_pids_and_cgroups() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ -z "${CGT:-}" ] || find "$CGT" -depth -type d -exec rmdir {} + 2>/dev/null || true
+}
