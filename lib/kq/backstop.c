@@ -90,6 +90,7 @@ static int write_rdma_max(const struct kq_backstop *b, const uint64_t *limit)
 	return 0;
 }
 
+static bool noted_rdma_max;
 
 int kq_backstop_set(const struct kq_backstop *b, int k, uint64_t value, const uint64_t *limit)
 {
@@ -133,8 +134,13 @@ int kq_backstop_set(const struct kq_backstop *b, int k, uint64_t value, const ui
 		       b->desc, why);
 		return -1;
 	}
-	pr_err("note: BPF LSM is not active (%s): writing the cgroup's rdma.max instead, which counts only "
-	       "contexts and all objects together (add bpf to the kernel's lsm= parameter for per-kind limits)", why);
+	/* once per process: a container's or a set's several kinds (and a rollback) would repeat it */
+	if (!noted_rdma_max) {
+		pr_err("note: BPF LSM is not active (%s): writing the cgroup's rdma.max instead, which counts only "
+		       "contexts and all objects together (add bpf to the kernel's lsm= parameter for per-kind limits)",
+		       why);
+		noted_rdma_max = true;
+	}
 	err = write_rdma_max(b, limit);
 	if (err || value == LEDGER_UNLIMITED)
 		return err;
