@@ -82,9 +82,22 @@ int cgquota_run(const char *exe, const char *ledger, char *const argv[], char *o
 	}
 	close(p[0]);
 	if (out && outlen) {
+		char *nl;
+
 		out[len] = '\0';
 		while (len && out[len - 1] == '\n')
 			out[--len] = '\0';
+		/* one line (a log's, slurmd's): the command's lines joined with "; " where they fit, else a space */
+		while ((nl = strchr(out, '\n'))) {
+			if (len + 2 < outlen) {
+				memmove(nl + 2, nl + 1, len - (size_t)(nl + 1 - out) + 1);
+				nl[0] = ';';
+				nl[1] = ' ';
+				len++;
+			} else {
+				*nl = ' ';
+			}
+		}
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)

@@ -27,8 +27,8 @@ int cgquota_apply(const char *exe, const char *ledger, const char *dir, const ui
 int cgquota_remove(const char *exe, const char *ledger, const char *dir, const uint64_t limit[LEDGER_NKINDS],
 		   char *err, size_t errlen);
 
-/* Run exe with argv (argv[0] included, NULL-terminated), output captured into out (may be NULL): exit status,
- * 128+N for signal N, or -errno when it could not run. */
+/* Run exe with argv (argv[0] included, NULL-terminated), output captured into out (may be NULL) as one line
+ * (its lines joined with "; "): exit status, 128+N for signal N, or -errno when it could not run. */
 int cgquota_run(const char *exe, const char *ledger, char *const argv[], char *out, size_t outlen);
 
 #endif
