@@ -384,19 +384,21 @@ static int pod_value(struct parser *p, struct ocistate *out, int pk, unsigned in
 {
 	char *field[POD_FIELDS] = { out->pod.name, out->pod.ns, out->pod.uid };
 	const size_t cap[POD_FIELDS] = { sizeof(out->pod.name), sizeof(out->pod.ns), sizeof(out->pod.uid) };
-	char what[64], v[OCISTATE_POD_NAME_MAX];
+	char v[OCISTATE_POD_NAME_MAX];
 	int f = pk % POD_FIELDS, other = (pk + POD_FIELDS) % (2 * POD_FIELDS);
+	unsigned int seen_before;
 	int ret;
 
 	struct sbuf b = { v, cap[f], 0, false, false };
 	size_t at = p->i;
 
-	(void)what;
 	v[0] = '\0';
 	ret = string(p, &b);
 	if (ret)
 		return ret; /* not a JSON string: the document is bad */
 	p->i = at;
+	seen_before = *seen;
+	*seen |= 1u << pk; /* a key given twice is an error even after the identity was dropped */
 	/*
 	 * The pod's identity names it for the exporter and quota show, nothing more: one that does not fit is
 	 * dropped with the reason (the caller says it), and the container is not refused for it.
@@ -406,7 +408,7 @@ static int pod_value(struct parser *p, struct ocistate *out, int pk, unsigned in
 	if (b.trunc || b.nul)
 		snprintf(out->pod.bad, sizeof(out->pod.bad), "annotation %s %s", pod_keys[pk / POD_FIELDS][f],
 			 b.trunc ? "is too long" : "holds a NUL character");
-	else if ((*seen & 1u << other) && strcmp(v, field[f]))
+	else if ((seen_before & 1u << other) && strcmp(v, field[f]))
 		snprintf(out->pod.bad, sizeof(out->pod.bad), "annotation %s=%.32s disagrees with %s",
 			 pod_keys[pk / POD_FIELDS][f], v, pod_keys[other / POD_FIELDS][f]);
 	if (out->pod.bad[0]) {
@@ -414,7 +416,6 @@ static int pod_value(struct parser *p, struct ocistate *out, int pk, unsigned in
 		return 0;
 	}
 	memcpy(field[f], v, cap[f]);
-	*seen |= 1u << pk;
 	return 0;
 }
 

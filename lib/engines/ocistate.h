@@ -51,8 +51,9 @@ struct ocistate {
  * read id, status, pid and annotations (a string-to-string object), skip every other member after checking
  * it. Duplicate keys among those four, or inside annotations, are errors; so are an id or status too long,
  * a pid that is not an integer in 1..INT_MAX, more than OCISTATE_MAX_ANN rdmactl.io/ annotations or one whose
- * key or value does not fit, a pod name, namespace or UID longer than Kubernetes allows (253, 63, 36 bytes)
- * or holding a NUL, and one given by both runtimes' keys with two values. Returns 0, or -EINVAL with a
+ * key or value does not fit, and a pod key given twice. A pod name, namespace or UID longer than Kubernetes
+ * allows (253, 63, 36 bytes) or holding a NUL, or one given by both runtimes' keys with two values, is not an
+ * error: the pod's identity is dropped (all three "") and pod.bad says why. Returns 0, or -EINVAL with a
  * message in err ("at byte 17: ...").
  */
 int ocistate_parse(const char *buf, size_t len, struct ocistate *out, char *err, size_t errlen);

@@ -28,7 +28,8 @@ static void same_string(struct json_object *o, const char *key, const char *want
 
 /*
  * The pod's identity: each field is what its keys say (containerd's CRI, CRI-O's; both agree when both are
- * there), "" when neither is there, and never longer than Kubernetes allows.
+ * there), "" when neither is there, and never longer than Kubernetes allows. A value too long or two that
+ * disagree drop the whole identity (all three "") with the reason in pod.bad; nothing else does.
  */
 static void same_pod(struct json_object *j, const struct ocistate *st)
 {
@@ -37,9 +38,10 @@ static void same_pod(struct json_object *j, const struct ocistate *st)
 		{ "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.pod.namespace" },
 		{ "io.kubernetes.cri.sandbox-uid", "io.kubernetes.pod.uid" },
 	};
+	static const size_t max[3] = { 253, 63, 36 };
 	const char *field[3] = { st->pod.name, st->pod.ns, st->pod.uid };
-	struct json_object *ann = NULL, *v;
-	bool any;
+	struct json_object *ann = NULL, *v[2];
+	bool any, bad = false;
 	int f, r;
 
 	if (strlen(st->pod.name) > 253 || strlen(st->pod.ns) > 63 || strlen(st->pod.uid) > 36)
@@ -47,15 +49,27 @@ static void same_pod(struct json_object *j, const struct ocistate *st)
 	if (!json_object_object_get_ex(j, "annotations", &ann))
 		ann = NULL;
 	for (f = 0; f < 3; f++) {
+		for (r = 0; r < 2; r++)
+			if (!ann || !json_object_object_get_ex(ann, keys[f][r], &v[r]))
+				v[r] = NULL;
+		for (r = 0; r < 2; r++)
+			if (v[r] && strlen(json_object_get_string(v[r])) > max[f])
+				bad = true;
+		if (v[0] && v[1] && strcmp(json_object_get_string(v[0]), json_object_get_string(v[1])))
+			bad = true;
+	}
+	if (bad != !!st->pod.bad[0])
+		abort();
+	for (f = 0; f < 3; f++) {
 		any = false;
 		for (r = 0; r < 2; r++) {
-			if (!ann || !json_object_object_get_ex(ann, keys[f][r], &v))
+			if (!ann || !json_object_object_get_ex(ann, keys[f][r], &v[0]))
 				continue;
 			any = true;
-			if (strcmp(json_object_get_string(v), field[f]))
+			if (strcmp(bad ? "" : json_object_get_string(v[0]), field[f]))
 				abort();
 		}
-		if (!any && *field[f])
+		if ((!any || bad) && *field[f])
 			abort();
 	}
 }

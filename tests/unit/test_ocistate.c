@@ -122,6 +122,9 @@ static void test_pod_errors(void)
 		{ "{\"annotations\":{\"io.kubernetes.pod.uid\":\"a\",\"io.kubernetes.pod.uid\":\"a\"}}",
 		  "annotation io.kubernetes.pod.uid given twice" },
 		{ "{\"annotations\":{\"io.kubernetes.pod.name\":7}}", "annotation io.kubernetes.pod.name: a string value expected" },
+		/* still twice after the identity was dropped for the first value */
+		{ "{\"annotations\":{\"io.kubernetes.pod.uid\":\"a\\u0000\",\"io.kubernetes.pod.uid\":\"a\"}}",
+		  "annotation io.kubernetes.pod.uid given twice" },
 		{ "{\"annotations\":{\"io.kubernetes.pod.name\":\"a\\x\"}}", "bad escape" },
 	};
 	/* a pod named in ways that do not fit: the state is good, the identity dropped with the reason */
