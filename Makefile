@@ -416,7 +416,7 @@ DRA_LDFLAGS := -X github.com/rdmactl/rdmactl/dra/internal/node.DriverVersion=$(V
 dra: | $(OUT)
 ifneq ($(GO),)
 	$(call msg,GO,$(OUT)/rdmactl-dra)
-	$(Q)cd dra && $(GO) build -ldflags '$(DRA_LDFLAGS)' -o $(abspath $(OUT))/rdmactl-dra ./cmd/rdmactl-dra
+	$(Q)cd dra && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(DRA_LDFLAGS)' -o $(abspath $(OUT))/rdmactl-dra ./cmd/rdmactl-dra
 else
 	@echo "make dra: no go (GO=PATH names one): $(OUT)/rdmactl-dra not built" >&2
 endif

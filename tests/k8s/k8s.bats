@@ -23,7 +23,6 @@ setup_file() {
 
 teardown_file() {
 	[ -z "${PLUGIN_PID:-}" ] || kill "$PLUGIN_PID" 2>/dev/null || true
-	[ -z "${DRA_PID:-}" ] || kill "$DRA_PID" 2>/dev/null || true
 	timeout 120 "$TOP/tests/k8s/cluster" down || true
 	rm -rf "$CDI"
 }
@@ -205,24 +204,40 @@ pod_succeeds() {
 # kernel limit its hooks put on the pod's cgroup (the 7th: EDQUOT); a second such pod is not placed beside it
 # (Pending, the scheduler's reason) and runs once the first is deleted; a claim above the node policy's ceiling is
 # never allocated; when all is deleted, no claim spec, kernel limit or ledger scope is left.
-@test "rdmactl-dra: a claim's QPs are its pod's kernel limit; the scheduler keeps two claims within capacity; nothing is left" {
-	local T=$BATS_FILE_TMPDIR log=$BATS_FILE_TMPDIR/dra.log kr=/run/rdmactl-k8s/kubelet
+@test "rdmactl-dra deployed as users deploy it (image, DaemonSet, RBAC): a claim's QPs are its pod's kernel limit; two claims kept within capacity; one above the ceiling refused at admission; the pod named; nothing left" {
+	local T=$BATS_FILE_TMPDIR img=rdmactl.local/rdmactl-dra:test
 	printf 'default qp=2 cq=8 mr=16 mr_bytes=64M\nceiling qp=8 cq=64 mr=64 mr_bytes=1G\n' >"$T/policy.conf"
-	"$BUILD/rdmactl-dra" --node-name lab --kubeconfig "$KUBECONFIG" --kubelet-registrar-dir "$kr/plugins_registry" \
-		--kubelet-plugin-dir "$kr/plugins/rdmactl.io" --cdi-dir "$CDI" --rdmactl "$RDMACTL" --policy "$T/policy.conf" \
-		--capacity qp=10 --refresh 0 >"$log" 2>&1 3>&- &
-	export DRA_PID=$!
+	# the image: dra/Containerfile over this build's rdmactl-dra, by podman (FROM scratch: nothing pulled),
+	# imported into the cluster's containerd (no registry)
+	mkdir -p "$T/ctx"
+	cp "$BUILD/rdmactl-dra" "$T/ctx/"
+	pm() { timeout 300 podman --root "$T/store" --runroot /run/dra-runroot --storage-driver=vfs \
+		--cgroup-manager=cgroupfs --events-backend=file "$@"; }
+	pm build -q -f "$TOP/dra/Containerfile" -t "$img" "$T/ctx"
+	pm save -q --format docker-archive -o "$T/dra.tar" "$img"
+	timeout 120 ctr -n k8s.io images import "$T/dra.tar"
+	# dist/kubernetes/rdmactl-dra.yaml as an operator applies it; the lab changes the image (imported, never
+	# pulled), the host paths of rdmactl and the policy, the capacity (10 QPs), and the API server's address
+	# (no kube-proxy here: the kubernetes Service's address routes nowhere)
+	kc label node lab rdmactl.io/rdma=true --overwrite
+	kc create --dry-run=client -o json -f "$TOP/dist/kubernetes/rdmactl-dra.yaml" |
+		jq --arg img "$img" --arg r "$RDMACTL" --arg p "$T/policy.conf" '.items |= map(
+			if .kind == "DaemonSet" then .spec.template.spec.containers[0] |= (
+				.image = $img | .imagePullPolicy = "Never"
+				| .args = [.args[] | select(startswith("--rdmactl=") | not)]
+					+ ["--rdmactl=" + $r, "--policy=" + $p, "--capacity=qp=10", "--refresh=0"]
+				| .env += [{name: "KUBERNETES_SERVICE_HOST", value: "192.0.2.1"},
+					{name: "KUBERNETES_SERVICE_PORT", value: "6443"}])
+			else . end)' >"$T/dra.json"
+	kc apply -f "$T/dra.json"
+	dra_logs() { kc -n rdmactl-system describe pods >&2; kc -n rdmactl-system logs ds/rdmactl-dra >&2 || true; }
 	dra_published() { kq get resourceslices -o json | jq -e '.items[] | select(.spec.driver == "rdmactl.io" and .spec.nodeName == "lab")
 		| .spec.devices[] | select(.name == "rxe0" and .allowMultipleAllocations and .capacity.qp.value == "10")' >/dev/null; }
-	wait_for 120 dra_published || { cat "$log" >&2; kc get resourceslices -o yaml >&2; false; }
-	kc apply -f - <<-EOF
-	apiVersion: resource.k8s.io/v1
-	kind: DeviceClass
-	metadata: {name: rdmactl.io}
-	spec:
-	  selectors:
-	  - cel: {expression: 'device.driver == "rdmactl.io"'}
-	EOF
+	wait_for 300 dra_published || { dra_logs; kc get resourceslices -o yaml >&2; false; }
+	# the driver runs as its service account, in the image built above
+	run -0 kq -n rdmactl-system get pods -l app.kubernetes.io/name=rdmactl-dra -o json
+	run -0 jq -r '.items[0] | "\(.spec.serviceAccountName) \(.spec.containers[0].image) \(.status.phase)"' <<<"$output"
+	assert_output "rdmactl-dra $img Running"
 	local n qp
 	for n in a b c; do
 		qp=6
@@ -234,7 +249,7 @@ pod_succeeds() {
 		if [ $n = a ]; then
 			wait_for 300 bash -c "kubectl logs dra$n 2>/dev/null | grep -q holding" || {
 				kc describe pod "dra$n" >&2
-				cat "$log" >&2
+				dra_logs
 				false
 			}
 		fi
@@ -251,8 +266,13 @@ pod_succeeds() {
 	local uid
 	uid=$(kq get pod draa -o jsonpath='{.metadata.uid}')
 	run -0 "$RDMACTL" -j quota show
-	run -0 jq -e --arg u "$uid" '[.scopes[] | select(.pod_uid == $u) | .kinds.qp | select(.kernel_limit == 6 and .kernel_usage == 6)] | length >= 1' <<<"$output" ||
+	run -0 jq -e --arg u "$uid" '[.scopes[] | select(.pod_uid == $u and .pod_namespace == "default" and .pod_name == "draa")
+		| .kinds.qp | select(.kernel_limit == 6 and .kernel_usage == 6)] | length >= 1' <<<"$output" ||
 		{ "$RDMACTL" quota show >&2; false; }
+	# the exporter names the pod on its series: its container's 6 QPs
+	run -0 "$RDMACTL" export --once
+	run -0 grep -cE "^rdmactl_objects\\{[^}]*pod_uid=\"$uid\",namespace=\"default\",pod=\"draa\",[^}]*type=\"qp\"\\} 6\$" <<<"$output"
+	assert_output 1
 	# the second claim does not fit beside the first; the one above the ceiling fits nowhere
 	wait_for 120 unschedulable drab || { kc describe pod drab >&2; false; }
 	wait_for 120 unschedulable drac || { kc describe pod drac >&2; false; }
@@ -260,19 +280,43 @@ pod_succeeds() {
 	assert_output ''
 	kc delete pod draa --grace-period=0 --force
 	kc delete resourceclaim rdma-a
-	wait_for 300 bash -c "kubectl logs drab 2>/dev/null | grep -q holding" || { kc describe pod drab >&2; cat "$log" >&2; false; }
+	wait_for 300 bash -c "kubectl logs drab 2>/dev/null | grep -q holding" || { kc describe pod drab >&2; dra_logs; false; }
 	run -0 kc logs drab
 	assert_line 'qp created=6 errno=EDQUOT'
 	run -0 kc get resourceclaim rdma-c -o jsonpath='{.status.allocation}'
 	assert_output ''
+	# with dist/kubernetes/rdmactl-claim-ceiling.yaml (its ConfigMap: this node policy's ceiling), such a claim
+	# or template is refused when written, naming the request and the ceiling; one within it is not
+	kc create --dry-run=client -o json -f "$TOP/dist/kubernetes/rdmactl-claim-ceiling.yaml" |
+		jq '.items |= map(if .kind == "ConfigMap" then .data = {qp: "8", cq: "64", mr: "64", mr_bytes: "1Gi"} else . end)' |
+		kc apply -f -
+	refused_at_admission() { claim_yaml rdma-d rdma rdmactl.io 9 | kq create --dry-run=server -f - 2>&1 | grep -q 'ceiling'; }
+	wait_for 120 refused_at_admission || { claim_yaml rdma-d rdma rdmactl.io 9 | kq create --dry-run=server -f - >&2; false; }
+	run -1 kc create -f - < <(claim_yaml rdma-d rdma rdmactl.io 9)
+	assert_output --partial 'RDMA capacity above the node policy ceiling (ConfigMap rdmactl-system/rdmactl-ceiling): rdma: qp=9 (ceiling 8)'
+	run -1 kc create -f - <<-EOF
+	apiVersion: resource.k8s.io/v1
+	kind: ResourceClaimTemplate
+	metadata: {name: rdma-big}
+	spec:
+	  spec:
+	    devices:
+	      requests:
+	      - name: big
+	        exactly: {deviceClassName: rdmactl.io, capacity: {requests: {qp: "4", mr_bytes: 2Gi}}}
+	EOF
+	assert_output --partial 'big: mr_bytes=2Gi (ceiling 1Gi)'
+	run -0 kc create -f - < <(claim_yaml rdma-d rdma rdmactl.io 8)
 	kc delete pod drab drac --grace-period=0 --force
-	kc delete resourceclaim rdma-b rdma-c
+	kc delete resourceclaim rdma-b rdma-c rdma-d
 	# nothing left: no claim's CDI spec, no pod's kernel limit
 	no_claim_spec() { ! ls "$CDI" | grep -q claim; }
 	wait_for 120 no_claim_spec || { ls -l "$CDI" >&2; false; }
 	no_pod_scope() { "$RDMACTL" -j quota show | jq -e '[.scopes[] | select(.pod_uid != null)] | length == 0' >/dev/null; }
 	wait_for 120 no_pod_scope || { "$RDMACTL" quota show >&2; false; }
-	kill "$DRA_PID"
-	wait "$DRA_PID" || true
-	kc delete deviceclass rdmactl.io
+	kc delete -f "$T/dra.json" --wait=false
+	kc delete validatingadmissionpolicy,validatingadmissionpolicybinding rdmactl-claim-ceiling
+	# the driver's pod ends with its DaemonSet
+	no_driver() { [ -z "$(kq -n rdmactl-system get pods -o name 2>/dev/null)" ]; }
+	wait_for 120 no_driver || { kc -n rdmactl-system get pods >&2; false; }
 }
