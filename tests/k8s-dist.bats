@@ -345,6 +345,33 @@ daemonset() {
 	assert_output "true Deny"
 }
 
+@test "admission: the claim ceiling's ConfigMap is the node policy's ceiling (G is Gi), its policy checks claims and templates, its binding denies" {
+	policy_from_configmap
+	local want k v
+	# the node ConfigMap's ceiling line, as Kubernetes quantities: rdmactl's K, M, G, T are binary
+	want=$(sed -n 's/^ceiling //p' "$BATS_TEST_TMPDIR/containers.conf" | tr ' ' '\n' |
+		sed -E 's/=([0-9]+)([KMGT])$/=\1\2i/' | sort)
+	[ -n "$want" ]
+	run -0 objects "$K8S/rdmactl-claim-ceiling.yaml"
+	local o=$output
+	run -0 jq -r '.[] | select(.kind == "ConfigMap") | .data | to_entries[] | "\(.key)=\(.value)"' <<<"$o"
+	assert_equal "$(sort <<<"$output")" "$want"
+	run -0 jq -r '.[] | select(.kind == "ValidatingAdmissionPolicy") | .spec.matchConstraints.resourceRules[] |
+		"\(.apiGroups | join(",")) \(.resources | join(",")) \(.operations | join(","))"' <<<"$o"
+	assert_output "resource.k8s.io resourceclaims,resourceclaimtemplates CREATE,UPDATE"
+	run -0 jq -r '(.[] | select(.kind == "ConfigMap") | .metadata | "\(.namespace)/\(.name)") as $cm |
+		.[] | select(.kind == "ValidatingAdmissionPolicyBinding") |
+		"\(.spec.policyName) \(.spec.validationActions | join(",")) \(.spec.paramRef.namespace + "/" + .spec.paramRef.name == $cm)"' <<<"$o"
+	assert_output "rdmactl-claim-ceiling Deny true"
+	# every variable used is defined
+	local vap='.[] | select(.kind == "ValidatingAdmissionPolicy")' used
+	run -0 jq -r "$vap"' | [.spec.variables[].expression, .spec.validations[].expression, .spec.validations[].messageExpression] | join("\n")' <<<"$o"
+	for used in $(grep -o 'variables\.[a-zA-Z]*' <<<"$output" | sort -u); do
+		jq -e --arg n "${used#variables.}" "$vap"' | .spec.variables | any(.name == $n)' <<<"$o" >/dev/null ||
+			{ echo "undefined: $used"; return 1; }
+	done
+}
+
 @test "pods: the examples ask for a budget the ConfigMap's policy has, by annotation and by device resource" {
 	policy_from_configmap
 	run -0 objects "$K8S/rdmactl-pod-example.yaml"

@@ -66,3 +66,35 @@ load budget
 	assert_success
 	end_burst
 }
+
+# The kernel's limit (BPF LSM), no preload: the ranks' creations race in the kernel hooks, not in the ledger.
+@test "200 ranks at once under a kernel limit of 190 QPs, no preload: exactly 10 refused with EDQUOT, none killed, the kernel's usage equals netlink" {
+	grep -qw bpf /sys/kernel/security/lsm || { echo "BPF LSM is not active in this lab kernel" >&2; false; }
+	CG=/sys/fs/cgroup/rdmactl-kburst.$$
+	mkdir "$CG"
+	run -0 "$RDMACTL" quota set qp 190 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set cq 2000 --cgroup "$CG" --kernel
+	run -0 "$RDMACTL" quota set mr 2000 --cgroup "$CG" --kernel
+	burst timeout 900 bash -c "echo \$\$ > $CG/cgroup.procs && exec $SB -n 200 -k 2"
+	assert_equal "$(field round1 created qp)" 190
+	assert_equal "$(field round1 refused qp)" 10
+	assert_equal "$(field round2 created qp)" 0
+	assert_equal "$(field round2 refused qp)" "$(field round2 asked qp)"
+	assert_equal "$(field round2 refused cq)" 0
+	assert_equal "$(field round2 refused mr)" 0
+	# every rank still holds what it made: no kill, and the kernel's usage is RDMA netlink's count
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	local j=$output k
+	jq -e '.scopes[0].kinds.qp | .kernel_usage == 190 and .kernel_killed == 0 and .kernel_refused >= 10' <<<"$j" ||
+		{ jq -c '.scopes[0].kinds' <<<"$j"; false; }
+	for k in qp cq mr; do
+		assert_equal "$(jq --arg k $k '.scopes[0].kinds[$k].kernel_usage' <<<"$j")" "$(kernel_count_all $k)"
+		assert_equal "$(jq --arg k $k '.scopes[0].kinds[$k].kernel_killed' <<<"$j")" 0
+	done
+	# the 200 ranks and their parent, none killed (a killed rank stays a zombie until the end)
+	assert_equal "$(ps -C startburst -o stat= | grep -c '^[^Z]')" 201
+	end_burst
+	run -0 "$RDMACTL" -j quota show --cgroup "$CG"
+	jq -e '.scopes[0].kinds | .qp.kernel_usage == 0 and .cq.kernel_usage == 0 and .mr.kernel_usage == 0' <<<"$output"
+	for k in qp cq mr; do "$RDMACTL" quota unset $k --cgroup "$CG" --kernel; done
+}
