@@ -216,19 +216,19 @@ pod_succeeds() {
 	pm build -q -f "$TOP/dra/Containerfile" -t "$img" "$T/ctx"
 	pm save -q --format docker-archive -o "$T/dra.tar" "$img"
 	timeout 120 ctr -n k8s.io images import "$T/dra.tar"
-	# dist/kubernetes/rdmactl-dra.yaml as an operator applies it; the lab changes the image (imported, never
+	# dist/kubernetes/rdmactl-dra.yaml as an operator applies it (kubectl prints its objects one by one: a List); the lab changes the image (imported, never
 	# pulled), the host paths of rdmactl and the policy, the capacity (10 QPs), and the API server's address
 	# (no kube-proxy here: the kubernetes Service's address routes nowhere)
 	kc label node lab rdmactl.io/rdma=true --overwrite
 	kc create --dry-run=client -o json -f "$TOP/dist/kubernetes/rdmactl-dra.yaml" |
-		jq --arg img "$img" --arg r "$RDMACTL" --arg p "$T/policy.conf" '.items |= map(
+		jq -s --arg img "$img" --arg r "$RDMACTL" --arg p "$T/policy.conf" '{apiVersion: "v1", kind: "List", items: map(
 			if .kind == "DaemonSet" then .spec.template.spec.containers[0] |= (
 				.image = $img | .imagePullPolicy = "Never"
 				| .args = [.args[] | select(startswith("--rdmactl=") | not)]
 					+ ["--rdmactl=" + $r, "--policy=" + $p, "--capacity=qp=10", "--refresh=0"]
 				| .env += [{name: "KUBERNETES_SERVICE_HOST", value: "192.0.2.1"},
 					{name: "KUBERNETES_SERVICE_PORT", value: "6443"}])
-			else . end)' >"$T/dra.json"
+			else . end)}' >"$T/dra.json"
 	kc apply -f "$T/dra.json"
 	dra_logs() { kc -n rdmactl-system describe pods >&2; kc -n rdmactl-system logs ds/rdmactl-dra >&2 || true; }
 	dra_published() { kq get resourceslices -o json | jq -e '.items[] | select(.spec.driver == "rdmactl.io" and .spec.nodeName == "lab")
@@ -288,7 +288,7 @@ pod_succeeds() {
 	# with dist/kubernetes/rdmactl-claim-ceiling.yaml (its ConfigMap: this node policy's ceiling), such a claim
 	# or template is refused when written, naming the request and the ceiling; one within it is not
 	kc create --dry-run=client -o json -f "$TOP/dist/kubernetes/rdmactl-claim-ceiling.yaml" |
-		jq '.items |= map(if .kind == "ConfigMap" then .data = {qp: "8", cq: "64", mr: "64", mr_bytes: "1Gi"} else . end)' |
+		jq -s '{apiVersion: "v1", kind: "List", items: map(if .kind == "ConfigMap" then .data = {qp: "8", cq: "64", mr: "64", mr_bytes: "1Gi"} else . end)}' |
 		kc apply -f -
 	refused_at_admission() { claim_yaml rdma-d rdma rdmactl.io 9 | kq create --dry-run=server -f - 2>&1 | grep -q 'ceiling'; }
 	wait_for 120 refused_at_admission || { claim_yaml rdma-d rdma rdmactl.io 9 | kq create --dry-run=server -f - >&2; false; }
