@@ -20,6 +20,8 @@ pkgs=(
 	# the CDI spec's JSON schema (the version podman 4.3 reads) and a validator for it (tests/cdi.bats); YAML for
 	# the Kubernetes files of dist/ (tests/k8s-dist.bats)
 	golang-github-container-orchestrated-devices-container-device-interface-dev python3-jsonschema python3-yaml
+	# the lab's Kubernetes (tests/k8s: the pods' network, the cluster's certificates; Go is the machine's own)
+	containernetworking-plugins openssl
 	# the lab
 	qemu-system-x86 busybox-static cpio kmod file xz-utils
 )
