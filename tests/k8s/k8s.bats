@@ -238,6 +238,22 @@ pod_succeeds() {
 	run -0 kq -n rdmactl-system get pods -l app.kubernetes.io/name=rdmactl-dra -o json
 	run -0 jq -r '.items[0] | "\(.spec.serviceAccountName) \(.spec.containers[0].image) \(.status.phase)"' <<<"$output"
 	assert_output "rdmactl-dra $img Running"
+	# what its pod's token may do (RBAC and the admission policy of rdmactl-dra.yaml): write its own node's
+	# ResourceSlices, not another node's; read no secret
+	local pod tok
+	pod=$(kq -n rdmactl-system get pods -l app.kubernetes.io/name=rdmactl-dra -o jsonpath='{.items[0].metadata.name}')
+	tok=$(kq -n rdmactl-system create token rdmactl-dra --bound-object-kind Pod --bound-object-name "$pod" --duration 10m)
+	as_driver() { timeout 30 kubectl --kubeconfig /dev/null --server https://192.0.2.1:6443 \
+		--certificate-authority /run/rdmactl-k8s/pki/ca.crt --token "$tok" "$@"; }
+	slice_yaml() { # NAME NODE
+		printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s}\nspec:\n  driver: rdmactl.io\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n  devices: []\n' "$1" "$2" "$2"
+	}
+	run -1 as_driver create -f - < <(slice_yaml probe-other other)
+	assert_output --partial "rdmactl-dra on node lab may write only its own node's ResourceSlices, not one of node other"
+	run -0 as_driver create -f - < <(slice_yaml probe-lab lab)
+	run -0 as_driver delete resourceslice probe-lab
+	run -1 as_driver auth can-i get secrets --all-namespaces
+	assert_output no
 	local n qp
 	for n in a b c; do
 		qp=6
