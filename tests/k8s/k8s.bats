@@ -278,6 +278,14 @@ pod_succeeds() {
 	assert_output 'rdmactl.io rxe0 6'
 	run -0 kc describe resourceclaim rdma-a
 	assert_output --partial 'rxe0'
+	# mr_bytes, which the claim did not name, is the policy's default (64M), and the container's RLIMIT_MEMLOCK
+	# follows it, soft and hard: pinned memory bounded without memlock=unlimited
+	run -0 kc get resourceclaim rdma-a -o jsonpath='{.status.allocation.devices.results[0].consumedCapacity.mr_bytes}'
+	assert_output 64Mi
+	local kpid
+	kpid=$(pgrep -x kqverbs)
+	run -0 grep '^Max locked memory' "/proc/$kpid/limits"
+	assert_output --regexp '^Max locked memory +67108864 +67108864 +bytes'
 	# the pod's kernel limit, named by its pod's uid
 	local uid
 	uid=$(kq get pod draa -o jsonpath='{.metadata.uid}')
