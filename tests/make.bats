@@ -76,8 +76,10 @@ mk() {
 	[ "$SECONDS" -lt 30 ]
 }
 
-@test "check-lab runs each kernel's suites in groups with LAB_JOBS=2, every suite once per kernel, nolsm last" {
+@test "check-lab runs each kernel's suites in groups with LAB_JOBS=2, every suite once per kernel, nolsm last; the Kubernetes run first" {
 	local groups='run|quota kq|kqdrv' again='^(00-lab|monitor|top|kq|kqattack|kqdrv)$' all want
+	# make check-lab exports LAB_K8S=1 (these host tests may run beside it): 0 here, 1 below
+	export LAB_K8S=0
 	run -0 env LAB_JOBS=2 LAB_GROUPS="$groups" LAB_SUITES_AGAIN="$again" "$TOP/tests/lab/check-all" --list
 	assert_equal "${lines[0]}" "run 1: stable ^(00-lab|quota|run)\$"
 	assert_equal "${lines[1]}" "run 2: stable ^(kq|kqdrv)\$"
@@ -99,4 +101,14 @@ mk() {
 	run -0 env LAB_JOBS=2 LAB_SUITES=top "$TOP/tests/lab/check-all" --list
 	assert_equal "${lines[*]}" "run 1: stable top run 2: backports top"
 	run -2 env LAB_JOBS=x "$TOP/tests/lab/check-all" --list
+	# LAB_K8S=1: the Kubernetes run (build and k8s.bats) is the first to start, then the same runs; with F, only
+	# when it names k8s
+	run -0 env LAB_K8S=1 LAB_JOBS=2 LAB_GROUPS="$groups" LAB_SUITES_AGAIN="$again" "$TOP/tests/lab/check-all" --list
+	assert_equal "${lines[0]}" "run 1: stable k8s"
+	assert_equal "${lines[1]}" "run 2: stable ^(00-lab|quota|run)\$"
+	assert_equal "${#lines[@]}" 7
+	run -0 env LAB_K8S=1 LAB_SUITES=k8s "$TOP/tests/lab/check-all" --list
+	assert_output "run 1: stable k8s"
+	run -0 env LAB_K8S=1 LAB_JOBS=2 LAB_SUITES=top "$TOP/tests/lab/check-all" --list
+	assert_equal "${lines[*]}" "run 1: stable top run 2: backports top"
 }
