@@ -365,7 +365,7 @@ LAB_NOLSM_ARGS ?= lsm=lockdown,capability,landlock,yama,apparmor,tomoyo
 # LAB_K8S=0 leaves it out). With it a clean clone's make check took 63 minutes on a warm 2-core machine; a
 # fresh one adds the build's 32 core-minutes (tests/k8s/README.md, "In make check").
 LAB_K8S ?= 1
-check-lab: all
+check-lab: all dra
 	$(Q)if [ -n "$${F-}" ]; then export LAB_SUITES="$$F"; fi; \
 	LAB_K8S='$(LAB_K8S)' LAB_KERNELS='$(LAB_KERNELS)' LAB_SUITES_AGAIN='$(LAB_SUITES_AGAIN)' LAB_NOLSM_ARGS='$(LAB_NOLSM_ARGS)' \
 	LAB_JOBS='$(LAB_JOBS)' LAB_GROUPS='$(LAB_GROUPS)' tests/lab/check-all
@@ -404,12 +404,13 @@ clean:
 # --- the lab's Kubernetes (tests/k8s, issue 52); make check runs it too (LAB_K8S, above) ----------------
 # k8s-build: kube-apiserver, -controller-manager, -scheduler, kubelet, kubectl, etcd, containerd and the lab's
 # images, from the Go module proxy into RDMACTL_K8S_CACHE (default /var/cache/rdmactl-k8s), once per machine.
-# check-k8s: tests/k8s/k8s.bats in a lab guest of 4 GiB (tests/k8s/README.md).
+# check-k8s: the build, then tests/k8s/k8s.bats in a lab guest of 4 GiB: check-all's Kubernetes run, alone
+# (tests/k8s/README.md).
 .PHONY: k8s-build check-k8s
 k8s-build:
 	$(Q)tests/k8s/build >/dev/null
-check-k8s: all k8s-build
-	$(Q)LAB_MEM=$${LAB_MEM:-4096} tests/lab/run --timeout $${LAB_RUN_TIMEOUT:-1800} -- tests/lab/check tests/k8s/k8s.bats
+check-k8s: all dra
+	$(Q)LAB_K8S=1 LAB_SUITES=k8s LAB_KERNELS=stable tests/lab/check-all
 
 # --- the Kubernetes DRA driver (dra/, Go, its own module): where go is -----------------------------------
 # make dra builds $(OUT)/rdmactl-dra with rdmactl's VERSION (the driver compares it with the node's rdmactl);
