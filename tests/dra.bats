@@ -48,6 +48,7 @@ node_policy() {
 	run -0 jq -r '.[] | select(.kind == "ValidatingAdmissionPolicy") | [.spec.variables[].expression, .spec.validations[].expression] | join("\n")' <<<"$o"
 	assert_output --partial "authentication.kubernetes.io/node-name"
 	assert_output --partial "spec.nodeName"
+	assert_output --partial 'variables.slice.spec.driver == "rdmactl.io"'
 	run -0 jq -r '(.[] | select(.kind == "ValidatingAdmissionPolicy") | .metadata.name) as $p | .[] |
 		select(.kind == "ValidatingAdmissionPolicyBinding") | "\(.spec.policyName == $p) \(.spec.validationActions | join(","))"' <<<"$o"
 	assert_output "true Deny"

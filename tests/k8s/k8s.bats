@@ -239,19 +239,29 @@ pod_succeeds() {
 	run -0 jq -r '.items[0] | "\(.spec.serviceAccountName) \(.spec.containers[0].image) \(.status.phase)"' <<<"$output"
 	assert_output "rdmactl-dra $img Running"
 	# what its pod's token may do (RBAC and the admission policy of rdmactl-dra.yaml): write its own node's
-	# ResourceSlices, not another node's; read no secret
+	# ResourceSlices, not another node's nor another driver's; read no secret
 	local pod tok
 	pod=$(kq -n rdmactl-system get pods -l app.kubernetes.io/name=rdmactl-dra -o jsonpath='{.items[0].metadata.name}')
 	tok=$(kq -n rdmactl-system create token rdmactl-dra --bound-object-kind Pod --bound-object-name "$pod" --duration 10m)
 	as_driver() { timeout 30 kubectl --kubeconfig /dev/null --server https://192.0.2.1:6443 \
 		--certificate-authority /run/rdmactl-k8s/pki/ca.crt --token "$tok" "$@"; }
-	slice_yaml() { # NAME NODE
-		printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s}\nspec:\n  driver: rdmactl.io\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n  devices: []\n' "$1" "$2" "$2"
+	slice_yaml() { # NAME NODE DRIVER
+		printf 'apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: %s}\nspec:\n  driver: %s\n  nodeName: %s\n  pool: {name: %s, generation: 1, resourceSliceCount: 1}\n  devices: []\n' "$1" "$3" "$2" "$2"
 	}
-	run -1 as_driver create -f - < <(slice_yaml probe-other other)
+	run -1 as_driver create -f - < <(slice_yaml probe-other other rdmactl.io)
 	assert_output --partial "rdmactl-dra on node lab may write only its own node's ResourceSlices, not one of node other"
-	run -0 as_driver create -f - < <(slice_yaml probe-lab lab)
-	run -0 as_driver delete resourceslice probe-lab
+	run -1 as_driver create -f - < <(slice_yaml probe-gpu lab gpu.example.com)
+	assert_output --partial "rdmactl-dra may write only the ResourceSlices of driver rdmactl.io, not one of driver gpu.example.com"
+	# its own node's, rdmactl.io's: allowed. Server-side dry runs pass RBAC and admission and store nothing: a slice
+	# really made would race with the driver's own slice controller, which deletes any rdmactl.io slice of its node
+	# it did not write (CI once saw the delete below find it gone)
+	run -0 as_driver create --dry-run=server -f - < <(slice_yaml probe-lab lab rdmactl.io)
+	assert_output --partial "(server dry run)"
+	local own
+	own=$(kq get resourceslices -o json | jq -er '[.items[] | select(.spec.driver == "rdmactl.io" and .spec.nodeName == "lab")][0].metadata.name')
+	run -0 as_driver delete --dry-run=server resourceslice "$own"
+	assert_output --partial "(server dry run)"
+	run -0 kq get resourceslice "$own"
 	run -1 as_driver auth can-i get secrets --all-namespaces
 	assert_output no
 	local n qp
