@@ -411,7 +411,9 @@ static void least_works(struct kqfloor_bpf *f, bool self)
 	__s64 held, after;
 	struct ibv_pd *p;
 	int saved = floor_progs(f->obj), fd = bpf_map__fd(f->maps.kqr_lims);
+	const char *picked = only;
 
+	only = NULL; /* all of the floor's programs do its work, whatever -p picks to measure */
 	attach();
 	p = ibv_alloc_pd(ctx);
 	held = bpf_map_lookup_elem(fd, &sc, &l) ? 0 : l.use[KQ_PD];
@@ -419,6 +421,7 @@ static void least_works(struct kqfloor_bpf *f, bool self)
 		die("least: a PD", errno);
 	after = bpf_map_lookup_elem(fd, &sc, &l) ? 0 : l.use[KQ_PD];
 	detach();
+	only = picked;
 	nprogs = saved;
 	first = 0;
 	if (held != (self ? 1 : 0) || after != 0) {

@@ -425,6 +425,61 @@ int BPF_PROG(kq_rereg_out, void *attrs, int ret)
 	return 0;
 }
 
+/*
+ * An MR's record follows the MR's own length, not what a request said: o->bytes is what was charged (its
+ * reservation, or its length when last seen). More is charged to the scopes it was charged to (SIGKILL past a
+ * limit, where the backstop kills: a request rewritten after the check, or a legacy write), less is given back.
+ */
+static __always_inline void mr_follow(struct kq_obj *o, struct ib_mr___kq *mr)
+{
+	__u64 len = BPF_CORE_READ(mr, length);
+
+	if (len > KQ_MR_MAXLEN)
+		len = KQ_MR_MAXLEN; /* an implicit ODP MR (UINT64_MAX): no wrap of the usage */
+	if (len == o->bytes)
+		return;
+	if (len > o->bytes) {
+		if (o->n && charge_more(o, KQ_MR_BYTES, len - o->bytes))
+			bpf_send_signal(SIGKILL);
+	} else {
+		struct kq_obj less = *o;
+
+		less.kind = KQ_NK; /* only bytes */
+		less.bytes = o->bytes - len;
+		credit(&less);
+	}
+	o->bytes = len;
+}
+
+/*
+ * The end of the kernel's rereg handler when the driver changed the MR in place (it returned no new MR): the
+ * handler puts the MR's uobject it locked for writing (uobj_put_write). A driver that gives an MR a new
+ * translation in place (mlx5's UMR rereg; hns, irdma, mlx4) changes its length there, and no object is
+ * allocated or committed: its bytes are counted here, from the MR's length. An honest rereg with a new
+ * translation was refused at the ioctl under an mr_bytes limit; what comes here past one is a request rewritten
+ * after the check (or a write(2) no hook read), and is killed. Other puts (every lookup of every verb ends in
+ * one) pay the test of the mode and of the thread's mark.
+ */
+#define KQ_LOOKUP_WRITE 1 /* enum rdma_lookup_mode: READ, WRITE, DESTROY (include/rdma/uverbs_types.h) */
+SEC("fentry/rdma_lookup_put_uobject")
+int BPF_PROG(kq_rereg_put, struct ib_uobject___kq *uobj, int mode)
+{
+	struct kq_task *t;
+	struct kq_obj *o;
+	__u64 key = (__u64)uobj;
+
+	if (mode != KQ_LOOKUP_WRITE)
+		return 0;
+	t = task_of();
+	if (!t || !t->inrereg || t->inrereg != agen())
+		return 0;
+	o = bpf_map_lookup_elem(&kq_objs, &key);
+	if (!o || o->kind != KQ_MR)
+		return 0;
+	mr_follow(o, BPF_CORE_READ(uobj, object));
+	return 0;
+}
+
 /* What a scan of a request's attributes finds (the write command, CORE_IN, a dma-buf MR's length). */
 struct scan {
 	unsigned long arg;
@@ -1009,9 +1064,8 @@ int BPF_PROG(kq_ioctl_done, struct file *filp, unsigned int cmd, unsigned long a
 SEC("fentry/rdma_alloc_commit_uobject")
 int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 {
-	__u64 key = (__u64)uobj, len;
+	__u64 key = (__u64)uobj;
 	struct kq_obj *o;
-	struct ib_mr___kq *mr;
 	const struct uverbs_api_object___kq *ao = uobj->uapi_object; /* read directly, but a pointer BTF lacks */
 	__u32 id = 0, kind;
 
@@ -1052,24 +1106,7 @@ int BPF_PROG(kq_commit, struct ib_uobject___kq *uobj, void *attrs)
 			return 0;
 		}
 	}
-	mr = BPF_CORE_READ(uobj, object); /* a void * the verifier cannot follow */
-	len = BPF_CORE_READ(mr, length);
-	if (len > KQ_MR_MAXLEN)
-		len = KQ_MR_MAXLEN; /* an implicit ODP MR (UINT64_MAX): no wrap of the usage */
-	/* o->bytes: what its reservation charged; the MR's own length is what counts */
-	if (len == o->bytes)
-		return 0;
-	if (len > o->bytes) {
-		if (o->n && charge_more(o, KQ_MR_BYTES, len - o->bytes))
-			bpf_send_signal(SIGKILL);
-	} else {
-		struct kq_obj less = *o;
-
-		less.kind = KQ_NK; /* only bytes */
-		less.bytes = o->bytes - len;
-		credit(&less);
-	}
-	o->bytes = len;
+	mr_follow(o, BPF_CORE_READ(uobj, object)); /* a void * the verifier cannot follow */
 	return 0;
 }
 

@@ -25,7 +25,7 @@ bool kq_limit_in_force(const struct kq_limit *lim);
 /* kqmaps.c: the maps pinned, opened (read-only: no mapping of kq_state). */
 int kq_open_pinned(struct kq *q, bool ro);
 /* The programs attached while a limit exists (kqload.c), whose links kq_enforcement checks (kqmaps.c). */
-#define KQ_NONDEMAND 15
+#define KQ_NONDEMAND 16
 extern const char *const kq_ondemand[KQ_NONDEMAND];
 
 /* The error kq_error() returns, formatted; returns err. */

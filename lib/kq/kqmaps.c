@@ -595,7 +595,7 @@ int kq_scope_of_ledger(const struct ledger_scope *ls, const char *cgroot, struct
 const char *const kq_ondemand[KQ_NONDEMAND] = { "kq_ioctl", "kq_ioctl_compat", "kq_open", "kq_opened", "kq_close",
 					"kq_begin", "kq_commit", "kq_destroy", "kq_ioctl_done", "kq_receive",
 					"kq_permission", "kq_write_in", "kq_write_out", "kq_rereg_in",
-					"kq_rereg_out" };
+					"kq_rereg_out", "kq_rereg_put" };
 
 /* The id of the program pinned at path (0: not there or not readable). */
 static __u32 pinned_prog_id(const char *path)

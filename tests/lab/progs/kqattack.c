@@ -59,6 +59,11 @@
  *       and REG_MR all the while (so that the check may read one and the kernel the other), ROUNDS times; its
  *       input is laid out to be a valid registration of 4 KiB as either. Prints "made N" after each MR the
  *       kernel registered (N so far, kept), and at the end "flip made=N" and "alive".
+ *   kqattack grow -l SMALL -L BIG [-d DEV] [-r ROUNDS] [-H FILE]
+ *       A REG_MR request through INVOKE_WRITE whose length a second thread flips between SMALL and BIG all the
+ *       while (so that the check may read one and the kernel register the other), ROUNDS times, each MR
+ *       deregistered at once but the last round's (a buffer of BIG bytes). Prints "made N" after each MR the
+ *       kernel registered, at the end "grow made=N" and "alive", and with -H "holding" until FILE exists.
  *   kqattack inflight -m before|after -W START [-d DEV] [-c N] [-R READY] [-H FILE]
  *       An honest creation in flight while a limit comes: allocates N PDs (default 1) (with -R: then
  *       prints "made" and waits for READY: a test takes the programs away meanwhile), then sends
@@ -246,7 +251,8 @@ static int invoke_write(int fd, __u64 wcmd, const void *in, size_t inlen, void *
 	r.hdr.method_id = UVERBS_METHOD_INVOKE_WRITE;
 	attr(&r, UVERBS_ATTR_WRITE_CMD, sizeof(__u64), wcmd);
 	attr(&r, UVERBS_ATTR_CORE_IN, inlen, (uintptr_t)in);
-	attr(&r, UVERBS_ATTR_CORE_OUT, outlen, (uintptr_t)out);
+	if (out) /* a command without a response (DEREG_MR) has no CORE_OUT */
+		attr(&r, UVERBS_ATTR_CORE_OUT, outlen, (uintptr_t)out);
 	return send_ioctl(fd, &r);
 }
 
@@ -517,6 +523,67 @@ static int cmd_flip(long rounds)
 	pthread_join(th, NULL);
 	printf("flip made=%d\n", made);
 	printf("alive\n");
+	return 0;
+}
+
+static volatile __u64 *grow_len;
+static __u64 grow_small, grow_big;
+
+static void *grower(void *arg)
+{
+	(void)arg;
+	while (!flip_stop)
+		*grow_len = *grow_len == grow_small ? grow_big : grow_small;
+	return NULL;
+}
+
+static int cmd_grow(long rounds, __u64 small, __u64 big, const char *hold)
+{
+	static struct ib_uverbs_reg_mr cmd;
+	struct ibv_context *ctx = open_dev();
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_pd *pd;
+	pthread_t th;
+	void *buf;
+	long i;
+	int made = 0;
+
+	if (!ctx || !(pd = ibv_alloc_pd(ctx)) || !small || small > big || big > (1ULL << 30))
+		return 1;
+	buf = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return 1;
+	memset(buf, 1, big);
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.response = (uintptr_t)&resp;
+	cmd.start = (uintptr_t)buf;
+	cmd.length = small;
+	cmd.hca_va = (uintptr_t)buf;
+	cmd.pd_handle = pd->handle;
+	cmd.access_flags = IBV_ACCESS_LOCAL_WRITE;
+	grow_len = &cmd.length;
+	grow_small = small;
+	grow_big = big;
+	if (pthread_create(&th, NULL, grower, NULL))
+		return 1;
+	for (i = 0; i < rounds; i++) {
+		resp.mr_handle = ~0u;
+		if (!invoke_write(ctx->cmd_fd, IB_USER_VERBS_CMD_REG_MR, &cmd, sizeof(cmd), &resp, sizeof(resp)) &&
+		    resp.mr_handle != ~0u) {
+			printf("made %d\n", ++made);
+			/* given back at once, but the last: the limit never fills, and every round is a try */
+			if (i < rounds - 1) {
+				struct ib_uverbs_dereg_mr d = { .mr_handle = resp.mr_handle };
+
+				invoke_write(ctx->cmd_fd, IB_USER_VERBS_CMD_DEREG_MR, &d, sizeof(d), NULL, 0);
+			}
+		}
+	}
+	flip_stop = 1;
+	pthread_join(th, NULL);
+	printf("grow made=%d\n", made);
+	printf("alive\n");
+	hold_until(hold);
 	return 0;
 }
 
@@ -862,14 +929,14 @@ int main(int argc, char **argv)
 	bool viawrite = false;
 	int opt, children = 20, pad = 16, threads = 2;
 	long rounds = 1000;
-	__u64 start = 0, length = 0;
+	__u64 start = 0, length = 0, big = 0;
 	bool odp = false, forked = false, cgiven = false;
 
 	if (argc < 2)
 		goto usage;
 	mode = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:c:p:H:W:R:wa:l:ok:m:t:r:S:P:f:F")) != -1) {
+	while ((opt = getopt(argc, argv, "d:c:p:H:W:R:wa:l:L:ok:m:t:r:S:P:f:F")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'c': children = atoi(optarg); cgiven = true; break;
@@ -880,6 +947,7 @@ int main(int argc, char **argv)
 		case 'w': viawrite = true; break;
 		case 'a': start = strtoull(optarg, NULL, 0); break;
 		case 'l': length = strtoull(optarg, NULL, 0); break;
+		case 'L': big = strtoull(optarg, NULL, 0); break;
 		case 'o': odp = true; break;
 		case 'k': kind = optarg; break;
 		case 'm': method = optarg; break;
@@ -917,10 +985,12 @@ int main(int argc, char **argv)
 		return cmd_rereg(children);
 	if (!strcmp(mode, "flip"))
 		return cmd_flip(rounds);
+	if (!strcmp(mode, "grow"))
+		return cmd_grow(rounds, length, big, hold);
 	if (!strcmp(mode, "inflight") && method)
 		return cmd_inflight(method, startfile, cgiven ? children : 1, ready, hold);
 usage:
-	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|flood|clonefiles|rereg|flip|inflight [options] "
+	fprintf(stderr, "usage: kqattack pad|nocmd|mr|mrioctl|bound|give|take|steps|flood|clonefiles|rereg|flip|grow|inflight [options] "
 		"(see the source)\n");
 	return 2;
 }
